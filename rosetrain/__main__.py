@@ -1,0 +1,3 @@
+from rosetrain.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The ``rosetrain`` command line.
+
+Each sub-command lives in its own module under ``rosetrain.commands`` with two
+functions, ``add_arguments(parser)`` and ``run(args) -> int``. Modules are
+imported only when their command runs, and import torch/transformers/trl only
+inside ``run``, so ``rosetrain generate`` and ``rosetrain score`` start fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from rosetrain.errors import RosetrainError
+
+# name -> (module, one-line help)
+COMMANDS = {
+    "generate": ("rosetrain.commands.generate", "generate scenes and tasks from a YAML spec"),
+    "preview": ("rosetrain.commands.preview", "draw a contact sheet of a generated split"),
+    "score": ("rosetrain.commands.score", "score predictions against a split"),
+    "eval": ("rosetrain.commands.evaluate", "run a model over a split, then score it"),
+    "compare": ("rosetrain.commands.compare", "compare two scored runs item by item"),
+    "tiny-model": ("rosetrain.commands.tiny_model", "build a tiny Qwen2-VL-family model offline"),
+    "train": ("rosetrain.commands.train", "LoRA/full SFT or GRPO through TRL from a recipe"),
+    "demo": ("rosetrain.commands.demo", "the end-to-end demo: base, SFT, GRPO, compare"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rosetrain", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:  # only the chosen command's module is imported
+            importlib.import_module(module_name).add_arguments(sub_parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in COMMANDS:
+        command = None
+    args = build_parser(command).parse_args(argv)
+    if args.command is None:
+        build_parser().print_help()
+        return 2
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except RosetrainError as err:
+        print(f"rosetrain {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\nrosetrain {args.command}: interrupted; run the same command again to resume",
+              file=sys.stderr)
+        return 130
