@@ -1,7 +1,9 @@
 """Registry of visual families, by name (``glyph``, ``emoji_content``, ...)."""
 from __future__ import annotations
 
+import functools
 import importlib
+import json
 
 from rosetrain.families.base import FamilyConfig, VisualFamily
 
@@ -25,9 +27,15 @@ def family_class(name: str) -> type[VisualFamily]:
 
 
 def get_family(name: str, config: dict | None = None) -> VisualFamily:
-    """Build a family from its name and a plain config dict (validated)."""
+    """A family from its name and a plain config dict (validated by the family's
+    config dataclass). Instances are shared: families hold caches of drawn cells."""
+    return _cached_family(name, json.dumps(config or {}, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_family(name: str, config_json: str) -> VisualFamily:
     cls = family_class(name)
-    return cls(cls.config_class(**(config or {})))
+    return cls(cls.config_class(**json.loads(config_json)))
 
 
 __all__ = ["FAMILIES", "FamilyConfig", "VisualFamily", "family_class", "get_family"]

@@ -1,0 +1,314 @@
+"""Generator specs: what scenes and tasks a dataset holds.
+
+A spec is YAML read with ``yaml.safe_load`` into frozen dataclasses that
+validate themselves, so a typo fails before any output is written, with the
+field and the file named. A spec with ``levels`` is a curriculum: each level
+overrides some fields of the base spec (reasoning-gym style: difficulty is a
+declared attribute level, not code).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from rosetrain import protocol as P
+from rosetrain.errors import RosetrainError
+
+# ROSE-like grid size profiles (observed ranges of the v0.1 test split).
+PROFILES = {
+    "tiny": {"rows": (3, 5), "cols": (3, 5)},
+    "small": {"rows": (7, 10), "cols": (7, 10)},
+    "medium": {"rows": (9, 14), "cols": (9, 14)},
+    "large": {"rows": (12, 18), "cols": (12, 18)},
+}
+RESERVED_NAMESPACE = "heldout"  # only a spec with role: heldout may draw seeds here
+ROLES = ("train", "eval", "heldout")
+PROMPT_STYLES = ("rose", "varied")
+CUE_STYLES = ("outline", "fill", "dim")
+MIN_GRID, MAX_GRID = 3, 20
+
+
+class SpecError(RosetrainError):
+    pass
+
+
+def _range(value: Any, field: str) -> tuple[int, int]:
+    if isinstance(value, int):
+        return value, value
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        low, high = value
+        if low > high:
+            raise ValueError(f"{field}: low {low} > high {high}")
+        return low, high
+    raise ValueError(f"{field}: expected an int or [low, high], got {value!r}")
+
+
+def _weights(value: Any, field: str, allowed: tuple[str, ...] | None = None) -> dict[str, float]:
+    """A mixture: name -> non-negative weight. Weights are relative unless they look
+    like probabilities that do not add up (sum within (0, 1.5) but not 1)."""
+    if isinstance(value, (list, tuple)):
+        value = {name: 1.0 for name in value}
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(f"{field}: expected a non-empty mapping name -> weight")
+    weights = {}
+    for name, weight in value.items():
+        if allowed is not None and name not in allowed:
+            raise ValueError(f"{field}: unknown name {name!r}; valid: {', '.join(allowed)}")
+        if not isinstance(weight, (int, float)) or weight < 0 or math.isnan(weight):
+            raise ValueError(f"{field}.{name}: weight must be a number >= 0, got {weight!r}")
+        weights[str(name)] = float(weight)
+    total = sum(weights.values())
+    if total <= 0:
+        raise ValueError(f"{field}: weights sum to 0")
+    if all(w <= 1 for w in weights.values()) and len(weights) > 1 and abs(total - 1) > 1e-6 and total < 1.5:
+        raise ValueError(f"{field}: looks like probabilities but sums to {total:g}, not 1")
+    return weights
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilySpec:
+    weight: float = 1.0
+    config: dict = dataclasses.field(default_factory=dict)  # the family's own dataclass fields
+
+
+@dataclasses.dataclass(frozen=True)
+class CueSpec:
+    """How T4's visual region is drawn on the second copy of the image."""
+    style: str = "outline"
+    color: tuple[int, int, int] = (255, 0, 0)
+    width: int = 4
+
+    def __post_init__(self):
+        if self.style not in CUE_STYLES:
+            raise ValueError(f"cue.style: {self.style!r} is not one of {', '.join(CUE_STYLES)}")
+        if len(self.color) != 3 or not all(0 <= int(c) <= 255 for c in self.color):
+            raise ValueError(f"cue.color: expected [r, g, b] in 0..255, got {self.color!r}")
+        if not 1 <= self.width <= 32:
+            raise ValueError(f"cue.width: expected 1..32, got {self.width}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LevelSpec:
+    """Everything that decides what one scene and its tasks look like."""
+    name: str = "default"
+    weight: float = 1.0
+    scenes: int | None = None  # staged curricula: scenes at this level before the next
+    families: dict[str, FamilySpec] = dataclasses.field(default_factory=dict)
+    profiles: dict[str, float] = dataclasses.field(default_factory=lambda: {"small": 0.27, "medium": 0.47, "large": 0.26})
+    rows: tuple[int, int] | None = None       # overrides the profile's rows
+    cols: tuple[int, int] | None = None
+    cell_size: tuple[int, int] = (42, 64)
+    exceptions: tuple[int, int] = (1, 8)
+    negative_rate: float = 0.05
+    region_cases: dict[str, float] = dataclasses.field(default_factory=lambda: {"zero": 0.33, "partial": 0.45, "all": 0.22})
+    region_types: dict[str, float] = dataclasses.field(default_factory=lambda: {P.ROW_RANGE: 1.0, P.COL_RANGE: 1.0, P.RECTANGLE: 1.0})
+    tasks: dict[str, float] = dataclasses.field(default_factory=lambda: {t: 1.0 for t in P.TEMPLATES})
+    tasks_per_scene: int | None = None  # None: every task with weight > 0
+    prompt_style: str = "rose"
+    cue: CueSpec = dataclasses.field(default_factory=CueSpec)
+    image_multiple: int | None = None   # e.g. 28: both image sides a multiple of it
+    noise: float = 0.0                  # opt-in per-cell pixel noise amplitude (0..64)
+
+    def __post_init__(self):
+        from rosetrain.families import FAMILIES
+
+        if not self.families:
+            raise ValueError("families: at least one family is required")
+        for name in self.families:
+            if name not in FAMILIES:
+                raise ValueError(f"families: unknown family {name!r}; valid: {', '.join(FAMILIES)}")
+        _weights({k: v.weight for k, v in self.families.items()}, "families")
+        _weights(self.profiles, "profiles", tuple(PROFILES))
+        _weights(self.region_cases, "region_cases", P.REGION_CASES)
+        _weights(self.region_types, "region_types", P.NUMERIC_REGIONS)
+        _weights(self.tasks, "tasks", P.TEMPLATES)
+        for field in ("rows", "cols"):
+            value = getattr(self, field)
+            if value is not None and not (MIN_GRID <= value[0] and value[1] <= MAX_GRID):
+                raise ValueError(f"{field}: grid sides must lie in {MIN_GRID}..{MAX_GRID}, got {list(value)}")
+        if not 16 <= self.cell_size[0] <= self.cell_size[1] <= 256:
+            raise ValueError(f"cell_size: expected 16..256 px, got {list(self.cell_size)}")
+        if self.exceptions[0] < 0:
+            raise ValueError(f"exceptions: must be >= 0, got {list(self.exceptions)}")
+        smallest_grid = min(self.grid_choices("rows")) * min(self.grid_choices("cols"))
+        if self.exceptions[1] >= smallest_grid:
+            raise ValueError(f"exceptions: up to {self.exceptions[1]} exceptions do not leave a majority "
+                             f"in the smallest grid ({smallest_grid} cells); use fewer exceptions or larger grids")
+        if not 0 <= self.negative_rate <= 1:
+            raise ValueError(f"negative_rate: expected 0..1, got {self.negative_rate}")
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"prompt_style: {self.prompt_style!r} is not one of {', '.join(PROMPT_STYLES)}")
+        n_tasks = sum(1 for w in self.tasks.values() if w > 0)
+        if self.tasks_per_scene is not None and not 1 <= self.tasks_per_scene <= n_tasks:
+            raise ValueError(f"tasks_per_scene: expected 1..{n_tasks}, got {self.tasks_per_scene}")
+        if self.image_multiple is not None and not 1 <= self.image_multiple <= 64:
+            raise ValueError(f"image_multiple: expected 1..64, got {self.image_multiple}")
+        if not 0 <= self.noise <= 64:
+            raise ValueError(f"noise: expected 0..64, got {self.noise}")
+
+    def grid_choices(self, axis: str) -> range:
+        fixed = getattr(self, axis)
+        if fixed is not None:
+            return range(fixed[0], fixed[1] + 1)
+        lows = [PROFILES[p][axis][0] for p, w in self.profiles.items() if w > 0]
+        highs = [PROFILES[p][axis][1] for p, w in self.profiles.items() if w > 0]
+        return range(min(lows), max(highs) + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    name: str
+    path: str
+    role: str
+    namespace: str
+    seed: int
+    levels: tuple[LevelSpec, ...]
+    curriculum: str = "mixture"       # mixture: level drawn by weight; staged: by scene index
+    heldout_family: str | None = None  # role heldout: the family no training spec may use
+    heldout_spec: str | None = None    # role train: the held-out spec to stay disjoint from
+    heldout_scenes: int = 2000         # how many held-out scenes the overlap check covers
+    description: str = ""
+
+    @property
+    def families(self) -> set[str]:
+        return {name for level in self.levels for name, f in level.families.items() if f.weight > 0}
+
+    def resolve(self, relative: str) -> Path:
+        return (Path(self.path).parent / relative).resolve()
+
+
+_LEVEL_FIELDS = {f.name for f in dataclasses.fields(LevelSpec)}
+_SPEC_FIELDS = {"name", "role", "namespace", "seed", "levels", "curriculum", "heldout_family",
+                "heldout_spec", "heldout_scenes", "description"}
+
+
+def _build_level(raw: Mapping[str, Any], where: str) -> LevelSpec:
+    unknown = set(raw) - _LEVEL_FIELDS
+    if unknown:
+        raise ValueError(f"{where}unknown field {sorted(unknown)[0]!r}; valid: {', '.join(sorted(_LEVEL_FIELDS | _SPEC_FIELDS))}")
+    kwargs = dict(raw)
+    if "families" in kwargs:
+        kwargs["families"] = _families(kwargs["families"])
+    if "profiles" in kwargs:
+        kwargs["profiles"] = _weights(kwargs["profiles"], "profiles", tuple(PROFILES))
+    for field in ("rows", "cols", "cell_size", "exceptions"):
+        if kwargs.get(field) is not None:
+            kwargs[field] = _range(kwargs[field], field)
+    for field in ("region_cases", "region_types", "tasks"):
+        if field in kwargs:
+            kwargs[field] = _weights(kwargs[field], field)
+    if "cue" in kwargs:
+        cue = dict(kwargs["cue"] or {})
+        if "color" in cue:
+            cue["color"] = tuple(cue["color"])
+        kwargs["cue"] = CueSpec(**cue)
+    return LevelSpec(**kwargs)
+
+
+def _families(raw: Any) -> dict[str, FamilySpec]:
+    """``[glyph, attribute]`` or ``{glyph: 2}`` or ``{glyph: {weight: 2, subtlety: 0.8}}``."""
+    if isinstance(raw, (list, tuple)):
+        raw = {name: 1.0 for name in raw}
+    if not isinstance(raw, Mapping):
+        raise ValueError("families: expected a list of names or a mapping name -> weight/config")
+    out = {}
+    for name, value in raw.items():
+        if isinstance(value, (int, float)):
+            out[name] = FamilySpec(weight=float(value))
+        elif isinstance(value, Mapping):
+            config = dict(value)
+            out[name] = FamilySpec(weight=float(config.pop("weight", 1.0)), config=config)
+        else:
+            raise ValueError(f"families.{name}: expected a weight or a mapping, got {value!r}")
+    return out
+
+
+def load_spec(path: str | Path, *, check_fonts: bool = True) -> Spec:
+    """Read and validate a spec file. Every error names the file and the field."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"spec file not found: {path}") from None
+    except yaml.YAMLError as err:
+        raise SpecError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{path}: expected a mapping at the top level")
+    try:
+        spec = spec_from_dict(raw, path)
+    except (ValueError, TypeError) as err:
+        raise SpecError(f"{path}: {err}") from None
+    if check_fonts:
+        check_families_available(spec)
+    return spec
+
+
+def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
+    raw = dict(raw)
+    top = {k: raw.pop(k) for k in list(raw) if k in _SPEC_FIELDS}
+    role = top.get("role", "train")
+    if role not in ROLES:
+        raise ValueError(f"role: {role!r} is not one of {', '.join(ROLES)}")
+    namespace = str(top.get("namespace", role))
+    if (namespace == RESERVED_NAMESPACE) != (role == "heldout"):
+        raise ValueError(f"namespace: {namespace!r} with role {role!r}: the namespace "
+                         f"{RESERVED_NAMESPACE!r} belongs to held-out specs and only to them")
+    base = _build_level(raw, "")
+    level_dicts = top.get("levels") or [{}]
+    if not isinstance(level_dicts, list):
+        raise ValueError("levels: expected a list of level mappings")
+    base_fields = {k: v for k, v in raw.items()}
+    levels = []
+    for i, level_raw in enumerate(level_dicts):
+        if not isinstance(level_raw, Mapping):
+            raise ValueError(f"levels[{i}]: expected a mapping")
+        merged = {**base_fields, **level_raw}
+        merged.setdefault("name", f"level{i}" if len(level_dicts) > 1 else base.name)
+        levels.append(_build_level(merged, f"levels[{i}] ({merged['name']}): "))
+    curriculum = top.get("curriculum", "mixture")
+    if curriculum not in ("mixture", "staged"):
+        raise ValueError(f"curriculum: {curriculum!r} is not one of mixture, staged")
+    if curriculum == "staged" and any(level.scenes is None for level in levels[:-1]):
+        raise ValueError("levels: a staged curriculum needs `scenes` on every level but the last")
+    _weights({lv.name: lv.weight for lv in levels}, "levels (weights)")
+    spec = Spec(name=str(top.get("name", Path(str(path)).stem)), path=str(path), role=role,
+                namespace=namespace, seed=int(top.get("seed", 0)), levels=tuple(levels),
+                curriculum=curriculum, heldout_family=top.get("heldout_family"),
+                heldout_spec=top.get("heldout_spec"), heldout_scenes=int(top.get("heldout_scenes", 2000)),
+                description=str(top.get("description", "")))
+    if role == "heldout" and spec.heldout_family and spec.heldout_family not in spec.families:
+        raise ValueError(f"heldout_family: {spec.heldout_family!r} is not among the spec's families")
+    return spec
+
+
+def check_families_available(spec: Spec) -> None:
+    """Build each family once (validates its config) and check its fonts."""
+    from rosetrain.families import get_family
+
+    for level in spec.levels:
+        for name, fam in level.families.items():
+            try:
+                family = get_family(name, fam.config)
+            except (TypeError, ValueError) as err:
+                raise SpecError(f"{spec.path}: families.{name}: {err}") from None
+            try:
+                family.check_available()
+            except RosetrainError as err:
+                raise SpecError(f"{spec.path}: families.{name}: {err}") from None
+
+
+def check_training_spec(spec: Spec) -> Spec | None:
+    """A training spec may not use the held-out family. Returns the held-out spec."""
+    if spec.role != "train" or not spec.heldout_spec:
+        return None
+    heldout = load_spec(spec.resolve(spec.heldout_spec), check_fonts=False)
+    if heldout.role != "heldout":
+        raise SpecError(f"{spec.path}: heldout_spec: {heldout.path} has role {heldout.role!r}, not 'heldout'")
+    if heldout.heldout_family and heldout.heldout_family in spec.families:
+        raise SpecError(f"{spec.path}: families: {heldout.heldout_family!r} is held out of training "
+                        f"by {heldout.path}; remove it from this spec")
+    return heldout

@@ -1,0 +1,169 @@
+"""Derive the ROSE tasks of one scene: T1..T5 and the bridges T1B, T2B.
+
+Tasks only know the grid and the set of exception cells. Each local task gets
+a region drawn to land in a wanted ``region_case`` (zero, partial or all of
+the scene's targets inside it); when the scene makes the wanted case
+impossible (one target cannot be "partial"), the region keeps the case it
+really has and ``region_case_wanted`` records the wish.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+from rosetrain import protocol as P
+from rosetrain.prompts import task_sentence
+from rosetrain.regions import cells_in_region
+from rosetrain.scene import Scene, _choose, derived_seed
+from rosetrain.spec import LevelSpec
+
+_TRIES = 48
+
+
+@dataclasses.dataclass(frozen=True)
+class Region:
+    type: str
+    params: dict
+
+    def cells(self, rows: int, cols: int) -> set[P.Cell]:
+        return cells_in_region(self.type, self.params, rows, cols)
+
+
+def _case(inside: int, total: int) -> str:
+    if inside == 0:
+        return "zero"
+    return "all" if inside == total else "partial"
+
+
+def _rect_around(rng: random.Random, kind: str, rows: int, cols: int, anchor: list[P.Cell]) -> Region:
+    """A random region of ``kind`` that contains every cell of ``anchor``."""
+    def span(lo: int, hi: int, size: int) -> tuple[int, int]:
+        reach = rng.randint(0, max(1, size // 3))
+        return rng.randint(max(1, lo - reach), lo), rng.randint(hi, min(size, hi + reach))
+
+    r1, r2 = span(min(r for r, _ in anchor), max(r for r, _ in anchor), rows)
+    c1, c2 = span(min(c for _, c in anchor), max(c for _, c in anchor), cols)
+    if kind == P.ROW_RANGE:
+        return Region(kind, {"r1": r1, "r2": r2})
+    if kind == P.COL_RANGE:
+        return Region(kind, {"c1": c1, "c2": c2})
+    return Region(kind, {"r1": r1, "r2": r2, "c1": c1, "c2": c2})
+
+
+def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
+                  exclusion: bool = False, avoid: Region | None = None) -> tuple[Region, str]:
+    """A local region of ``kind`` whose case is ``want`` when the scene allows it.
+
+    With ``exclusion`` the region is EXCLUSION of a ``kind`` region and the case
+    is judged on the cells outside it, the cells the task is about."""
+    rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
+    all_cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)]
+    others = [cell for cell in all_cells if cell not in set(targets)]
+    # The anchor decides the case: the region (or, for exclusion, the excluded
+    # part) is grown around no target, one target, or all of them.
+    inner_want = {"zero": "all", "all": "zero"}.get(want, want) if exclusion else want
+    best = None
+    for _ in range(_TRIES):
+        if inner_want == "all" and targets:
+            anchor = targets
+        elif inner_want == "partial" and targets:
+            anchor = [rng.choice(targets)]
+        else:
+            anchor = [rng.choice(others or all_cells)]
+        inner = _rect_around(rng, kind, rows, cols, anchor)
+        inner_cells = inner.cells(rows, cols)
+        if len(inner_cells) == rows * cols:  # the whole grid is not a local region
+            continue
+        region = Region(P.EXCLUSION, {"exclude_type": inner.type, "exclude_params": inner.params}) \
+            if exclusion else inner
+        if avoid is not None and region == avoid:
+            continue
+        cells = region.cells(rows, cols)
+        case = _case(sum(1 for t in targets if t in cells), len(targets))
+        if case == want or not targets and case == "zero":
+            return region, case
+        best = best or (region, case)
+    if best is None:  # a 1-row or 1-column-wide grid: fall back to a single line
+        region = Region(P.ROW_RANGE, {"r1": 1, "r2": 1})
+        cells = region.cells(rows, cols)
+        best = region, _case(sum(1 for t in targets if t in cells), len(targets))
+    return best
+
+
+def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str, Region, str, str]]:
+    """(template, region, case, wanted case) for each task of the scene."""
+    def numeric(avoid=None, exclusion=False):
+        want = _choose(rng, level.region_cases)
+        kind = _choose(rng, level.region_types)
+        region, case = sample_region(rng, kind, scene, want, exclusion=exclusion, avoid=avoid)
+        return region, case, want
+
+    whole = Region(P.GLOBAL, {})
+    everything = "zero" if scene.negative else "all"
+    t2 = numeric()
+    t3 = numeric(avoid=t2[0])
+    want4 = _choose(rng, level.region_cases)
+    t4_region, t4_case = sample_region(rng, P.RECTANGLE, scene, want4)
+    t4 = Region(P.VISUAL_REGION, t4_region.params), t4_case, want4
+    t5 = numeric(exclusion=True)
+    plan = {P.T1: (whole, everything, everything), P.T1B: (whole, everything, everything),
+            P.T2: t2, P.T3: t3, P.T2B: t3, P.T4: t4, P.T5: t5}
+    wanted = [t for t, w in level.tasks.items() if w > 0]
+    if level.tasks_per_scene is not None:
+        chosen: list[str] = []
+        weights = {t: level.tasks[t] for t in wanted}
+        while len(chosen) < level.tasks_per_scene:
+            pick = _choose(rng, weights)
+            chosen.append(pick)
+            del weights[pick]
+        wanted = chosen
+    return [(t, *plan[t]) for t in P.TEMPLATES if t in wanted]
+
+
+def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, Any]]:
+    """The records of a scene, in template order. Deterministic in the scene's seed."""
+    rng = random.Random(derived_seed(scene.seed, "tasks"))
+    targets = list(scene.targets)
+    cue_image_id = f"{scene.scene_id}-cue"
+    records = []
+    for template, region, case, want in _plan(scene, level, rng):
+        mode = P.TASK_MODE[template]
+        cells = region.cells(scene.rows, scene.cols)
+        inside = [t for t in targets if t in cells]
+        sentence = task_sentence(template, region.type, region.params, level.prompt_style, rng)
+        on_cue = template == P.T4
+        image_id = cue_image_id if on_cue else scene.scene_id
+        records.append({
+            "item_id": f"{scene.scene_id}-{template.split('_')[0]}",
+            "scene_id": scene.scene_id,
+            "image_id": image_id,
+            "split": split,
+            "task_template": template,
+            "task_mode": mode,
+            "region_type": region.type,
+            "region_params": region.params,
+            "region_case": case,
+            "region_case_wanted": want,
+            "cue_type": "VISUAL_HIGHLIGHT" if on_cue else "NONE",
+            "prompt_global": P.PROMPT_PREFIX,
+            "prompt_local": sentence,
+            "prompt": P.PROMPT_PREFIX + "\n" + sentence,
+            "expected_output_format": P.EXPECTED_FORMAT[mode],
+            "ground_truth_count": len(inside),
+            "ground_truth_clicks": [P.cell_str(c) for c in inside],
+            "ground_truth_formal_answer": P.format_answer(mode, inside),
+            "answer": P.format_answer(mode, inside),
+            "all_target_cells": [P.cell_str(c) for c in targets],
+            "region_target_cells": [P.cell_str(c) for c in inside],
+            "target_cells": [list(c) for c in targets],
+            "global_target_count": len(targets),
+            "region_target_count": len(inside),
+            "num_out_region_targets": len(targets) - len(inside),
+            "region_cell_count": len(cells),
+            "region_non_target_count": len(cells) - len(inside),
+            "region_ratio": round(len(cells) / (scene.rows * scene.cols), 6),
+            "bridge_task": template in P.BRIDGE_TEMPLATES,
+            "source_item_id": f"{scene.scene_id}-T3" if template == P.T2B else None,
+        })
+    return records
