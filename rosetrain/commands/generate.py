@@ -1,0 +1,33 @@
+"""rosetrain generate --spec generators/rose-protocol.yaml --out data/rose --split test --scenes 200 --seed 7"""
+from __future__ import annotations
+
+import json
+import os
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--spec", required=True, help="YAML generator spec (see generators/)")
+    parser.add_argument("--out", required=True, help="output folder (ROSE release layout + hf/)")
+    parser.add_argument("--split", default="train", help="split name: metadata_<split>.jsonl")
+    parser.add_argument("--scenes", type=int, required=True, help="number of scenes (tasks = scenes x templates)")
+    parser.add_argument("--seed", type=int, default=None, help="generator seed (default: the spec's)")
+    parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1, help="worker processes")
+    parser.add_argument("--formats", default="release,hf", help="comma list of: release, hf")
+    parser.add_argument("--shard-size", type=int, default=None, help="scenes per shard (default: automatic)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="METADATA_JSONL",
+                        help="fail if any scene also appears in this split (repeatable)")
+    parser.add_argument("--overwrite", action="store_true", help="replace a split made with other settings")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    from rosetrain.data.generate import make_job, run_job
+    from rosetrain.spec import load_spec
+
+    spec = load_spec(args.spec)
+    job = make_job(spec, args.out, args.split, args.scenes, args.seed, args.num_proc,
+                   [f.strip() for f in args.formats.split(",") if f.strip()], args.shard_size,
+                   args.exclude)
+    summary = run_job(job, overwrite=args.overwrite, progress=not args.quiet)
+    print(json.dumps(summary))
+    return 0

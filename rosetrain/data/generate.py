@@ -1,0 +1,229 @@
+"""Write a split to disk: shards of scenes, in parallel, resumable, atomic.
+
+The unit of work is a shard of consecutive scenes. A worker renders a shard's
+images, then writes its metadata part and its Parquet shard under temp names
+and renames them: a shard exists whole or not at all. A rerun skips finished
+shards; the last step joins the parts into ``metadata_<split>.jsonl``.
+Shard boundaries depend only on the number of scenes, never on ``num_proc``,
+so the bytes on disk are the same however many processes made them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Iterable
+
+from rosetrain.errors import RosetrainError
+from rosetrain.examples import build_example
+from rosetrain.scene import sample_scene
+from rosetrain.spec import Spec, check_training_spec
+
+FORMATS = ("release", "hf")
+MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split")
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateJob:
+    spec: Spec
+    out_dir: Path
+    split: str
+    scenes: int
+    seed: int
+    num_proc: int = 1
+    formats: tuple[str, ...] = FORMATS
+    shard_size: int | None = None
+    exclude: frozenset[str] = frozenset()   # scene fingerprints that must not appear
+    heldout_family: str | None = None
+
+    @property
+    def shard_scenes(self) -> int:
+        # Enough shards to keep a few processes busy, few enough to stay cheap.
+        return self.shard_size or max(16, min(1000, -(-self.scenes // 16)))
+
+    @property
+    def num_shards(self) -> int:
+        return -(-self.scenes // self.shard_scenes)
+
+    def part_path(self, shard: int) -> Path:
+        return self.out_dir / ".parts" / self.split / f"part-{shard:05d}.jsonl"
+
+    def parquet_path(self, shard: int) -> Path:
+        return self.out_dir / "hf" / self.split / f"shard-{shard:05d}-of-{self.num_shards:05d}.parquet"
+
+    @property
+    def metadata_path(self) -> Path:
+        return self.out_dir / f"metadata_{self.split}.jsonl"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.out_dir / ".parts" / f"{self.split}.manifest.json"
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as handle:
+        handle.write(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def spec_sha256(spec: Spec) -> str:
+    return hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
+
+
+def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
+    """Check the job against what is already on disk; return the shards to make."""
+    manifest = {"spec": job.spec.path, "spec_sha256": spec_sha256(job.spec), "seed": job.seed,
+                "scenes": job.scenes, "shard_size": job.shard_scenes, "formats": list(job.formats),
+                "split": job.split}
+    if job.manifest_path.exists() and not overwrite:
+        old = json.loads(job.manifest_path.read_text())
+        changed = [k for k in MANIFEST_KEYS if old.get(k) != manifest[k]]
+        if changed:
+            raise RosetrainError(
+                f"{job.out_dir} already holds split {job.split!r} made with other settings "
+                f"({', '.join(f'{k}: {old.get(k)!r} -> {manifest[k]!r}' for k in changed)}); "
+                f"pass --overwrite or choose another --out")
+    elif overwrite or (job.metadata_path.exists() and not job.manifest_path.exists()):
+        _clear_split(job)
+    atomic_write(job.manifest_path, json.dumps(manifest, indent=2))
+    return [s for s in range(job.num_shards) if not job.part_path(s).exists()]
+
+
+def _clear_split(job: GenerateJob) -> None:
+    for path in (job.out_dir / ".parts" / job.split, job.out_dir / "hf" / job.split):
+        shutil.rmtree(path, ignore_errors=True)
+    job.metadata_path.unlink(missing_ok=True)
+
+
+def write_shard(job: GenerateJob, shard: int) -> int:
+    """Make one shard; returns its number of scenes. Runs in a worker process."""
+    import pyarrow.parquet as pq
+
+    from rosetrain.data.hf import SCHEMA, hf_row, png_bytes, rows_to_table
+
+    start = shard * job.shard_scenes
+    indices = range(start, min(job.scenes, start + job.shard_scenes))
+    if job.exclude:  # prove disjointness before writing anything of this shard
+        for index in indices:
+            scene = sample_scene(job.spec, job.seed, index, job.split)
+            if scene.fingerprint in job.exclude:
+                raise RosetrainError(f"scene {scene.scene_id} of {job.spec.path} (seed {job.seed}) is also "
+                                     f"in the held-out split (fingerprint {scene.fingerprint}); "
+                                     f"change the seed or the spec")
+    lines: list[str] = []
+    writer = tmp_parquet = None
+    if "hf" in job.formats:
+        tmp_parquet = job.parquet_path(shard).with_suffix(f".tmp{os.getpid()}")
+        tmp_parquet.parent.mkdir(parents=True, exist_ok=True)
+        writer = pq.ParquetWriter(tmp_parquet, SCHEMA)
+    try:
+        for index in indices:
+            example = build_example(job.spec, job.seed, index, job.split, heldout_family=job.heldout_family)
+            encoded = {image_id: png_bytes(image) for image_id, image in example.images.items()}
+            if "release" in job.formats:
+                for image_id, data in encoded.items():
+                    atomic_write(job.out_dir / "images" / example.subset / f"{image_id}.png", data)
+            lines.extend(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in example.records)
+            if writer is not None:
+                writer.write_table(rows_to_table([hf_row(r, encoded[r["image_id"]]) for r in example.records]))
+    except BaseException:
+        if writer is not None:
+            writer.close()
+            tmp_parquet.unlink(missing_ok=True)
+        raise
+    if writer is not None:
+        writer.close()
+        os.replace(tmp_parquet, job.parquet_path(shard))
+    atomic_write(job.part_path(shard), "".join(line + "\n" for line in lines))  # marks the shard done
+    return len(indices)
+
+
+def finish(job: GenerateJob) -> int:
+    """Join the parts into the split's metadata file; returns the number of rows."""
+    n_rows = 0
+    tmp = job.metadata_path.with_name(f".{job.metadata_path.name}.tmp")
+    with open(tmp, "wb") as out:
+        for shard in range(job.num_shards):
+            data = job.part_path(shard).read_bytes()
+            n_rows += data.count(b"\n")
+            out.write(data)
+    os.replace(tmp, job.metadata_path)
+    return n_rows
+
+
+def run_job(job: GenerateJob, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    todo = prepare(job, overwrite)
+    done_scenes = job.scenes - sum(min(job.shard_scenes, job.scenes - s * job.shard_scenes) for s in todo)
+    bar = tqdm(total=job.scenes, initial=done_scenes, unit="scene", disable=not progress,
+               desc=f"generate {job.split}")
+    with bar:
+        for count in _map(job, todo):
+            bar.update(count)
+    n_rows = finish(job)
+    return {"split": job.split, "scenes": job.scenes, "rows": n_rows, "out": str(job.out_dir),
+            "metadata": str(job.metadata_path)}
+
+
+def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
+    if job.num_proc <= 1 or len(shards) <= 1:
+        for shard in shards:
+            yield write_shard(job, shard)
+        return
+    with ProcessPoolExecutor(max_workers=job.num_proc) as pool:
+        futures = [pool.submit(write_shard, job, shard) for shard in shards]
+        try:
+            for future in futures:
+                yield future.result()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def heldout_fingerprints(spec: Spec) -> set[str]:
+    """Fingerprints of the held-out spec's first ``heldout_scenes`` scenes, under
+    its own seed: recomputed from the spec, no data on disk needed."""
+    return {sample_scene(spec, spec.seed, i, "test").fingerprint for i in range(spec.heldout_scenes)}
+
+
+def read_fingerprints(metadata: Path) -> set[str]:
+    fingerprints = set()
+    with open(metadata, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                fingerprints.add(json.loads(line).get("scene_fingerprint"))
+    fingerprints.discard(None)
+    return fingerprints
+
+
+def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int | None = None,
+             num_proc: int = 1, formats: Iterable[str] = FORMATS, shard_size: int | None = None,
+             exclude_metadata: Iterable[str | Path] = ()) -> GenerateJob:
+    """Validate a request and resolve the held-out family and fingerprints."""
+    formats = tuple(formats)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise RosetrainError(f"--formats: {bad or formats!r}; valid: {', '.join(FORMATS)}")
+    if scenes < 1:
+        raise RosetrainError(f"--scenes must be >= 1, got {scenes}")
+    exclude: set[str] = set()
+    heldout = check_training_spec(spec)
+    if heldout is not None:
+        exclude |= heldout_fingerprints(heldout)
+    for path in exclude_metadata:
+        if not Path(path).exists():
+            raise RosetrainError(f"--exclude: {path} does not exist")
+        exclude |= read_fingerprints(Path(path))
+    heldout_family = spec.heldout_family if spec.role == "heldout" else (heldout and heldout.heldout_family)
+    return GenerateJob(spec=spec, out_dir=Path(out_dir), split=split, scenes=scenes,
+                       seed=spec.seed if seed is None else seed, num_proc=max(1, num_proc),
+                       formats=formats, shard_size=shard_size, exclude=frozenset(exclude),
+                       heldout_family=heldout_family or None)
