@@ -1,0 +1,151 @@
+"""Any OpenAI-compatible chat endpoint (an API model, a vLLM or other server).
+
+Standard library only. The image goes as a base64 data URL in the OpenAI
+content format; the key comes from an environment variable and never appears
+in a message or log. Requests run with bounded concurrency and a per-request
+timeout; 429, 5xx, timeouts and dropped connections are retried with
+exponential backoff (honouring ``Retry-After``). An item that still fails
+records its error and ``raw_text=None`` instead of stopping the run.
+"""
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import mimetypes
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Mapping, Sequence
+
+from rosetrain.errors import RosetrainError
+from rosetrain.messages import record_messages
+from rosetrain.runners.base import Answer, image_path
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+MAX_BACKOFF_S = 60.0
+
+
+class RetryableError(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentError(Exception):
+    """A request error that retrying will not fix (4xx other than 408/409/429)."""
+
+
+def image_data_url(record: Mapping[str, Any]) -> str:
+    path = image_path(record)
+    mime = mimetypes.guess_type(path.name)[0] or "image/png"
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def openai_messages(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The shared message layout, with the image placeholder filled as an image_url part."""
+    messages = record_messages(record)
+    for message in messages:
+        message["content"] = [
+            {"type": "image_url", "image_url": {"url": image_data_url(record)}}
+            if part["type"] == "image" else part
+            for part in message["content"]]
+    return messages
+
+
+def response_text(body: Mapping[str, Any]) -> str:
+    """The assistant's text from a chat completion (content may be a list of parts)."""
+    try:
+        content = body["choices"][0]["message"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ValueError(f"no choices[0].message in the response: {str(body)[:200]}") from None
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+class OpenAIRunner:
+    def __init__(self, model: str, *, base_url: str, api_key_env: str = "OPENAI_API_KEY",
+                 max_new_tokens: int = 256, concurrency: int = 8, timeout_s: float = 120.0,
+                 max_retries: int = 6, backoff_s: float = 1.0, name: str | None = None):
+        if not base_url or not base_url.startswith(("http://", "https://")):
+            raise RosetrainError(f"--base-url must be an http(s) URL, got {base_url!r}")
+        if concurrency < 1:
+            raise RosetrainError(f"--concurrency must be at least 1, got {concurrency}")
+        self.model = model
+        self.name = name or model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.max_new_tokens = max_new_tokens
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        # Read once; kept only in the header dict, never in a message.
+        key = os.environ.get(api_key_env)
+        self._headers = {"Content-Type": "application/json"}
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
+
+    def generate(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:
+        return list(self._pool.map(self._answer, records))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _answer(self, record: Mapping[str, Any]) -> Answer:
+        try:
+            payload = json.dumps({"model": self.model, "messages": openai_messages(record),
+                                  "max_tokens": self.max_new_tokens, "temperature": 0.0})
+        except RosetrainError as err:
+            return None, str(err)
+        for attempt in range(self.max_retries + 1):
+            try:
+                return response_text(self._post(payload.encode("utf-8"))), None
+            except RetryableError as err:
+                if attempt == self.max_retries:
+                    return None, f"gave up after {attempt + 1} attempts: {err}"
+                time.sleep(self._delay(attempt, err.retry_after))
+            except (ValueError, PermanentError) as err:
+                return None, str(err)
+        raise AssertionError("unreachable")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_BACKOFF_S)
+        return min(self.backoff_s * 2 ** attempt, MAX_BACKOFF_S)
+
+    def _post(self, data: bytes) -> dict[str, Any]:
+        request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as err:
+            detail = _error_detail(err)
+            if err.code in RETRY_STATUS:
+                raise RetryableError(f"HTTP {err.code}: {detail}", _retry_after(err)) from None
+            raise PermanentError(f"HTTP {err.code} from {self.url}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError,
+                http.client.HTTPException) as err:
+            reason = getattr(err, "reason", err)
+            raise RetryableError(f"{type(reason).__name__}: {reason}") from None
+        except json.JSONDecodeError as err:
+            raise RetryableError(f"response is not JSON: {err}") from None
+
+
+def _retry_after(err: urllib.error.HTTPError) -> float | None:
+    value = err.headers.get("Retry-After") if err.headers else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: fall back to exponential backoff
+
+
+def _error_detail(err: urllib.error.HTTPError) -> str:
+    try:
+        return err.read(300).decode("utf-8", "replace").strip() or err.reason
+    except Exception:  # a body we cannot read must not hide the status code
+        return str(err.reason)

@@ -1,0 +1,203 @@
+"""Predictions file durability and the runners that need no model weights."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_openai_server import GARBAGE, REFUSED_POSITION, behaviour, fetch_stats, serve_in_subprocess
+from rosetrain.cli import main as cli_main
+from rosetrain.errors import RosetrainError
+from rosetrain.predictions import PredictionWriter, prediction_row, read_prediction_rows, repair_tail
+from rosetrain.runners import make_runner
+
+KEY_ENV = "ROSETRAIN_TEST_FAKE_KEY"
+SECRET = "sk-test-do-not-log-4242"
+
+
+def generate_split(out: Path, scenes: int = 3) -> Path:
+    code = cli_main(["generate", "--spec", "generators/smoke.yaml", "--out", str(out),
+                     "--split", "test", "--scenes", str(scenes), "--formats", "release",
+                     "--num-proc", "1", "--quiet"])
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def split_dir(tmp_path_factory) -> Path:
+    return generate_split(tmp_path_factory.mktemp("split") / "smoke")
+
+
+def split_records(split_dir: Path) -> list[dict]:
+    lines = (split_dir / "metadata_test.jsonl").read_text(encoding="utf-8").splitlines()
+    return [{**r, "image": str(split_dir / r["image"])} for r in map(json.loads, lines)]
+
+
+# --- predictions.jsonl -------------------------------------------------------------------
+
+def test_writer_truncates_torn_last_line_and_resumes(tmp_path):
+    path = tmp_path / "predictions.jsonl"
+    with PredictionWriter(path) as writer:
+        for i in range(3):
+            writer.write(prediction_row(f"item-{i}", f"COUNT({i})", "m"))
+    torn = b'{"item_id": "item-3", "raw_text": "CLICK(R1'
+    with open(path, "ab") as handle:
+        handle.write(torn)
+
+    with PredictionWriter(path) as writer:
+        assert writer.truncated_bytes == len(torn)
+        assert writer.done == {"item-0", "item-1", "item-2"}
+        writer.write(prediction_row("item-3", "DONE", "m"))
+
+    rows = read_prediction_rows(path)
+    assert [r["item_id"] for r in rows] == ["item-0", "item-1", "item-2", "item-3"]
+    assert rows[3] == {"item_id": "item-3", "raw_text": "DONE", "model": "m", "error": None}
+    assert path.read_bytes().endswith(b"\n")
+
+
+def test_repair_tail_keeps_complete_file_and_empties_single_torn_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"item_id": "a"}\n')
+    assert repair_tail(path) == 0 and path.read_bytes() == b'{"item_id": "a"}\n'
+    path.write_bytes(b'{"item_id": "a"')  # the very first write was cut short
+    assert repair_tail(path) == len(b'{"item_id": "a"')
+    assert path.read_bytes() == b""
+
+
+def test_rows_that_failed_are_asked_again_on_resume(tmp_path):
+    path = tmp_path / "predictions.jsonl"
+    with PredictionWriter(path) as writer:
+        writer.write(prediction_row("a", "COUNT(1)", "m"))
+        writer.write(prediction_row("b", None, "m", error="HTTP 503: busy"))
+    with PredictionWriter(path, retry_errors=False) as writer:
+        assert writer.done == {"a", "b"}
+    with PredictionWriter(path) as writer:
+        assert writer.done == {"a"}
+        writer.write(prediction_row("b", "COUNT(2)", "m"))
+    rows = read_prediction_rows(path)
+    assert [(r["item_id"], r["raw_text"]) for r in rows] == [("a", "COUNT(1)"), ("b", "COUNT(2)")]
+
+
+def test_a_bad_line_in_the_middle_is_an_error_with_its_line_number(tmp_path):
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"item_id": "a"}\nnot json\n{"item_id": "b"}\n')
+    with pytest.raises(RosetrainError, match="line 2"):
+        PredictionWriter(path)
+
+
+def test_a_killed_writer_process_leaves_a_readable_file(tmp_path):
+    """SIGKILL a process appending rows as fast as it can; every row it left must parse."""
+    path = tmp_path / "predictions.jsonl"
+    script = textwrap.dedent(f"""
+        from rosetrain.predictions import PredictionWriter, prediction_row
+        with PredictionWriter({str(path)!r}) as writer:
+            i = 0
+            while True:
+                writer.write(prediction_row(f"item-{{i}}", "CLICK(R1,C1); " * 200 + "DONE", "m"))
+                i += 1
+    """)
+    process = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 30
+    while (not path.exists() or path.stat().st_size < 50_000) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    with PredictionWriter(path) as writer:
+        done = len(writer.done)
+        assert done > 0
+        writer.write(prediction_row("after", "DONE", "m"))
+    rows = read_prediction_rows(path)
+    assert len(rows) == done + 1 and rows[-1]["item_id"] == "after"
+    assert [r["item_id"] for r in rows[:-1]] == [f"item-{i}" for i in range(done)]
+
+
+# --- openai runner against a real HTTP server process --------------------------------------
+
+def test_openai_runner_retries_bounds_concurrency_and_records_failures(split_dir, monkeypatch):
+    records = split_records(split_dir)
+    assert len(records) > REFUSED_POSITION
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with serve_in_subprocess(split_dir, key_env=KEY_ENV, env={KEY_ENV: SECRET},
+                             slow_s=1.5) as base_url:
+        runner = make_runner("openai", "fake-model", base_url=base_url, api_key_env=KEY_ENV,
+                             concurrency=3, timeout_s=0.5, backoff_s=0.01)
+        try:
+            answers = runner.generate(records)
+        finally:
+            runner.close()
+        stats = fetch_stats(base_url)
+
+    for position, (record, (raw_text, error)) in enumerate(zip(records, answers)):
+        failure, gold = behaviour(position)
+        if failure == "400":
+            assert raw_text is None and "HTTP 400" in error
+        else:
+            assert error is None, (position, error)
+            assert raw_text == (record["answer"] if gold else GARBAGE)
+        # one retry for every item whose first attempt failed (500, 429, timeout)
+        expected_attempts = 2 if failure in ("500", "429", "slow") else 1
+        assert stats["attempts"][record["item_id"]] == expected_attempts, position
+    assert 2 <= stats["max_in_flight"] <= 3
+    assert all(SECRET not in (error or "") for _, error in answers)
+
+
+def test_openai_runner_wrong_key_fails_items_without_crashing_or_leaking(split_dir, monkeypatch):
+    records = split_records(split_dir)[:2]
+    monkeypatch.setenv(KEY_ENV, "sk-wrong-key-123")
+    with serve_in_subprocess(split_dir, key_env=KEY_ENV, env={KEY_ENV: SECRET}) as base_url:
+        runner = make_runner("openai", "fake-model", base_url=base_url, api_key_env=KEY_ENV)
+        answers = runner.generate(records)
+        runner.close()
+    assert [raw for raw, _ in answers] == [None, None]
+    assert all("HTTP 401" in error and "sk-wrong" not in error for _, error in answers)
+
+
+def test_openai_runner_gives_up_on_an_unreachable_server(split_dir):
+    runner = make_runner("openai", "m", base_url="http://127.0.0.1:9/v1", timeout_s=0.5,
+                         max_retries=2, backoff_s=0.01)
+    [(raw_text, error)] = runner.generate(split_records(split_dir)[:1])
+    runner.close()
+    assert raw_text is None and error.startswith("gave up after 3 attempts")
+
+
+def test_openai_runner_needs_a_base_url():
+    with pytest.raises(RosetrainError, match="--base-url"):
+        make_runner("openai", "m")
+
+
+# --- vllm runner ---------------------------------------------------------------------------
+
+def test_vllm_runner_says_clearly_when_vllm_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` fail like an absent package
+    with pytest.raises(RosetrainError, match=r"needs the vllm package.*rosetrain\[vllm\]"):
+        make_runner("vllm", "some/model")
+
+
+def test_vllm_runner_says_clearly_when_there_is_no_gpu(monkeypatch):
+    import torch
+    import types
+
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RosetrainError, match="needs a CUDA GPU"):
+        make_runner("vllm", "some/model")
+
+
+def test_eval_cli_reports_missing_vllm_as_a_user_error(split_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    code = cli_main(["eval", "--runner", "vllm", "--model", "m", "--data", str(split_dir),
+                     "--out", str(tmp_path / "run"), "--no-progress"])
+    assert code == 2
+    assert "needs the vllm package" in capsys.readouterr().err
+
+
+def test_unknown_runner_is_rejected():
+    with pytest.raises(RosetrainError, match="--runner"):
+        make_runner("llamacpp", "m")
