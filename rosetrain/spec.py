@@ -257,7 +257,6 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
     if (namespace == RESERVED_NAMESPACE) != (role == "heldout"):
         raise ValueError(f"namespace: {namespace!r} with role {role!r}: the namespace "
                          f"{RESERVED_NAMESPACE!r} belongs to held-out specs and only to them")
-    base = _build_level(raw, "")
     level_dicts = top.get("levels") or [{}]
     if not isinstance(level_dicts, list):
         raise ValueError("levels: expected a list of level mappings")
@@ -267,7 +266,7 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         if not isinstance(level_raw, Mapping):
             raise ValueError(f"levels[{i}]: expected a mapping")
         merged = {**base_fields, **level_raw}
-        merged.setdefault("name", f"level{i}" if len(level_dicts) > 1 else base.name)
+        merged.setdefault("name", f"level{i}" if len(level_dicts) > 1 else "default")
         levels.append(_build_level(merged, f"levels[{i}] ({merged['name']}): "))
     curriculum = top.get("curriculum", "mixture")
     if curriculum not in ("mixture", "staged"):

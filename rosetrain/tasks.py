@@ -84,11 +84,24 @@ def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
         if case == want or not targets and case == "zero":
             return region, case
         best = best or (region, case)
-    if best is None:  # a 1-row or 1-column-wide grid: fall back to a single line
-        region = Region(P.ROW_RANGE, {"r1": 1, "r2": 1})
+    if best is None:  # targets span the grid: fall back to a one-cell-wide region
+        inner = _rect_around(random.Random(0), kind, rows, cols, [rng.choice(all_cells)])
+        inner = Region(kind, {k: v for k, v in inner.params.items()} | _single(inner.params))
+        region = Region(P.EXCLUSION, {"exclude_type": kind, "exclude_params": inner.params}) \
+            if exclusion else inner
         cells = region.cells(rows, cols)
         best = region, _case(sum(1 for t in targets if t in cells), len(targets))
     return best
+
+
+def _single(params: dict) -> dict:
+    """Shrink bounds to their first row/column: never the whole grid."""
+    out = {}
+    if "r1" in params:
+        out.update(r2=params["r1"])
+    if "c1" in params:
+        out.update(c2=params["c1"])
+    return out
 
 
 def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str, Region, str, str]]:
