@@ -13,6 +13,7 @@ from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (COL_RANGE, EXCLUSION, GLOBAL, RECTANGLE, ROW_RANGE,
                                 VISUAL_REGION, Cell)
 
+_UNBOUNDED = (1, 10 ** 9)
 # region type -> (row bound keys, column bound keys); None: unbounded on that axis
 _BOUNDS = {
     ROW_RANGE: (("r1", "r2"), None),
@@ -22,42 +23,50 @@ _BOUNDS = {
 }
 
 
-def _param(region_params: Mapping, key: str, region_type: str) -> int:
+def _range(region_type: str, region_params: Mapping, keys: tuple[str, str] | None) -> tuple[int, int]:
+    if keys is None:
+        return _UNBOUNDED
     try:
-        return int(region_params[key])
+        return int(region_params[keys[0]]), int(region_params[keys[1]])
     except (KeyError, TypeError, ValueError):
-        raise RosetrainError(
-            f"region_params of a {region_type} region need an integer {key!r}, "
-            f"got {region_params!r}") from None
+        raise RosetrainError(f"region_params of a {region_type} region need integers "
+                             f"{keys[0]!r} and {keys[1]!r}, got {region_params!r}") from None
 
 
-def region_contains(region_type: str, region_params: Mapping, cell: Cell) -> bool:
-    """True when ``cell`` (row, col) lies in the region (grid bounds not checked)."""
+def _box(region_type: str, region_params: Mapping) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Inclusive (row range, column range) of a non-exclusion region."""
     if region_type == GLOBAL:
-        return True
-    if region_type == EXCLUSION:
-        if not isinstance(region_params, Mapping) or "exclude_type" not in region_params:
-            raise RosetrainError(f"EXCLUSION region_params need 'exclude_type' and "
-                                 f"'exclude_params', got {region_params!r}")
-        inner = region_params.get("exclude_params") or {}
-        return not region_contains(region_params["exclude_type"], inner, cell)
+        return _UNBOUNDED, _UNBOUNDED
     if region_type not in _BOUNDS:
         raise RosetrainError(f"unknown region_type {region_type!r}")
     if not isinstance(region_params, Mapping):
         raise RosetrainError(f"region_params of a {region_type} region must be an object, "
                              f"got {region_params!r}")
     row_keys, col_keys = _BOUNDS[region_type]
-    row, col = cell
-    if row_keys and not (_param(region_params, row_keys[0], region_type) <= row
-                         <= _param(region_params, row_keys[1], region_type)):
-        return False
-    if col_keys and not (_param(region_params, col_keys[0], region_type) <= col
-                         <= _param(region_params, col_keys[1], region_type)):
-        return False
-    return True
+    return (_range(region_type, region_params, row_keys),
+            _range(region_type, region_params, col_keys))
+
+
+def _excluded(region_params: Mapping) -> tuple[str, Mapping]:
+    if not isinstance(region_params, Mapping) or "exclude_type" not in region_params:
+        raise RosetrainError(f"EXCLUSION region_params need 'exclude_type' and "
+                             f"'exclude_params', got {region_params!r}")
+    return region_params["exclude_type"], region_params.get("exclude_params") or {}
+
+
+def region_contains(region_type: str, region_params: Mapping, cell: Cell) -> bool:
+    """True when ``cell`` (row, col) lies in the region (grid bounds not checked)."""
+    if region_type == EXCLUSION:
+        return not region_contains(*_excluded(region_params), cell)
+    (r1, r2), (c1, c2) = _box(region_type, region_params)
+    return r1 <= cell[0] <= r2 and c1 <= cell[1] <= c2
 
 
 def cells_in_region(region_type: str, region_params: Mapping, rows: int, cols: int) -> set[Cell]:
     """Every grid cell (1-based) of a ``rows`` x ``cols`` grid inside the region."""
-    return {(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)
-            if region_contains(region_type, region_params, (r, c))}
+    if region_type == EXCLUSION:
+        excluded = cells_in_region(*_excluded(region_params), rows, cols)
+        return {(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)} - excluded
+    (r1, r2), (c1, c2) = _box(region_type, region_params)
+    return {(r, c) for r in range(max(r1, 1), min(r2, rows) + 1)
+            for c in range(max(c1, 1), min(c2, cols) + 1)}

@@ -1,0 +1,113 @@
+"""Reading a split in the ROSE release layout, and a predictions file.
+
+A split is ``DIR/metadata_<split>.jsonl`` (+ ``DIR/images/...``): a folder
+that ``rosetrain generate`` wrote or the official ROSE release. The official
+release keeps its bridge controls in separate files beside the main one
+(``metadata_<split>_global_click_bridge.jsonl``,
+``metadata_<split>_matched_local_count_bridge.jsonl``); they are read when
+asked for (``bridges=True``), or when the folder holds only them. A path to a
+``.jsonl`` file reads just that file. Only the standard library is imported.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from rosetrain.errors import RosetrainError
+
+# Fields the scorer needs from every record (region_params or region_params_json too).
+REQUIRED_FIELDS = ("item_id", "task_template", "region_type", "rows", "cols",
+                   "ground_truth_count", "ground_truth_clicks", "all_target_cells")
+
+
+def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None) -> list[Path]:
+    """The metadata files of ``split`` under ``root`` (main file first, then bridges).
+
+    ``bridges``: True adds ``metadata_<split>_*.jsonl`` beside the main file;
+    False never does; None (default) uses them only when there is no main file.
+    """
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise RosetrainError(f"{root}: no such folder or .jsonl file")
+    for folder in (root, root / split):  # the release layout, or one folder per split
+        main = folder / f"metadata_{split}.jsonl"
+        extra = sorted(folder.glob(f"metadata_{split}_*.jsonl"))
+        if main.is_file():
+            return [main] + (extra if bridges else [])
+        if extra and bridges is not False:
+            return extra
+    found = sorted(p.name for p in root.glob("metadata_*.jsonl"))
+    raise RosetrainError(f"{root}: no metadata_{split}.jsonl (split {split!r}); "
+                         f"found: {', '.join(found) or 'no metadata_*.jsonl files'}")
+
+
+def _read_jsonl(path: Path):
+    """(line number, object) for each non-blank line; bad JSON names file and line."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as err:
+        raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as err:
+                raise RosetrainError(f"{path}:{number}: not valid JSON ({err})") from None
+            if not isinstance(row, dict):
+                raise RosetrainError(f"{path}:{number}: expected a JSON object, "
+                                     f"got {type(row).__name__}")
+            yield number, row
+
+
+def load_split(root: str | os.PathLike, split: str = "test",
+               bridges: bool | None = None) -> list[dict[str, Any]]:
+    """Every record of ``split`` in file order (see :func:`split_files` for ``bridges``).
+
+    A bad line, a record missing a required field, or an item id seen twice is
+    an error naming the file and line.
+    """
+    records: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for path in split_files(root, split, bridges):
+        for number, record in _read_jsonl(path):
+            missing = [f for f in REQUIRED_FIELDS if record.get(f) is None]
+            if "region_params" not in record and "region_params_json" not in record:
+                missing.append("region_params")
+            if missing:
+                raise RosetrainError(f"{path}:{number}: record lacks required field(s) "
+                                     f"{', '.join(missing)}")
+            item_id = str(record["item_id"])
+            if item_id in seen:
+                raise RosetrainError(f"{path}:{number}: item_id {item_id!r} already at {seen[item_id]}")
+            seen[item_id] = f"{path.name}:{number}"
+            records.append(record)
+    return records
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """``item_id -> row`` of a predictions JSONL (rows ``{"item_id", "raw_text", "model", "error"}``).
+
+    A line that is not a JSON object with a string ``item_id`` fails with its
+    line number; an item id given twice fails naming the id and both lines.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise RosetrainError(f"{path}: no such predictions file")
+    rows: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    for number, row in _read_jsonl(path):
+        item_id = row.get("item_id")
+        if not isinstance(item_id, str) or not item_id:
+            raise RosetrainError(f"{path}:{number}: a prediction needs a string 'item_id'")
+        if item_id in rows:
+            raise RosetrainError(f"{path}:{number}: duplicate prediction for item_id "
+                                 f"{item_id!r} (first at line {lines[item_id]})")
+        rows[item_id] = row
+        lines[item_id] = number
+    return rows

@@ -1,0 +1,25 @@
+"""The one ROSE scorer: strict parsing, per-item scores and diagnostics, summaries.
+
+GRPO rewards, ``rosetrain score``/``eval``/``compare``, the demo and the
+benchmarks all call these functions; nothing else parses answers.
+
+- ``parse_answer(text, mode) -> ParsedAnswer`` (grammar.py)
+- ``prepare_gold(record_or_hf_row) -> Gold`` (gold.py): sets built once
+- ``score_item(gold, raw_text) -> dict`` (item.py): one per-item row
+- ``summarize(golds, results) -> dict`` (metrics.py): evaluation_summary.json
+- ``score_predictions`` / ``write_scored_run`` (batch.py): a whole split
+"""
+from rosetrain.scoring.batch import score_predictions, write_scored_run
+from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE, read_scored_rows
+from rosetrain.scoring.gold import Gold, normalize_region_case, prepare_gold
+from rosetrain.scoring.grammar import MAX_RESPONSE_CHARS, ParsedAnswer, parse_answer
+from rosetrain.scoring.item import RESULT_FIELDS, score_item, score_many, score_parsed
+from rosetrain.scoring.metrics import summarize
+from rosetrain.scoring.tables import csv_tables, summary_markdown
+
+__all__ = [
+    "Gold", "MAX_RESPONSE_CHARS", "PER_ITEM_FILE", "ParsedAnswer", "RESULT_FIELDS",
+    "SUMMARY_FILE", "csv_tables", "normalize_region_case", "parse_answer", "prepare_gold",
+    "read_scored_rows", "score_item", "score_many", "score_parsed", "score_predictions",
+    "summarize", "summary_markdown", "write_scored_run",
+]

@@ -1,0 +1,171 @@
+"""Reading a gold task (a release record or an HF row) once into a ``Gold``.
+
+Scoring an item needs sets (the gold clicks, every target of the scene, the
+region's cells); building them from ``"R4,C11"`` strings costs more than
+scoring, so batch scoring prepares each gold once and reuses it.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, Mapping
+
+from rosetrain.errors import RosetrainError
+from rosetrain.protocol import (BRIDGE_TEMPLATES, EXCLUSION, GLOBAL, SHORT_NAME, TASK_MODE,
+                                TASK_MODES, T1B, T2B, Cell, parse_cell_str)
+from rosetrain.regions import cells_in_region
+
+REQUIRED_GOLD_FIELDS = ("item_id", "task_template", "rows", "cols", "ground_truth_count",
+                        "ground_truth_clicks", "all_target_cells", "region_type")
+
+
+def normalize_region_case(value: object) -> str:
+    """``"fallback_zero_wanted_partial"`` -> ``"zero"``: the case the region really has."""
+    if not value:
+        return "unknown"
+    text = str(value)
+    if text.startswith("fallback_"):
+        return text.split("_")[1]
+    return text
+
+
+def _fail(item_id: object, field: str, problem: str) -> RosetrainError:
+    return RosetrainError(f"gold item {item_id!r}: field {field!r} {problem}")
+
+
+def _int_field(gold: Mapping, field: str, item_id: object) -> int:
+    value = gold.get(field)
+    if isinstance(value, bool):
+        raise _fail(item_id, field, f"must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise _fail(item_id, field, f"must be an integer, got {value!r}") from None
+
+
+def _cell_set(gold: Mapping, field: str, item_id: object) -> frozenset[Cell]:
+    """A list of ``"R4,C11"`` strings or ``[4, 11]`` pairs (a JSON string of either too)."""
+    value = gold.get(field)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise _fail(item_id, field, "is a string but not a JSON list") from None
+    if value is None:
+        raise _fail(item_id, field, "is missing")
+    cells = set()
+    try:
+        for cell in value:
+            if isinstance(cell, str):
+                cells.add(parse_cell_str(cell))
+            else:
+                row, col = cell
+                cells.add((int(row), int(col)))
+    except (TypeError, ValueError):
+        raise _fail(item_id, field, f"must list cells like 'R4,C11', got {value!r:.200}") from None
+    return frozenset(cells)
+
+
+def _region_params(gold: Mapping, item_id: object) -> dict:
+    value = gold.get("region_params")
+    if value is None and "region_params_json" in gold:
+        value = gold["region_params_json"]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            raise _fail(item_id, "region_params_json", "is not valid JSON") from None
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise _fail(item_id, "region_params", f"must be an object, got {value!r:.200}")
+    return dict(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _grid_cells(rows: int, cols: int) -> frozenset[Cell]:
+    return frozenset((r, c) for r in range(1, rows + 1) for c in range(1, cols + 1))
+
+
+@functools.lru_cache(maxsize=16384)
+def _region_cells(region_type: str, params_json: str, rows: int, cols: int) -> frozenset[Cell]:
+    # keyed on the params' JSON so that golds sharing a region share one set
+    return frozenset(cells_in_region(region_type, json.loads(params_json), rows, cols))
+
+
+def _paired_item_id(gold: Mapping, template: str) -> str | None:
+    """The main item a bridge row controls: T3 for T2B, T1 for T1B."""
+    if template == T2B:
+        return gold.get("source_click_item_id") or gold.get("source_item_id")
+    if template == T1B:
+        return gold.get("source_item_id")
+    return None
+
+
+class Gold:
+    """Everything score_item needs about one task, with its sets built once."""
+
+    __slots__ = ("item_id", "mode", "rows", "cols", "gold_count", "gold_clicks", "all_targets",
+                 "region_type", "region_cells", "grid_cells", "out_region_targets", "is_local",
+                 "is_exclusion", "global_count", "static", "row_cache")
+
+    def __init__(self, gold: Mapping[str, Any]):
+        if not isinstance(gold, Mapping):
+            raise RosetrainError(f"a gold item must be an object, got {type(gold).__name__}")
+        item_id = gold.get("item_id")
+        for field in REQUIRED_GOLD_FIELDS:
+            if gold.get(field) is None:
+                raise _fail(item_id, field, "is missing")
+        template = str(gold["task_template"])
+        mode = gold.get("task_mode") or TASK_MODE.get(template)
+        if mode not in TASK_MODES:
+            raise _fail(item_id, "task_mode", f"must be one of {TASK_MODES}, got {mode!r}")
+        self.item_id = str(item_id)
+        self.mode = mode
+        self.rows = _int_field(gold, "rows", item_id)
+        self.cols = _int_field(gold, "cols", item_id)
+        if self.rows < 1 or self.cols < 1:
+            raise _fail(item_id, "rows", f"and 'cols' must be positive, got {self.rows}x{self.cols}")
+        self.gold_count = _int_field(gold, "ground_truth_count", item_id)
+        self.gold_clicks = _cell_set(gold, "ground_truth_clicks", item_id)
+        self.all_targets = _cell_set(gold, "all_target_cells", item_id)
+        self.region_type = str(gold["region_type"])
+        params = _region_params(gold, item_id)
+        try:
+            self.region_cells = _region_cells(self.region_type, json.dumps(params, sort_keys=True),
+                                              self.rows, self.cols)
+        except RosetrainError as err:
+            raise RosetrainError(f"gold item {item_id!r}: {err}") from None
+        self.grid_cells = _grid_cells(self.rows, self.cols)
+        self.out_region_targets = self.all_targets - self.region_cells
+        self.is_local = self.region_type != GLOBAL
+        self.is_exclusion = self.region_type == EXCLUSION
+        self.global_count = len(self.all_targets)
+        self.row_cache: dict = {}  # item.py keeps the rows of the common outcomes here
+        # descriptive fields copied into every per-item row, so summaries can group
+        heldout = gold.get("heldout_family")
+        self.static = {
+            "item_id": self.item_id,
+            "scene_id": str(gold.get("scene_id") or gold.get("image_id") or self.item_id),
+            "task_template": template,
+            "template_short": SHORT_NAME.get(template, template),
+            "task_mode": mode,
+            "bridge": template in BRIDGE_TEMPLATES,
+            "paired_item_id": _paired_item_id(gold, template),
+            "rose_subset": str(gold.get("rose_subset") or gold.get("family") or "unknown"),
+            "family": gold.get("family"),
+            "heldout_family": None if heldout is None else bool(heldout),
+            "region_type": self.region_type,
+            "region_case": normalize_region_case(gold.get("region_case")),
+            "region_case_raw": gold.get("region_case"),
+            "grid_size_profile": str(gold.get("grid_size_profile") or "unknown"),
+            "rows": self.rows,
+            "cols": self.cols,
+            "target_count": self.global_count,
+            "gold_count": self.gold_count,
+        }
+
+
+def prepare_gold(gold: Mapping[str, Any] | Gold) -> Gold:
+    """A ``Gold`` from a release record or an HF row (a ``Gold`` passes through)."""
+    return gold if isinstance(gold, Gold) else Gold(gold)
