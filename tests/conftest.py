@@ -1,0 +1,41 @@
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_ROSE = ROOT.parent / "shared" / "rose-v0.1"
+GENERATORS = ROOT / "generators"
+
+requires_cjk = pytest.mark.skipif(shutil.which("fc-list") is None, reason="fontconfig missing")
+
+
+@pytest.fixture(scope="session")
+def rose_sample_dir() -> Path:
+    if not SHARED_ROSE.exists():
+        pytest.skip(f"real ROSE metadata not found at {SHARED_ROSE}")
+    return SHARED_ROSE
+
+
+def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+SMALL_SPEC = """
+name: small
+role: eval
+namespace: test-small
+seed: 3
+rows: [3, 6]
+cols: [3, 6]
+cell_size: [24, 40]
+exceptions: [1, 4]
+negative_rate: 0.2
+image_multiple: 4
+families:
+  attribute: 1
+  sprite_edit: 1
+  sprite_pair: 1
+"""

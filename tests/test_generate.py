@@ -1,0 +1,231 @@
+"""The generator's promises: determinism, honest labels, parseable gold answers,
+clear errors before any output, resumable atomic writes, HF and stream rows."""
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from conftest import GENERATORS, SMALL_SPEC, write_spec
+from rosetrain import protocol as P
+from rosetrain.cli import main
+from rosetrain.data.generate import make_job, run_job
+from rosetrain.errors import RosetrainError
+from rosetrain.scoring import parse_answer, score_item
+from rosetrain.spec import load_spec
+
+
+def generate(spec_path, out, scenes=12, num_proc=1, **kw):
+    job = make_job(load_spec(spec_path), out, "test", scenes, num_proc=num_proc, **kw)
+    run_job(job, progress=False)
+    return [json.loads(line) for line in open(out / "metadata_test.jsonl")]
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and ".parts" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def small_split(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("small")
+    spec = write_spec(tmp, SMALL_SPEC)
+    return spec, tmp / "out", generate(spec, tmp / "out", scenes=30)
+
+
+def test_same_bytes_whatever_num_proc(tmp_path, small_split):
+    spec, out, _ = small_split
+    generate(spec, tmp_path / "two", scenes=30, num_proc=2)
+    assert tree_digest(out) == tree_digest(tmp_path / "two")
+
+
+def test_every_template_unique_ids_and_relative_images(small_split):
+    _, out, rows = small_split
+    assert {r["task_template"] for r in rows} == set(P.TEMPLATES)
+    assert len({r["item_id"] for r in rows}) == len(rows)
+    for r in rows:
+        assert not Path(r["image"]).is_absolute() and (out / r["image"]).exists()
+        assert r["task_mode"] == P.TASK_MODE[r["task_template"]]
+        assert r["ground_truth_count"] == len(r["ground_truth_clicks"])
+
+
+def test_labels_are_honest(small_split):
+    """Crop every cell of each base image: the cells that differ from the
+    majority are exactly all_target_cells."""
+    _, out, rows = small_split
+    seen_negative = False
+    for r in rows:
+        if r["task_template"] != P.T1:
+            continue
+        image = Image.open(out / r["image"]).convert("RGB")
+        size = r["cell_size"]
+        assert image.size == (r["cols"] * size, r["rows"] * size)
+        crops = {(row, col): image.crop(((col - 1) * size, (row - 1) * size, col * size, row * size)).tobytes()
+                 for row in range(1, r["rows"] + 1) for col in range(1, r["cols"] + 1)}
+        counts = {}
+        for data in crops.values():
+            counts[data] = counts.get(data, 0) + 1
+        majority = max(counts, key=counts.get)
+        odd = {P.cell_str(cell) for cell, data in crops.items() if data != majority}
+        assert odd == set(r["all_target_cells"]), r["scene_id"]
+        seen_negative |= not odd
+    assert seen_negative, "negative_rate 0.2 over 30 scenes should give a scene without exceptions"
+
+
+def test_gold_answers_parse_and_pass(small_split):
+    _, _, rows = small_split
+    for r in rows:
+        assert parse_answer(r["answer"], r["task_mode"]).valid, r["answer"]
+        assert score_item(r, r["answer"])["pass"], r["item_id"]
+
+
+def test_region_cases_and_zero_target_regions(small_split):
+    _, _, rows = small_split
+    from rosetrain.regions import cells_in_region
+    click_rows = [r for r in rows if r["task_template"] in (P.T3, P.T4, P.T5)]
+    assert any(r["region_case"] == "zero" and r["answer"] in ("DONE", "SUBMIT(0)") for r in click_rows)
+    for r in rows:
+        cells = cells_in_region(r["region_type"], r["region_params"], r["rows"], r["cols"])
+        inside = {P.cell_str(c) for c in cells} & set(r["all_target_cells"])
+        assert inside == set(r["region_target_cells"])
+        expected = "zero" if not inside else "all" if inside == set(r["all_target_cells"]) else "partial"
+        assert r["region_case"] == expected
+        if r["task_template"] not in (P.T1, P.T1B):
+            assert len(cells) < r["rows"] * r["cols"], "a local region must not be the whole grid"
+    by_scene = {}
+    for r in rows:
+        by_scene.setdefault(r["scene_id"], {})[r["task_template"]] = r
+    for tasks in by_scene.values():
+        assert tasks[P.T2B]["region_params"] == tasks[P.T3]["region_params"]
+        assert (tasks[P.T2]["region_type"], tasks[P.T2]["region_params"]) != \
+               (tasks[P.T3]["region_type"], tasks[P.T3]["region_params"])
+        assert tasks[P.T4]["image"] != tasks[P.T1]["image"]
+
+
+def test_rose_prompts_are_verbatim(small_split):
+    _, _, rows = small_split
+    t1b = next(r for r in rows if r["task_template"] == P.T1B)
+    assert t1b["prompt_local"] == ("Click all cells that are different from the majority in the whole grid. "
+                                   "Answer only using CLICK(Rr,Cc); ...; DONE.")
+    assert all(r["prompt"].startswith(P.PROMPT_PREFIX) for r in rows)
+
+
+@pytest.mark.parametrize("mutation, message", [
+    ("families: [nosuch]", "unknown family 'nosuch'"),
+    ("exceptions: [1, 40]", "exceptions"),
+    ("region_cases: {zero: 0.5, partial: 0.3, all: 0.1}", "sums to 0.9"),
+    ("bogus_field: 1", "unknown field 'bogus_field'"),
+    ("rows: [3, 30]", "rows"),
+])
+def test_bad_spec_fails_before_output(tmp_path, mutation, message, capsys):
+    key = mutation.split(":")[0]
+    text = "\n".join(line for line in SMALL_SPEC.splitlines() if not line.startswith(key)
+                     and not (key == "families" and line.startswith("  "))) + "\n" + mutation + "\n"
+    spec = write_spec(tmp_path, text)
+    code = main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--split", "t",
+                 "--scenes", "3", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and str(spec) in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_font_is_a_clear_error(tmp_path, capsys):
+    spec = write_spec(tmp_path, SMALL_SPEC.replace("  attribute: 1", "  glyph: {fonts: [No Such Font Sans]}"))
+    code = main(["generate", "--spec", str(spec), "--out", str(tmp_path / "o"), "--scenes", "2", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "glyph" in err and str(spec) in err
+
+
+def test_interrupted_generate_resumes_to_same_bytes(tmp_path, small_split, monkeypatch):
+    spec, out, _ = small_split
+    import rosetrain.data.generate as gen
+    real = gen.write_shard
+    calls = {"n": 0}
+
+    def flaky(job, shard):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(job, shard)
+
+    monkeypatch.setattr(gen, "write_shard", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        generate(spec, tmp_path / "resume", scenes=30, shard_size=8)
+    assert not (tmp_path / "resume" / "metadata_test.jsonl").exists()
+    assert not list((tmp_path / "resume").rglob("*.tmp*"))
+    monkeypatch.setattr(gen, "write_shard", real)
+    generate(spec, tmp_path / "resume", scenes=30, shard_size=8)
+    assert (tmp_path / "resume" / "metadata_test.jsonl").read_bytes() == (out / "metadata_test.jsonl").read_bytes()
+
+
+def test_rerun_with_other_settings_is_refused(tmp_path, small_split):
+    spec, _, _ = small_split
+    generate(spec, tmp_path / "o", scenes=4)
+    with pytest.raises(RosetrainError, match="scenes"):
+        generate(spec, tmp_path / "o", scenes=5)
+
+
+def test_hf_parquet_and_stream_give_the_same_rows(small_split):
+    import datasets
+    from rosetrain.data.hf import load_hf_split, stream_dataset
+
+    spec, out, rows = small_split
+    ds = load_hf_split(str(out), "test")
+    assert isinstance(ds.features["images"].feature, datasets.Image)
+    assert ds.num_rows == len(rows)
+    first = ds[0]
+    assert first["images"][0].size == (rows[0]["image_width"], rows[0]["image_height"])
+    assert first["prompt"][0]["content"][1]["type"] == "image"
+    assert first["completion"][0]["content"][0]["text"] == rows[0]["answer"]
+    streamed = list(stream_dataset(str(spec), split="test", seed=3, stop=2))
+    n = len(streamed)
+    for a, b in zip(streamed, ds.select(range(n))):
+        assert a["item_id"] == b["item_id"] and a["answer"] == b["answer"]
+        assert a["images"][0].tobytes() == b["images"][0].convert("RGB").tobytes()
+
+
+def test_image_multiple_of_28(tmp_path):
+    spec = write_spec(tmp_path, SMALL_SPEC.replace("image_multiple: 4", "image_multiple: 28"))
+    for r in generate(spec, tmp_path / "o", scenes=6):
+        assert r["image_width"] % 28 == 0 and r["image_height"] % 28 == 0
+
+
+def test_training_spec_never_overlaps_heldout(tmp_path):
+    heldout = write_spec(tmp_path, SMALL_SPEC.replace("role: eval", "role: heldout").replace(
+        "namespace: test-small", "namespace: heldout\nheldout_family: sprite_pair\nheldout_scenes: 50"), "h.yaml")
+    train_text = SMALL_SPEC.replace("namespace: test-small", "namespace: train\nheldout_spec: h.yaml").replace("role: eval", "role: train")
+    with pytest.raises(RosetrainError, match="held out"):
+        load_and_make(write_spec(tmp_path, train_text, "t.yaml"), tmp_path)
+    ok = write_spec(tmp_path, train_text.replace("  sprite_pair: 1\n", ""), "t2.yaml")
+    job = load_and_make(ok, tmp_path)
+    assert len(job.exclude) > 0
+    # the same scenes as the held-out split are refused: exclude its own metadata
+    rows = generate(heldout, tmp_path / "h", scenes=3)
+    with pytest.raises(RosetrainError, match="held-out"):
+        generate(heldout, tmp_path / "again", scenes=3, exclude_metadata=[tmp_path / "h" / "metadata_test.jsonl"])
+    assert rows[0]["heldout_family"] in (True, False)
+
+
+def load_and_make(spec_path, tmp_path):
+    return make_job(load_spec(spec_path), tmp_path / "x", "train", 5)
+
+
+def test_reserved_namespace(tmp_path):
+    spec = write_spec(tmp_path, SMALL_SPEC.replace("namespace: test-small", "namespace: heldout"))
+    with pytest.raises(RosetrainError, match="heldout"):
+        load_spec(spec)
+
+
+@pytest.mark.parametrize("name", ["rose-protocol", "heldout", "curriculum", "smoke"])
+def test_shipped_specs_load(name):
+    spec = load_spec(GENERATORS / f"{name}.yaml")
+    assert spec.levels
+
+
+def test_generate_cli_starts_without_torch(tmp_path):
+    import subprocess, sys
+    code = ("import sys, rosetrain.cli as c; c.main(['generate','--spec',sys.argv[1],'--out',sys.argv[2],"
+            "'--scenes','2','--quiet']); assert 'torch' not in sys.modules, 'torch imported'")
+    spec = write_spec(tmp_path, SMALL_SPEC)
+    subprocess.run([sys.executable, "-c", code, str(spec), str(tmp_path / "o")], check=True)
