@@ -1,0 +1,119 @@
+"""One way to load a multimodal model and its processor, for training and evaluation.
+
+``name_or_path`` is a Hub id (``Qwen/Qwen2.5-VL-3B-Instruct``), a local folder
+saved with ``save_pretrained`` (e.g. by ``rosetrain tiny-model``), or a LoRA
+adapter folder (it has ``adapter_config.json``): its base model is loaded the
+same way and the adapter applied with peft. bf16 on a GPU, fp32 on the CPU;
+``trust_remote_code`` stays off unless the caller asks.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from rosetrain.errors import RosetrainError
+
+ADAPTER_CONFIG = "adapter_config.json"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
+    """("local", path) for a folder on disk, ("hub", None) for a Hub id.
+
+    A name that looks like a path (absolute, ``./``, ``~``, more than one ``/``,
+    or ``dir/name`` where ``dir`` exists here) but is missing fails, naming it,
+    instead of being sent to the Hub as an id."""
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise RosetrainError(f"model: {text} is a file, not a model folder")
+        return "local", path
+    first = text.split("/", 1)[0]
+    looks_local = (not _HUB_ID.match(text) or text.startswith((".", "~"))
+                   or ("/" in text and Path(first).is_dir()))
+    if looks_local:
+        raise RosetrainError(f"model: local path {text} does not exist")
+    return "hub", None
+
+
+def default_device_and_dtype(device: str | None = None, dtype: Any = None) -> tuple[str, Any]:
+    """cuda + bf16 when a GPU is there, else cpu + fp32; strings like "bfloat16" accepted."""
+    import torch
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if isinstance(dtype, str) and dtype != "auto":
+        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise RosetrainError(f"dtype: {dtype!r} is not a torch dtype (e.g. bfloat16, float32)")
+        dtype = getattr(torch, dtype)
+    if dtype is None:
+        dtype = torch.bfloat16 if str(device).startswith("cuda") else torch.float32
+    return str(device), dtype
+
+
+def adapter_base(adapter_dir: Path) -> str:
+    """The base model an adapter was trained on; a relative path that does not
+    exist from here is tried relative to the adapter folder's parent."""
+    config = json.loads((adapter_dir / ADAPTER_CONFIG).read_text())
+    base = config.get("base_model_name_or_path")
+    if not base:
+        raise RosetrainError(f"{adapter_dir / ADAPTER_CONFIG}: no base_model_name_or_path")
+    if not Path(base).is_absolute() and not Path(base).exists():
+        beside = adapter_dir.parent / base
+        if beside.exists():
+            return str(beside)
+    return base
+
+
+def load_model_and_processor(name_or_path: str | Path, *, device: str | None = None,
+                             dtype: Any = None, trust_remote_code: bool = False,
+                             merge_lora: bool = True) -> tuple[Any, Any]:
+    """(model, processor) ready for ``generate``; a LoRA adapter is merged into
+    its base unless ``merge_lora=False`` (then a ``PeftModel`` comes back)."""
+    kind, path = resolve_model_source(name_or_path)
+    device, dtype = default_device_and_dtype(device, dtype)
+    if path is not None and (path / ADAPTER_CONFIG).exists():
+        return _load_adapter(path, device, dtype, trust_remote_code, merge_lora)
+    model = _load_model(str(name_or_path), kind, dtype, trust_remote_code).to(device)
+    return model, _load_processor(str(name_or_path), kind, trust_remote_code)
+
+
+def _load_adapter(path: Path, device: str, dtype: Any, trust_remote_code: bool,
+                  merge_lora: bool) -> tuple[Any, Any]:
+    from peft import PeftModel
+
+    base = adapter_base(path)
+    model, processor = load_model_and_processor(base, device=device, dtype=dtype,
+                                                trust_remote_code=trust_remote_code)
+    model = PeftModel.from_pretrained(model, str(path))
+    if merge_lora:
+        model = model.merge_and_unload()
+    if (path / "processor_config.json").exists() or (path / "tokenizer_config.json").exists():
+        processor = _load_processor(str(path), "local", trust_remote_code)
+    return model, processor
+
+
+def _load_model(name: str, kind: str, dtype: Any, trust_remote_code: bool):
+    from transformers import AutoModelForImageTextToText
+
+    try:
+        return AutoModelForImageTextToText.from_pretrained(name, dtype=dtype,
+                                                           trust_remote_code=trust_remote_code)
+    except OSError as err:
+        where = "folder" if kind == "local" else "Hub id (or local cache)"
+        raise RosetrainError(f"model: cannot load {name} as a {where}: {err}".splitlines()[0]) from None
+
+
+def _load_processor(name: str, kind: str, trust_remote_code: bool):
+    from transformers import AutoProcessor
+
+    try:
+        processor = AutoProcessor.from_pretrained(name, trust_remote_code=trust_remote_code)
+    except OSError as err:
+        raise RosetrainError(f"model: cannot load the processor of {name}: {err}".splitlines()[0]) from None
+    tokenizer = getattr(processor, "tokenizer", processor)
+    tokenizer.padding_side = "left"  # batched generation appends on the right
+    return processor

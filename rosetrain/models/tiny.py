@@ -1,0 +1,257 @@
+"""Tiny Qwen2-VL-family models built offline (no Hub): config, tokenizer, processor.
+
+The folder this writes loads through ``AutoModelForImageTextToText`` and
+``AutoProcessor.from_pretrained(path)``, the same path real checkpoints take,
+so tests and the demo exercise the code users run on GPUs (design.md section 4).
+
+- The config is ``Qwen2VLConfig`` with every size overridden (the defaults are
+  72B-sized); ``mrope_section`` sums to head_dim/2 and the vision merger's output
+  (``vision_config.hidden_size``) equals the text hidden size, as the model needs.
+- The tokenizer is a byte-level BPE trained on the protocol's own text (prompt
+  prefix, task sentences, answers), so any text encodes (no unknown token) and
+  answers are short: a pre-tokenizer keeps ``R12``, ``C5``, ``CLICK(`` and numbers
+  whole, and the corpus repeats them enough for BPE to learn each as one token.
+- The processor is the stock ``Qwen2VLProcessor`` with small pixel budgets and
+  left padding (generation appends on the right).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from rosetrain import protocol as P
+from rosetrain.errors import RosetrainError
+
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
+                  "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+PAD, EOS = "<|endoftext|>", "<|im_end|>"
+
+# Qwen-style template without the default system turn (fewer tokens for a tiny
+# model). Content may be a string or a list of {"type": "image"|"video"|"text"}
+# parts; only "type" is looked at, since a datasets column of parts gives every
+# part every key (a text part carries "image": None).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}"
+    "{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+# Words keep trailing digits and an opening parenthesis ("R12", "CLICK("), numbers
+# stay whole, punctuation runs stay together; each may carry one leading space.
+PRETOKEN_PATTERN = r"\s?\p{L}+\d*\(?|\s?\d+|\s?[^\s\p{L}\d]+|\s+"
+
+MAX_CELL = 30  # cells/counts up to this are in the corpus often enough to be single tokens
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSize:
+    text_hidden: int
+    text_layers: int
+    text_heads: int
+    text_kv_heads: int
+    text_intermediate: int
+    mrope_section: tuple[int, int, int]
+    vision_depth: int
+    vision_embed: int
+    vision_heads: int
+    vision_mlp_ratio: int
+    min_pixels: int
+    max_pixels: int
+    vocab_size: int = 1024
+
+
+SIZES = {
+    # for tests: a forward/backward step in milliseconds on a CPU
+    "tiny": ModelSize(text_hidden=64, text_layers=2, text_heads=4, text_kv_heads=2,
+                      text_intermediate=128, mrope_section=(2, 3, 3), vision_depth=1,
+                      vision_embed=32, vision_heads=2, vision_mlp_ratio=2,
+                      min_pixels=56 * 56, max_pixels=112 * 112),
+    # for the demo: learns small-grid counting from scratch in minutes (design.md section 4)
+    "small": ModelSize(text_hidden=128, text_layers=4, text_heads=4, text_kv_heads=2,
+                       text_intermediate=512, mrope_section=(4, 6, 6), vision_depth=4,
+                       vision_embed=96, vision_heads=4, vision_mlp_ratio=4,
+                       min_pixels=56 * 56, max_pixels=224 * 224),
+}
+
+
+def _check_size(size: str) -> ModelSize:
+    if size not in SIZES:
+        raise RosetrainError(f"size: {size!r} is not one of {', '.join(SIZES)}")
+    spec = SIZES[size]
+    head_dim = spec.text_hidden // spec.text_heads
+    assert sum(spec.mrope_section) * 2 == head_dim, "mrope_section must sum to head_dim/2"
+    return spec
+
+
+# ---------------------------------------------------------------- tokenizer corpus
+
+def _random_region(rng: random.Random, rows: int, cols: int) -> tuple[str, dict]:
+    kind = rng.choice(P.NUMERIC_REGIONS)
+    r1, r2 = sorted(rng.randint(1, rows) for _ in range(2))
+    c1, c2 = sorted(rng.randint(1, cols) for _ in range(2))
+    params = {P.ROW_RANGE: {"r1": r1, "r2": r2}, P.COL_RANGE: {"c1": c1, "c2": c2},
+              P.RECTANGLE: {"r1": r1, "r2": r2, "c1": c1, "c2": c2}}[kind]
+    return kind, params
+
+
+def _sentence(rng: random.Random, rows: int, cols: int) -> str:
+    from rosetrain.prompts import task_sentence
+
+    template = rng.choice(P.TEMPLATES)
+    if template in (P.T1, P.T1B):
+        region_type, params = P.GLOBAL, {}
+    elif template == P.T4:
+        region_type, params = P.VISUAL_REGION, {}
+    elif template == P.T5:
+        kind, inner = _random_region(rng, rows, cols)
+        region_type, params = P.EXCLUSION, {"exclude_type": kind, "exclude_params": inner}
+    else:
+        region_type, params = _random_region(rng, rows, cols)
+    return task_sentence(template, region_type, params, rng.choice(("rose", "varied")), rng)
+
+
+def _answer(rng: random.Random, rows: int, cols: int) -> str:
+    mode = rng.choice(P.TASK_MODES)
+    cells = {(rng.randint(1, rows), rng.randint(1, cols)) for _ in range(rng.randint(0, 8))}
+    return P.format_answer(mode, cells, rng.randint(0, MAX_CELL) if mode == P.COUNT else None)
+
+
+def tokenizer_corpus(seed: int = 0, n_lines: int = 6000) -> Iterator[str]:
+    """Protocol text: the prefix, task sentences, answers, and every cell and
+    number up to MAX_CELL, so BPE learns them as single tokens."""
+    rng = random.Random(seed)
+    for _ in range(50):
+        yield P.PROMPT_PREFIX
+    for n in range(MAX_CELL + 1):
+        for _ in range(20):
+            yield f"R{n},C{n} {n} row {n} column {n} COUNT({n}) SUBMIT({n})"
+    for _ in range(n_lines):
+        rows, cols = rng.randint(3, 20), rng.randint(3, 20)
+        yield _sentence(rng, rows, cols)
+        yield _answer(rng, rows, cols)
+        yield "user\nassistant\nsystem\n"
+
+
+def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
+    """A byte-level BPE ``PreTrainedTokenizerFast`` with the Qwen family's special tokens."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PRETOKEN_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    backend.train_from_iterator(tokenizer_corpus(seed), trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token=EOS, pad_token=PAD, unk_token=None,
+        additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in (EOS, PAD)],
+        padding_side="left", chat_template=CHAT_TEMPLATE, model_max_length=32768)
+    return tokenizer
+
+
+# ---------------------------------------------------------------- model and processor
+
+def build_processor(tokenizer, size: str = "tiny"):
+    from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
+
+    spec = _check_size(size)
+    pixels = {"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}
+    return Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(size=pixels),
+        # its default budget upscales small frames; keep it as small as the images'
+        video_processor=Qwen2VLVideoProcessor(size=pixels),
+        tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
+
+
+def build_config(tokenizer, size: str = "tiny"):
+    from transformers import Qwen2VLConfig
+
+    spec = _check_size(size)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    text = dict(vocab_size=len(tokenizer), hidden_size=spec.text_hidden,
+                intermediate_size=spec.text_intermediate, num_hidden_layers=spec.text_layers,
+                num_attention_heads=spec.text_heads, num_key_value_heads=spec.text_kv_heads,
+                max_position_embeddings=4096, max_window_layers=spec.text_layers,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                 "mrope_section": list(spec.mrope_section)},
+                bos_token_id=ids[PAD], eos_token_id=ids[EOS], pad_token_id=ids[PAD])
+    vision = dict(depth=spec.vision_depth, embed_dim=spec.vision_embed, num_heads=spec.vision_heads,
+                  mlp_ratio=spec.vision_mlp_ratio, hidden_size=spec.text_hidden)
+    return Qwen2VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True,
+                         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                         vision_start_token_id=ids["<|vision_start|>"],
+                         vision_end_token_id=ids["<|vision_end|>"])
+
+
+def build_model(tokenizer, size: str = "tiny", seed: int = 0):
+    import torch
+    from transformers import AutoModelForImageTextToText, GenerationConfig
+
+    config = build_config(tokenizer, size)
+    torch.manual_seed(seed)  # weight init draws from torch's global generator
+    model = AutoModelForImageTextToText.from_config(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=[tokenizer.convert_tokens_to_ids(EOS), tokenizer.convert_tokens_to_ids(PAD)],
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.pad_token_id,
+        do_sample=False, max_new_tokens=64)
+    return model
+
+
+def count_parameters(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def build_tiny_model(out_dir: str | os.PathLike, size: str = "tiny", seed: int = 0) -> Path:
+    """Build model + processor and save them to ``out_dir`` (replaced atomically)."""
+    spec = _check_size(size)
+    out = Path(out_dir)
+    tokenizer = build_tokenizer(seed, spec.vocab_size)
+    processor = build_processor(tokenizer, size)
+    model = build_model(tokenizer, size, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Move a finished folder into place; an old one is removed only after."""
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        os.replace(dst, old)
+        os.replace(src, dst)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(src, dst)
+
+
+def describe(path: str | os.PathLike) -> dict[str, Any]:
+    """Parameter counts of a saved model (total, vision, language)."""
+    from transformers import AutoModelForImageTextToText
+
+    model = AutoModelForImageTextToText.from_pretrained(path)
+    vision = sum(p.numel() for n, p in model.named_parameters() if ".visual." in f".{n}")
+    total = count_parameters(model)
+    return {"parameters": total, "vision_parameters": vision, "language_parameters": total - vision}
