@@ -1,0 +1,346 @@
+"""Before/after comparison of two scored runs, item by item.
+
+Both runs are folders holding ``per_item_eval.jsonl`` over the same items.
+For each template and for counting_avg, action_avg, avg_pass and gap:
+``before``, ``after``, ``delta`` and ``ci95``, a paired bootstrap 95% interval
+of the delta. The bootstrap resamples *scenes* (all items of a scene move
+together, both runs with the same draw), stratified by subset so every resample
+keeps the subset sizes that ROSE's per-subset averaging assumes; figures are
+recomputed exactly as the summary does (per subset, then over subsets).
+Templates also get an exact McNemar p-value on their discordant pairs.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from rosetrain.errors import RosetrainError
+from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
+                                REGION_CASES, SHORT_NAME)
+from rosetrain.scoring.files import atomic_write_text, json_text, read_scored_rows
+from rosetrain.scoring.metrics import headline, mean, subset_macro, template_order
+
+HEADLINE_KEYS = ("counting_avg", "action_avg", "avg_pass", "gap")
+SHOWN_IDS = 5
+CHUNK = 250  # resamples per matrix product: bounds memory on large splits
+
+
+def pair_runs(before: Sequence[Mapping], after: Sequence[Mapping]) -> list[tuple[Mapping, Mapping]]:
+    """(before row, after row) per item, in the before run's order; a mismatch is an error."""
+    before_by_id = _by_id(before, "before")
+    after_by_id = _by_id(after, "after")
+    only_before = [i for i in before_by_id if i not in after_by_id]
+    only_after = [i for i in after_by_id if i not in before_by_id]
+    if only_before or only_after:
+        raise RosetrainError(
+            f"the runs cover different items: before has {len(before_by_id)}, after has "
+            f"{len(after_by_id)}; only in before: {len(only_before)} "
+            f"(first: {', '.join(only_before[:SHOWN_IDS]) or '-'}); only in after: "
+            f"{len(only_after)} (first: {', '.join(only_after[:SHOWN_IDS]) or '-'})")
+    pairs = []
+    for item_id, row in before_by_id.items():
+        other = after_by_id[item_id]
+        if row["task_template"] != other["task_template"]:
+            raise RosetrainError(f"item {item_id!r} is {row['task_template']} in before but "
+                                 f"{other['task_template']} in after: not the same split")
+        pairs.append((row, other))
+    return pairs
+
+
+def _by_id(rows: Sequence[Mapping], name: str) -> dict[str, Mapping]:
+    by_id: dict[str, Mapping] = {}
+    for row in rows:
+        if row["item_id"] in by_id:
+            raise RosetrainError(f"the {name} run lists item {row['item_id']!r} twice")
+        by_id[row["item_id"]] = row
+    return by_id
+
+
+def figures(rows: Sequence[Mapping]) -> dict[str, Any]:
+    """Template PASS rates and the headline figures, as evaluation_summary computes them."""
+    per_template = defaultdict(list)
+    for row in rows:
+        per_template[row["task_template"]].append(row)
+    table = {t: {"pass": subset_macro(per_template[t], "pass")}
+             for t in template_order(per_template)}
+    return {"templates": {t: v["pass"] for t, v in table.items()}, **headline(table)}
+
+
+class _SceneTable:
+    """Per-scene item and PASS counts of each template, for vectorised resampling."""
+
+    def __init__(self, pairs: Sequence[tuple[Mapping, Mapping]], templates: Sequence[str]):
+        scene_index: dict[str, int] = {}
+        scene_subset: list[str] = []
+        for before, _ in pairs:
+            if before["scene_id"] not in scene_index:
+                scene_index[before["scene_id"]] = len(scene_subset)
+                scene_subset.append(before["rose_subset"])
+        column = {t: k for k, t in enumerate(templates)}
+        shape = (len(scene_subset), len(templates))
+        self.items = np.zeros(shape)
+        self.passed = {"before": np.zeros(shape), "after": np.zeros(shape)}
+        for before, after in pairs:
+            at = scene_index[before["scene_id"]], column[before["task_template"]]
+            self.items[at] += 1
+            self.passed["before"][at] += bool(before["pass"])
+            self.passed["after"][at] += bool(after["pass"])
+        subsets = np.array(scene_subset)
+        self.strata = [np.flatnonzero(subsets == s) for s in sorted(set(scene_subset))]
+        self.templates = list(templates)
+
+    def template_rates(self, weights: Sequence[np.ndarray], run: str) -> np.ndarray:
+        """(resamples, templates) PASS rates: per subset, then the mean over subsets.
+
+        ``weights[k]`` holds, per resample, how often each scene of stratum k was drawn.
+        """
+        rates = []
+        for stratum, w in zip(self.strata, weights):
+            passed = w @ self.passed[run][stratum]
+            items = w @ self.items[stratum]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rates.append(np.where(items > 0, passed / items, np.nan))
+        return _nanmean(np.stack(rates), axis=0)        # over (subsets, resamples, templates)
+
+
+def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over ``axis`` ignoring NaN; NaN where nothing is defined (and no warning)."""
+    counted = np.sum(~np.isnan(values), axis=axis)
+    total = np.nansum(values, axis=axis)
+    return np.where(counted > 0, total / np.maximum(counted, 1), np.nan)
+
+
+def _headline_arrays(rates: np.ndarray, templates: Sequence[str]) -> dict[str, np.ndarray]:
+    """The headline figures per resample from (resamples, templates) rates."""
+    def avg(group):
+        cols = [templates.index(t) for t in group if t in templates]
+        if not cols:
+            return np.full(rates.shape[0], np.nan)
+        return _nanmean(rates[:, cols], axis=1)
+
+    counting, action = avg(COUNTING_TEMPLATES), avg(ACTION_TEMPLATES)
+    return {"counting_avg": counting, "action_avg": action,
+            "avg_pass": avg(MAIN_TEMPLATES), "gap": counting - action}
+
+
+def bootstrap(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000,
+              seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+    """Resampled values: name -> {"before", "after"} arrays of shape (resamples,)."""
+    templates = template_order(b["task_template"] for b, _ in pairs)
+    table = _SceneTable(pairs, templates)
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, list]] = defaultdict(lambda: {"before": [], "after": []})
+    for start in range(0, resamples, CHUNK):
+        size = min(CHUNK, resamples - start)
+        weights = [rng.multinomial(len(s), np.full(len(s), 1.0 / len(s)), size=size).astype(float)
+                   for s in table.strata]
+        for run in ("before", "after"):
+            rates = table.template_rates(weights, run)
+            for k, template in enumerate(templates):
+                out[template][run].append(rates[:, k])
+            for name, values in _headline_arrays(rates, templates).items():
+                out[name][run].append(values)
+    return {name: {run: np.concatenate(chunks) for run, chunks in runs.items()}
+            for name, runs in out.items()}
+
+
+def _interval(values: np.ndarray) -> list[float] | None:
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+def mcnemar_p(pairs: Sequence[tuple[Mapping, Mapping]]) -> tuple[float, int, int]:
+    """Exact McNemar p-value (two-sided binomial test on the discordant pairs)."""
+    only_before = sum(1 for b, a in pairs if b["pass"] and not a["pass"])
+    only_after = sum(1 for b, a in pairs if a["pass"] and not b["pass"])
+    if only_before + only_after == 0:
+        return 1.0, 0, 0
+    from scipy.stats import binomtest
+
+    p = binomtest(only_after, only_before + only_after, 0.5).pvalue
+    return float(p), only_before, only_after
+
+
+def _entry(before: float | None, after: float | None, samples: Mapping[str, np.ndarray]) -> dict:
+    delta = None if before is None or after is None else after - before
+    return {"before": before, "after": after, "delta": delta,
+            "ci95": None if delta is None else _interval(samples["after"] - samples["before"]),
+            "ci95_before": _interval(samples["before"]), "ci95_after": _interval(samples["after"])}
+
+
+def region_case_breakdown(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
+    """Plain PASS means of the local tasks by zero/partial/all, per action template too."""
+    result = {}
+    for case in REGION_CASES:
+        kept = [(b, a) for b, a in pairs
+                if b["region_type"] != GLOBAL and b["region_case"] == case]
+        per_template = {}
+        for template in ACTION_TEMPLATES:
+            rows = [(b, a) for b, a in kept if b["task_template"] == template]
+            if rows:
+                per_template[template] = _plain(rows)
+        result[case] = {**_plain(kept), "templates": per_template}
+    return result
+
+
+def _plain(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
+    before = mean(b["pass"] for b, _ in pairs)
+    after = mean(a["pass"] for _, a in pairs)
+    delta = None if before is None else after - before
+    return {"n": len(pairs), "before": before, "after": after, "delta": delta}
+
+
+def compare_pairs(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000,
+                  seed: int = 0) -> dict[str, Any]:
+    """compare.json's figures (without paths) from paired rows."""
+    if not pairs:
+        raise RosetrainError("nothing to compare: the runs hold no items")
+    before = figures([b for b, _ in pairs])
+    after = figures([a for _, a in pairs])
+    samples = bootstrap(pairs, resamples, seed)
+    templates = {}
+    for template, value in before["templates"].items():
+        subset = [(b, a) for b, a in pairs if b["task_template"] == template]
+        p, only_before, only_after = mcnemar_p(subset)
+        templates[template] = {"short": SHORT_NAME.get(template, template), "n": len(subset),
+                               **_entry(value, after["templates"][template], samples[template]),
+                               "mcnemar_p": p, "pass_only_before": only_before,
+                               "pass_only_after": only_after}
+    result = {"n_items": len(pairs), "n_scenes": len({b["scene_id"] for b, _ in pairs}),
+              "resamples": resamples, "seed": seed, "templates": templates}
+    for key in HEADLINE_KEYS:
+        result[key] = _entry(before[key], after[key], samples[key])
+    result["by_region_case"] = region_case_breakdown(pairs)
+    return result
+
+
+def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
+                 out_dir: str | os.PathLike | None = None, *, resamples: int = 2000,
+                 seed: int = 0, plots: bool = True) -> dict[str, Any]:
+    """Pair two scored runs; write compare.json, report.md and PNG plots into ``out_dir``."""
+    if resamples < 1:
+        raise RosetrainError(f"resamples must be at least 1, got {resamples}")
+    pairs = pair_runs(read_scored_rows(before_dir), read_scored_rows(after_dir))
+    result = {"before_run": str(before_dir), "after_run": str(after_dir),
+              **compare_pairs(pairs, resamples, seed)}
+    if out_dir is not None:
+        out = Path(out_dir)
+        atomic_write_text(out / "compare.json", json_text(result))
+        images = []
+        if plots:
+            images = write_plots(result, out)
+        atomic_write_text(out / "report.md", report_markdown(result, images))
+    return result
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
+
+
+def _ci(interval: Sequence[float] | None) -> str:
+    return "-" if interval is None else f"[{_pct(interval[0], True)}, {_pct(interval[1], True)}]"
+
+
+def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
+    """report.md: the figures in percentage points, then the plots."""
+    lines = ["# Before/after comparison\n",
+             f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
+             f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
+             f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}).\n",
+             "| figure | before | after | delta | 95% CI of delta | McNemar p |",
+             "|---|---|---|---|---|---|"]
+    for template, e in result["templates"].items():
+        lines.append(f"| {e['short']} ({template}) | {_pct(e['before'])} | {_pct(e['after'])} | "
+                     f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | {e['mcnemar_p']:.3g} |")
+    for key in HEADLINE_KEYS:
+        e = result[key]
+        lines.append(f"| **{key}** | {_pct(e['before'])} | {_pct(e['after'])} | "
+                     f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | |")
+    lines += ["", "## Local tasks by region case (PASS, plain means)", "",
+              "| case | n | before | after | delta |", "|---|---|---|---|---|"]
+    for case, e in result["by_region_case"].items():
+        lines.append(f"| {case} | {e['n']} | {_pct(e['before'])} | {_pct(e['after'])} | "
+                     f"{_pct(e['delta'], True)} |")
+    lines.append("")
+    lines += [f"![{Path(name).stem}]({name})\n" for name in images]
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[str]:
+    """PNG plots (matplotlib Agg, imported here only): PASS per template, the gap with
+    its CIs, and the zero/partial/all breakdown. Returns the file names written."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rosetrain.scoring.files import atomic_write_bytes
+
+    def save(fig, name):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+        plt.close(fig)
+        atomic_write_bytes(Path(out_dir) / name, buffer.getvalue())
+        return name
+
+    def bars(ax, labels, before, after, errors=None):
+        x = np.arange(len(labels))
+        values = {"before": before, "after": after}
+        for k, run in enumerate(("before", "after")):
+            heights = [100 * (v or 0.0) for v in values[run]]
+            yerr = None if errors is None else np.array(errors[run]).T * 100
+            ax.bar(x + (k - 0.5) * 0.38, heights, 0.38, label=run, yerr=yerr, capsize=3)
+        ax.set_xticks(x, labels)
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.legend()
+
+    names = []
+    templates = result["templates"]
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(templates), 3.6))
+    bars(ax, [e["short"] for e in templates.values()],
+         [e["before"] for e in templates.values()], [e["after"] for e in templates.values()])
+    ax.set_ylabel("PASS (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("PASS per template")
+    names.append(save(fig, "pass_per_template.png"))
+
+    keys = [k for k in ("counting_avg", "action_avg", "gap") if result[k]["before"] is not None]
+    if keys:
+        def error_bars(run):
+            out = []
+            for k in keys:
+                value, interval = result[k][run], result[k][f"ci95_{run}"]
+                out.append((0.0, 0.0) if interval is None else
+                           (max(0.0, value - interval[0]), max(0.0, interval[1] - value)))
+            return out
+
+        fig, ax = plt.subplots(figsize=(5.2, 3.6))
+        labels = {"counting_avg": "Counting Avg", "action_avg": "Action Avg", "gap": "Gap"}
+        bars(ax, [labels[k] for k in keys], [result[k]["before"] for k in keys],
+             [result[k]["after"] for k in keys], {"before": error_bars("before"), "after": error_bars("after")})
+        gap = result["gap"]
+        ax.set_ylabel("percentage points")
+        ax.set_title(f"Counting-to-action gap: {_pct(gap['before'])} -> {_pct(gap['after'])} "
+                     f"(delta {_pct(gap['delta'], True)}, CI {_ci(gap['ci95'])})", fontsize=9)
+        names.append(save(fig, "gap.png"))
+
+    cases = result["by_region_case"]
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    bars(ax, [f"{c}\n(n={cases[c]['n']})" for c in cases],
+         [cases[c]["before"] for c in cases], [cases[c]["after"] for c in cases])
+    ax.set_ylabel("PASS (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("Local tasks by region case")
+    names.append(save(fig, "region_case.png"))
+    return names
