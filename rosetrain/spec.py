@@ -279,8 +279,13 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
                 curriculum=curriculum, heldout_family=top.get("heldout_family"),
                 heldout_spec=top.get("heldout_spec"), heldout_scenes=int(top.get("heldout_scenes", 2000)),
                 description=str(top.get("description", "")))
-    if role == "heldout" and spec.heldout_family and spec.heldout_family not in spec.families:
-        raise ValueError(f"heldout_family: {spec.heldout_family!r} is not among the spec's families")
+    if spec.heldout_family is not None:
+        from rosetrain.families import FAMILIES
+
+        if role != "heldout":
+            raise ValueError("heldout_family: only a spec with role: heldout names a held-out family")
+        if spec.heldout_family not in FAMILIES:
+            raise ValueError(f"heldout_family: unknown family {spec.heldout_family!r}; valid: {', '.join(FAMILIES)}")
     return spec
 
 
