@@ -1,0 +1,140 @@
+"""Reading splits in the ROSE release layout and predictions files."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rosetrain.data.release import load_split, read_predictions, split_files
+from rosetrain.errors import RosetrainError
+
+ROSE_DIR = Path(__file__).resolve().parents[2] / "shared" / "rose-v0.1"
+GLOBAL_BRIDGE = "metadata_test_global_click_bridge.jsonl"
+COUNT_BRIDGE = "metadata_test_matched_local_count_bridge.jsonl"
+
+
+def record(item_id: str, **changes) -> dict:
+    base = {"item_id": item_id, "scene_id": "s1", "task_template": "T1_COUNT_GLOBAL",
+            "task_mode": "COUNT", "region_type": "GLOBAL", "region_params": {}, "rows": 7,
+            "cols": 7, "ground_truth_count": 1, "ground_truth_clicks": ["R1,C1"],
+            "all_target_cells": ["R1,C1"], "answer": "COUNT(1)"}
+    base.update(changes)
+    return base
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture()
+def rose_dir():
+    if not (ROSE_DIR / GLOBAL_BRIDGE).exists():
+        pytest.skip(f"no ROSE v0.1 metadata in {ROSE_DIR}")
+    return ROSE_DIR
+
+
+def test_official_bridge_folder_loads(rose_dir):
+    records = load_split(rose_dir, "test")
+    assert len(records) == 2224
+    assert {r["task_template"] for r in records} == {"T1B_CLICK_GLOBAL", "T2B_COUNT_LOCAL_MATCHED"}
+    assert len(load_split(rose_dir / GLOBAL_BRIDGE, "ignored")) == 1112
+    with pytest.raises(RosetrainError, match="metadata_dev.jsonl"):
+        load_split(rose_dir, "dev")
+
+
+def test_bridges_beside_a_main_file_are_opt_in(tmp_path, rose_dir):
+    write_jsonl(tmp_path / "metadata_test.jsonl", [record("main-1")])
+    shutil.copy(rose_dir / COUNT_BRIDGE, tmp_path / COUNT_BRIDGE)
+    assert [r["item_id"] for r in load_split(tmp_path, "test")] == ["main-1"]
+    with_bridges = load_split(tmp_path, "test", bridges=True)
+    assert len(with_bridges) == 1 + 1112 and with_bridges[0]["item_id"] == "main-1"
+    (tmp_path / "metadata_test.jsonl").unlink()
+    assert len(load_split(tmp_path, "test")) == 1112
+    with pytest.raises(RosetrainError):
+        load_split(tmp_path, "test", bridges=False)
+
+
+def test_one_folder_per_split_layout(tmp_path):
+    write_jsonl(tmp_path / "dev" / "metadata_dev.jsonl", [record("a"), record("b")])
+    assert [r["item_id"] for r in load_split(tmp_path, "dev")] == ["a", "b"]
+    assert split_files(tmp_path, "dev") == [tmp_path / "dev" / "metadata_dev.jsonl"]
+
+
+def test_bad_json_names_file_and_line(tmp_path):
+    path = write_jsonl(tmp_path / "metadata_test.jsonl", [record("a"), "", "{not json"])
+    with pytest.raises(RosetrainError, match=r"metadata_test.jsonl:3: not valid JSON"):
+        load_split(tmp_path, "test")
+    write_jsonl(path, [record("a"), "[1, 2]"])
+    with pytest.raises(RosetrainError, match=r":2: expected a JSON object"):
+        load_split(tmp_path, "test")
+
+
+def test_missing_required_field_names_field_and_line(tmp_path):
+    broken = record("b")
+    del broken["ground_truth_clicks"]
+    no_region = record("c")
+    del no_region["region_params"]
+    write_jsonl(tmp_path / "metadata_test.jsonl", [record("a"), broken])
+    with pytest.raises(RosetrainError, match=r":2: record lacks required field\(s\) ground_truth_clicks"):
+        load_split(tmp_path, "test")
+    write_jsonl(tmp_path / "metadata_test.jsonl", [no_region])
+    with pytest.raises(RosetrainError, match="region_params"):
+        load_split(tmp_path, "test")
+    hf_style = record("d", region_params_json="{}")
+    del hf_style["region_params"]
+    write_jsonl(tmp_path / "metadata_test.jsonl", [hf_style])
+    assert load_split(tmp_path, "test")[0]["item_id"] == "d"
+
+
+def test_duplicate_item_ids_in_a_split_fail(tmp_path):
+    write_jsonl(tmp_path / "metadata_test.jsonl", [record("a"), record("b"), record("a")])
+    with pytest.raises(RosetrainError, match=r":3: item_id 'a' already at metadata_test.jsonl:1"):
+        load_split(tmp_path, "test")
+
+
+def test_missing_folder_is_an_error(tmp_path):
+    with pytest.raises(RosetrainError, match="no such folder"):
+        load_split(tmp_path / "nope", "test")
+
+
+def test_read_predictions(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [
+        {"item_id": "a", "raw_text": "COUNT(1)", "model": "m", "error": None},
+        "",
+        {"item_id": "b", "raw_text": None, "model": "m", "error": "timeout"},
+    ])
+    predictions = read_predictions(path)
+    assert list(predictions) == ["a", "b"] and predictions["b"]["error"] == "timeout"
+
+
+@pytest.mark.parametrize("bad_line, message", [
+    ('{"item_id": "b", "raw_text": "x"', r"p.jsonl:2: not valid JSON"),
+    ('"just a string"', r"p.jsonl:2: expected a JSON object"),
+    ('{"raw_text": "COUNT(1)"}', r"p.jsonl:2: a prediction needs a string 'item_id'"),
+    ('{"item_id": 7}', r"p.jsonl:2: a prediction needs a string 'item_id'"),
+    ('{"item_id": "a", "raw_text": "COUNT(2)"}',
+     r"p.jsonl:2: duplicate prediction for item_id 'a' \(first at line 1\)"),
+])
+def test_bad_prediction_lines_fail_with_their_line(tmp_path, bad_line, message):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"item_id": "a", "raw_text": "COUNT(1)"}, bad_line])
+    with pytest.raises(RosetrainError, match=message):
+        read_predictions(path)
+
+
+def test_missing_predictions_file(tmp_path):
+    with pytest.raises(RosetrainError, match="no such predictions file"):
+        read_predictions(tmp_path / "absent.jsonl")
+
+
+def test_loader_imports_only_the_standard_library():
+    import subprocess
+    import sys
+
+    code = ("import sys; import rosetrain.data.release; "
+            "heavy = {'numpy', 'torch', 'pyarrow', 'datasets'} & set(sys.modules); "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
