@@ -1,0 +1,177 @@
+"""attribute: procedural shapes whose exception differs in exactly one attribute.
+
+The majority cells show a filled shape (circle, triangle, square, star, ...)
+in one colour, size and orientation; the exception changes one of hue, size,
+rotation or shape by an amount set by ``subtlety`` (hue 150 -> 10 degrees,
+size ratio 0.55 -> 0.9, rotation up to half the shape's symmetry period -> 5
+degrees, shape pairs ranked by how much their outlines differ). Needs no font.
+Shapes are drawn at 4x and downsampled for clean, deterministic antialiasing.
+"""
+from __future__ import annotations
+
+import colorsys
+import dataclasses
+import functools
+import itertools
+import math
+import random
+from typing import Any
+
+from PIL import Image, ImageChops, ImageDraw, ImageOps, ImageStat
+
+from rosetrain.families.base import FamilyConfig, VisualFamily
+from rosetrain.families.common import CellCache, lerp, pick_by_subtlety
+
+ATTRIBUTES = ("hue", "size", "rotation", "shape")
+SUPERSAMPLE = 4
+BASE_SIZE = 0.8  # circumscribed diameter of the larger shape, as a share of the cell
+
+
+def _regular(sides: int, start: float = 0.0) -> list[tuple[float, float]]:
+    return [(math.sin(start + 2 * math.pi * k / sides), -math.cos(start + 2 * math.pi * k / sides))
+            for k in range(sides)]
+
+
+def _star(points: int, inner: float) -> list[tuple[float, float]]:
+    return [(r * x, r * y) for k, (x, y) in enumerate(_regular(2 * points))
+            for r in ((1.0, inner)[k % 2],)]
+
+
+def _heart() -> list[tuple[float, float]]:
+    ts = [2 * math.pi * k / 64 for k in range(64)]
+    pts = [(16 * math.sin(t) ** 3, -(13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t) - math.cos(4 * t)))
+           for t in ts]
+    return [(x / 17, (y + 2) / 17) for x, y in pts]
+
+
+# name -> (unit outline with circumradius about 1, rotational symmetry period in degrees or None)
+SHAPES = {
+    "circle": (_regular(72), None),
+    "triangle": (_regular(3), 120.0),
+    "square": (_regular(4, math.pi / 4), 90.0),
+    "pentagon": (_regular(5), 72.0),
+    "hexagon": (_regular(6), 60.0),
+    "octagon": (_regular(8, math.pi / 8), 45.0),
+    "diamond": ([(0, -1), (0.6, 0), (0, 1), (-0.6, 0)], 180.0),
+    "star": (_star(5, 0.45), 72.0),
+    "star6": (_star(6, 0.55), 60.0),
+    "cross": ([(-0.33, -1), (0.33, -1), (0.33, -0.33), (1, -0.33), (1, 0.33), (0.33, 0.33), (0.33, 1),
+               (-0.33, 1), (-0.33, 0.33), (-1, 0.33), (-1, -0.33), (-0.33, -0.33)], 90.0),
+    "arrow": ([(0, -1), (0.7, -0.2), (0.28, -0.2), (0.28, 1), (-0.28, 1), (-0.28, -0.2), (-0.7, -0.2)], 360.0),
+    "heart": (_heart(), 360.0),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class AttributeConfig(FamilyConfig):
+    """attributes: which attribute the exception may change (one per scene);
+    shapes: the shapes scenes may use."""
+
+    attributes: tuple[str, ...] = ATTRIBUTES
+    shapes: tuple[str, ...] = tuple(SHAPES)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for field, allowed in (("attributes", ATTRIBUTES), ("shapes", tuple(SHAPES))):
+            value = getattr(self, field)
+            if isinstance(value, str) or not value or any(v not in allowed for v in value):
+                raise ValueError(f"{field} must be a non-empty list drawn from {list(allowed)}, got {value!r}")
+            object.__setattr__(self, field, tuple(value))
+        if len(self.shapes) < 2 and "shape" in self.attributes:
+            raise ValueError("shapes must list at least two shapes when attributes include 'shape'")
+        if self.attributes == ("rotation",) and all(SHAPES[s][1] is None for s in self.shapes):
+            raise ValueError("shapes must include a non-circular shape when attributes is ['rotation']")
+
+
+def draw_shape(spec: dict[str, Any], cell_size: int) -> Image.Image:
+    big = cell_size * max(2, min(SUPERSAMPLE, 256 // cell_size))  # big cells need less supersampling
+    radius = spec["size"] * big / 2
+    turn = math.radians(spec["rotation"])
+    cos, sin = math.cos(turn), math.sin(turn)
+    points = [(big / 2 + radius * (x * cos - y * sin), big / 2 + radius * (x * sin + y * cos))
+              for x, y in SHAPES[spec["shape"]][0]]
+    colour = tuple(round(255 * v) for v in colorsys.hsv_to_rgb(spec["hue"] / 360, spec["saturation"], spec["value"]))
+    canvas = Image.new("RGB", (big, big), (255, 255, 255))
+    ImageDraw.Draw(canvas).polygon(points, fill=colour)
+    return canvas.resize((cell_size, cell_size), Image.BOX)
+
+
+def draw_attribute_cells(item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
+    return draw_shape(item["majority"], cell_size), draw_shape(item["target"], cell_size)
+
+
+# Perceptual kinship for the shape attribute: shapes of one kind with close
+# corner counts (hexagon/octagon) look alike; pure area overlap would call a
+# triangle close to a six-pointed star.
+SHAPE_KIND = {"circle": ("polygon", 16), "triangle": ("polygon", 3), "square": ("polygon", 4),
+              "diamond": ("polygon", 4), "pentagon": ("polygon", 5), "hexagon": ("polygon", 6),
+              "octagon": ("polygon", 8), "star": ("star", 5), "star6": ("star", 6),
+              "cross": ("cross", 4), "arrow": ("arrow", 1), "heart": ("heart", 1)}
+
+
+@functools.lru_cache(maxsize=None)
+def ranked_shape_pairs(shapes: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Shape pairs, most different first: another kind counts most, then the
+    corner-count ratio, then how little their filled areas overlap (1 - IoU)."""
+    def ink(shape: str) -> Image.Image:
+        spec = {"shape": shape, "size": BASE_SIZE, "rotation": 0.0, "hue": 0.0, "saturation": 0.0, "value": 0.0}
+        return ImageOps.invert(draw_shape(spec, 48).convert("L"))
+
+    def distance(a: str, b: str) -> float:
+        (kind_a, corners_a), (kind_b, corners_b) = SHAPE_KIND[a], SHAPE_KIND[b]
+        x, y = ink(a), ink(b)
+        overlap = 1 - ImageStat.Stat(ImageChops.darker(x, y)).sum[0] / ImageStat.Stat(ImageChops.lighter(x, y)).sum[0]
+        return (kind_a != kind_b) + abs(math.log(corners_a / corners_b)) / math.log(16) + overlap
+
+    scored = sorted((-distance(a, b), a, b) for a, b in itertools.combinations(shapes, 2))
+    return tuple((a, b) for _, a, b in scored)
+
+
+class AttributeFamily(VisualFamily):
+    name = "attribute"
+    primitive_type = "ATTRIBUTE"
+    config_class = AttributeConfig
+
+    def __init__(self, config: AttributeConfig | None = None):
+        super().__init__(config)
+        self._draw = CellCache(self.name, draw_attribute_cells)
+
+    def sample_item(self, rng: random.Random) -> dict[str, Any]:
+        s = self.config.subtlety
+        attribute = rng.choice(self.config.attributes)
+        rotatable = [shape for shape in self.config.shapes if SHAPES[shape][1] is not None]
+        shape = rng.choice(rotatable if attribute == "rotation" else self.config.shapes)
+        base = {"shape": shape, "size": BASE_SIZE, "rotation": round(rng.uniform(-20, 20), 2),
+                "hue": round(rng.uniform(0, 360), 2), "saturation": round(rng.uniform(0.55, 0.9), 3),
+                "value": round(rng.uniform(0.6, 0.9), 3)}
+        if SHAPES[shape][1] is None:
+            base["rotation"] = 0.0
+        other, sign = dict(base), rng.choice((-1, 1))
+        if attribute == "hue":
+            amount = round(lerp(150, 10, s), 2)
+            other["hue"] = round((base["hue"] + sign * amount) % 360, 2)
+        elif attribute == "size":
+            amount = round(lerp(0.55, 0.9, s), 3)
+            other["size"] = round(BASE_SIZE * amount, 4)
+        elif attribute == "rotation":
+            amount = round(lerp(min(SHAPES[shape][1] / 2, 90), 5, s), 2)
+            other["rotation"] = round(base["rotation"] + sign * amount, 2)
+        else:
+            pair = list(pick_by_subtlety(rng, ranked_shape_pairs(self.config.shapes), s))
+            rng.shuffle(pair)
+            amount = "__".join(sorted(pair))
+            base["shape"], other["shape"] = pair
+            base["rotation"] = other["rotation"] = 0.0
+        pair = [base, other]
+        rng.shuffle(pair)  # the changed look may be the majority or the exception
+        return {"attribute": attribute, "amount": amount, "majority": pair[0], "target": pair[1]}
+
+    def draw_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
+        return self._draw(item, cell_size)
+
+    def describe(self, item: dict[str, Any]) -> dict[str, Any]:
+        majority, target = item["majority"], item["target"]
+        return {"attribute": item["attribute"], "amount": item["amount"],
+                "background_shape": majority["shape"], "target_shape": target["shape"],
+                "pair_key": f"{item['attribute']}:{majority['shape']}__{target['shape']}",
+                "background_spec": majority, "target_spec": target}

@@ -1,0 +1,207 @@
+"""Behaviour of the six visual families behind rosetrain.families.base."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from PIL import ImageChops
+
+from rosetrain.errors import RosetrainError
+from rosetrain.families import FAMILIES, get_family
+from rosetrain.families.common import item_key, mean_abs_diff
+from rosetrain.families.fonts import resolve_font
+
+NAMES = sorted(FAMILIES)
+FONT_NEEDS = {"emoji_content": "Noto Color Emoji", "emoji_style": "Noto Color Emoji"}
+
+
+def family(name: str, **config):
+    needed = FONT_NEEDS.get(name)
+    if needed and resolve_font(needed) is None:
+        pytest.skip(f"{needed} is not installed (apt-get install fonts-noto-color-emoji)")
+    fam = get_family(name, config)
+    fam.check_available()
+    return fam
+
+
+def items(fam, n: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    return [fam.sample_item(rng) for _ in range(n)]
+
+
+def digest(cells) -> str:
+    return hashlib.sha256(b"".join(cell.tobytes() for cell in cells)).hexdigest()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_items_are_deterministic_and_json(name):
+    fam = family(name)
+    first, again = items(fam, 12, seed=5), items(family(name), 12, seed=5)
+    assert [item_key(i) for i in first] == [item_key(i) for i in again]
+    assert [item_key(i) for i in first] != [item_key(i) for i in items(fam, 12, seed=6)]
+    for item in first:
+        assert json.loads(json.dumps(item)) == item
+        json.dumps(fam.describe(item))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("cell_size", [24, 42, 64, 160])
+def test_cells_are_rgb_squares_that_differ(name, cell_size):
+    fam = family(name, subtlety=1.0)  # the hardest setting must still differ
+    for item in items(fam, 8, seed=cell_size):
+        majority, exception = fam.draw_cells(item, cell_size)
+        for cell in (majority, exception):
+            assert cell.mode == "RGB" and cell.size == (cell_size, cell_size)
+        assert ImageChops.difference(majority, exception).getbbox() is not None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_same_item_gives_same_bytes_without_the_cache(name):
+    item = items(family(name), 3, seed=11)[2]
+    shuffled = json.loads(json.dumps(item, sort_keys=True))  # other key order, same item
+    assert digest(family(name).draw_cells(item, 56)) == digest(family(name).draw_cells(shuffled, 56))
+
+
+def test_bytes_repeat_across_processes():
+    """A fresh interpreter with another hash seed draws byte-identical cells."""
+    script = (
+        "import hashlib, json, random, sys\n"
+        "from rosetrain.families import FAMILIES, get_family\n"
+        "from rosetrain.families.fonts import resolve_font\n"
+        "out = {}\n"
+        "for name in sorted(FAMILIES):\n"
+        "    if name.startswith('emoji') and resolve_font('Noto Color Emoji') is None: continue\n"
+        "    fam = get_family(name, {'subtlety': 0.7})\n"
+        "    rng = random.Random(3)\n"
+        "    cells = [c for _ in range(3) for c in fam.draw_cells(fam.sample_item(rng), 48)]\n"
+        "    out[name] = hashlib.sha256(b''.join(c.tobytes() for c in cells)).hexdigest()\n"
+        "print(json.dumps(out, sort_keys=True))\n")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+    assert runs[0] == runs[1] and json.loads(runs[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_subtlety_makes_the_exception_closer(name):
+    def mean_difference(subtlety: float) -> float:
+        fam = family(name, subtlety=subtlety)
+        return sum(mean_abs_diff(*fam.draw_cells(item, 64)) for item in items(fam, 40, seed=1)) / 40
+    assert mean_difference(1.0) < mean_difference(0.0)
+
+
+def test_cached_cells_are_copies():
+    fam = family("attribute")
+    item = items(fam, 1)[0]
+    first = fam.draw_cells(item, 32)
+    first[0].paste((0, 0, 0), (0, 0, 32, 32))
+    assert fam.draw_cells(item, 32)[0].getextrema() != ((0, 0),) * 3
+
+
+@pytest.mark.parametrize("script", ["latin", "cjk"])
+def test_glyph_never_draws_an_identical_pair(script):
+    if script == "cjk" and resolve_font("Noto Sans CJK SC") is None:
+        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk)")
+    for subtlety in (0.0, 0.5, 1.0):
+        fam = family("glyph", script=script, subtlety=subtlety)
+        for item in items(fam, 60, seed=2):
+            assert item["script"] == script and item["background_char"] != item["target_char"]
+            for cell_size in (24, 64):
+                assert ImageChops.difference(*fam.draw_cells(item, cell_size)).getbbox() is not None
+
+
+def test_glyph_skips_pairs_a_font_draws_alike():
+    """Latin O and Greek Omicron are one glyph in DejaVu Sans: never offered there."""
+    fam = family("glyph", script="latin", fonts=["DejaVu Sans"], subtlety=1.0)
+    pairs = {frozenset((i["background_char"], i["target_char"])) for i in items(fam, 300)}
+    assert frozenset("OΟ") not in pairs and len(pairs) > 5
+    assert all(i["font_name"] == "DejaVu Sans Book" for i in items(fam, 5))
+
+
+def test_glyph_any_mixes_scripts_and_one_font_per_scene():
+    if resolve_font("Noto Sans CJK SC") is None:
+        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk)")
+    scene_items = items(family("glyph", script="any"), 60)
+    assert {i["script"] for i in scene_items} == {"latin", "cjk"}
+    assert len({(i["font_file"], i["font_index"]) for i in scene_items}) > 2
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"fonts": ["No Such Font XYZ"]}, ["glyph", "No Such Font XYZ", "not installed"]),
+    ({"fonts": ["/nonexistent/NotoSansCJK.ttc#2"], "script": "cjk"}, ["/nonexistent/NotoSansCJK.ttc#2", "apt-get install fonts-noto-cjk"]),
+    ({"fonts": ["DejaVu Sans"], "script": "cjk"}, ["cjk", "apt-get install fonts-noto-cjk"]),
+])
+def test_missing_glyph_font_is_a_clear_error(config, words):
+    fam = get_family("glyph", config)
+    with pytest.raises(RosetrainError) as error:
+        fam.check_available()
+    assert all(word in str(error.value) for word in words), str(error.value)
+    with pytest.raises(RosetrainError):
+        fam.sample_item(random.Random(0))
+
+
+@pytest.mark.parametrize("name", ["emoji_content", "emoji_style"])
+def test_missing_emoji_font_is_a_clear_error(name):
+    with pytest.raises(RosetrainError, match=f"{name}.*No Emoji Font.*apt-get install fonts-noto-color-emoji"):
+        get_family(name, {"font": "No Emoji Font"}).check_available()
+
+
+@pytest.mark.parametrize("name, config, field", [
+    ("glyph", {"subtlety": 1.5}, "subtlety"),
+    ("glyph", {"script": "greek"}, "script"),
+    ("glyph", {"fonts": "DejaVu Sans"}, "fonts"),
+    ("emoji_style", {"styles": ["sepia"]}, "styles"),
+    ("emoji_content", {"render_size": 0}, "render_size"),
+    ("sprite_edit", {"sizes": [12, 6]}, "sizes"),
+    ("attribute", {"attributes": ["texture"]}, "attributes"),
+    ("attribute", {"shapes": ["circle"]}, "shapes"),
+])
+def test_bad_config_names_the_field(name, config, field):
+    with pytest.raises(ValueError, match=field):
+        get_family(name, config)
+
+
+def test_sprite_edit_changes_exactly_edit_pixels_and_fewer_when_subtle():
+    counts = {}
+    for subtlety in (0.0, 1.0):
+        for item in items(family("sprite_edit", subtlety=subtlety), 20):
+            changed = sum(a != b for ra, rb in zip(item["majority"], item["target"]) for a, b in zip(ra, rb))
+            assert changed == item["edit_pixels"] >= 1
+            counts.setdefault(subtlety, []).append(changed)
+    assert set(counts[1.0]) == {1} and min(counts[0.0]) > 5
+
+
+def test_sprite_pair_keeps_the_silhouette_when_subtle_and_not_when_easy():
+    def same_silhouette(item) -> bool:
+        return [[ch != "0" for ch in row] for row in item["majority"]] == \
+            [[ch != "0" for ch in row] for row in item["target"]]
+    subtle, easy = items(family("sprite_pair", subtlety=1.0), 40), items(family("sprite_pair", subtlety=0.0), 40)
+    assert all(item["majority"] != item["target"] for item in subtle + easy)
+    # Only a sprite with almost no inner pixels needs its outline redrawn to change.
+    assert sum(map(same_silhouette, subtle)) >= 36 and sum(map(same_silhouette, easy)) <= 4
+
+
+def test_attribute_exception_differs_in_exactly_one_attribute():
+    fields = {"hue": {"hue"}, "size": {"size"}, "rotation": {"rotation"}, "shape": {"shape", "rotation"}}
+    seen = set()
+    for item in items(family("attribute"), 80):
+        changed = {k for k in item["majority"] if item["majority"][k] != item["target"][k]}
+        assert changed and changed <= fields[item["attribute"]], item
+        assert "shape" in changed or item["majority"]["shape"] == item["target"]["shape"]
+        seen.add(item["attribute"])
+    assert seen == set(fields)
+
+
+def test_describe_has_release_style_fields():
+    expected = {"glyph": {"background_char", "target_char", "font_name", "pair_key"},
+                "emoji_content": {"background_emoji", "target_emoji", "pair_key"},
+                "emoji_style": {"emoji_char", "majority_style", "target_style"},
+                "sprite_edit": {"pair_key", "edit_pixels"}, "sprite_pair": {"pair_key"},
+                "attribute": {"attribute", "background_shape", "target_shape", "pair_key"}}
+    for name, keys in expected.items():
+        fam = family(name)
+        assert keys <= set(fam.describe(items(fam, 1)[0])), name
