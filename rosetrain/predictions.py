@@ -3,16 +3,19 @@
 Each row ``{"item_id", "raw_text", "model", "error"}`` is written as one whole
 line, flushed and fsync'd before the next item, so an interrupt loses at most
 the items in flight. A write cut short leaves a last line without its newline:
-:func:`repair_tail` truncates it, and the item is simply asked again.
+:func:`repair_tail` truncates it, and the item is simply asked again. After
+that repair the file is read with the scorer's reader
+(``rosetrain.data.release.read_predictions``), so both agree on what is valid.
 """
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-from rosetrain.errors import RosetrainError
+from rosetrain.data.release import read_predictions
+from rosetrain.scoring.files import atomic_write_text, jsonl_text
 
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error")
 
@@ -55,31 +58,6 @@ def _end_of_last_full_line(handle, size: int, chunk: int = 1 << 16) -> int:
     return 0
 
 
-def read_prediction_rows(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows of a predictions file written by :class:`PredictionWriter`.
-
-    A torn last line is ignored (the writer truncates it on open); any other bad
-    line is an error naming the file and line.
-    """
-    path = Path(path)
-    if not path.exists():
-        return []
-    rows = []
-    with open(path, "rb") as handle:
-        lines = handle.read().split(b"\n")
-    for number, line in enumerate(lines[:-1], start=1):  # lines[-1]: "" or a torn line
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as err:
-            raise RosetrainError(f"{path}: line {number} is not JSON ({err})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("item_id"), str):
-            raise RosetrainError(f"{path}: line {number} has no string 'item_id'")
-        rows.append(row)
-    return rows
-
-
 class PredictionWriter:
     """Appends prediction rows, each one durable before the next.
 
@@ -93,28 +71,29 @@ class PredictionWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.truncated_bytes = repair_tail(self.path)
-        rows = read_prediction_rows(self.path)
-        kept = _last_row_per_item(rows, retry_errors)
+        # Once the torn tail is gone the file is a plain predictions file: the
+        # scorer's strict reader applies (bad line -> its number, duplicate id -> error).
+        rows = read_predictions(self.path) if self.path.exists() else {}
+        kept = {i: row for i, row in rows.items() if not (retry_errors and row.get("error"))}
         if len(kept) != len(rows):
-            _atomic_write_rows(self.path, kept)
-        self.rows: dict[str, dict[str, Any]] = {row["item_id"]: row for row in kept}
+            atomic_write_text(self.path, jsonl_text(kept.values()))
+        self.rows: dict[str, dict[str, Any]] = kept
         self._handle = open(self.path, "ab")
 
     @property
-    def done(self) -> set[str]:
-        return set(self.rows)
+    def done(self):
+        """Item ids that have a row (a live view: it grows as rows are written)."""
+        return self.rows.keys()
 
     def write(self, row: Mapping[str, Any]) -> None:
         row = {field: row.get(field) for field in PREDICTION_FIELDS}
+        if row["item_id"] in self.rows:  # a second row would make the file unreadable
+            raise ValueError(f"item {row['item_id']!r} already has a prediction")
         line = json.dumps(row, ensure_ascii=False) + "\n"
         self._handle.write(line.encode("utf-8"))
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self.rows[row["item_id"]] = row
-
-    def write_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        for row in rows:
-            self.write(row)
 
     def close(self) -> None:
         if not self._handle.closed:
@@ -126,20 +105,3 @@ class PredictionWriter:
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-def _last_row_per_item(rows: list[dict[str, Any]], drop_errors: bool) -> list[dict[str, Any]]:
-    latest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        latest.pop(row["item_id"], None)  # re-insert so file order follows the latest write
-        latest[row["item_id"]] = row
-    return [row for row in latest.values() if not (drop_errors and row.get("error"))]
-
-
-def _atomic_write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        for row in rows:
-            handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,7 +14,8 @@ import pytest
 from fake_openai_server import GARBAGE, REFUSED_POSITION, behaviour, fetch_stats, serve_in_subprocess
 from rosetrain.cli import main as cli_main
 from rosetrain.errors import RosetrainError
-from rosetrain.predictions import PredictionWriter, prediction_row, read_prediction_rows, repair_tail
+from rosetrain.data.release import read_predictions
+from rosetrain.predictions import PredictionWriter, prediction_row, repair_tail
 from rosetrain.runners import make_runner
 
 KEY_ENV = "ROSETRAIN_TEST_FAKE_KEY"
@@ -56,9 +56,9 @@ def test_writer_truncates_torn_last_line_and_resumes(tmp_path):
         assert writer.done == {"item-0", "item-1", "item-2"}
         writer.write(prediction_row("item-3", "DONE", "m"))
 
-    rows = read_prediction_rows(path)
-    assert [r["item_id"] for r in rows] == ["item-0", "item-1", "item-2", "item-3"]
-    assert rows[3] == {"item_id": "item-3", "raw_text": "DONE", "model": "m", "error": None}
+    rows = read_predictions(path)
+    assert list(rows) == ["item-0", "item-1", "item-2", "item-3"]
+    assert rows["item-3"] == {"item_id": "item-3", "raw_text": "DONE", "model": "m", "error": None}
     assert path.read_bytes().endswith(b"\n")
 
 
@@ -81,14 +81,14 @@ def test_rows_that_failed_are_asked_again_on_resume(tmp_path):
     with PredictionWriter(path) as writer:
         assert writer.done == {"a"}
         writer.write(prediction_row("b", "COUNT(2)", "m"))
-    rows = read_prediction_rows(path)
-    assert [(r["item_id"], r["raw_text"]) for r in rows] == [("a", "COUNT(1)"), ("b", "COUNT(2)")]
+    rows = read_predictions(path)
+    assert [(i, r["raw_text"]) for i, r in rows.items()] == [("a", "COUNT(1)"), ("b", "COUNT(2)")]
 
 
 def test_a_bad_line_in_the_middle_is_an_error_with_its_line_number(tmp_path):
     path = tmp_path / "predictions.jsonl"
     path.write_text('{"item_id": "a"}\nnot json\n{"item_id": "b"}\n')
-    with pytest.raises(RosetrainError, match="line 2"):
+    with pytest.raises(RosetrainError, match=r"predictions.jsonl:2: not valid JSON"):
         PredictionWriter(path)
 
 
@@ -113,9 +113,8 @@ def test_a_killed_writer_process_leaves_a_readable_file(tmp_path):
         done = len(writer.done)
         assert done > 0
         writer.write(prediction_row("after", "DONE", "m"))
-    rows = read_prediction_rows(path)
-    assert len(rows) == done + 1 and rows[-1]["item_id"] == "after"
-    assert [r["item_id"] for r in rows[:-1]] == [f"item-{i}" for i in range(done)]
+    ids = list(read_predictions(path))
+    assert ids == [f"item-{i}" for i in range(done)] + ["after"]
 
 
 # --- openai runner against a real HTTP server process --------------------------------------
@@ -201,3 +200,11 @@ def test_eval_cli_reports_missing_vllm_as_a_user_error(split_dir, tmp_path, caps
 def test_unknown_runner_is_rejected():
     with pytest.raises(RosetrainError, match="--runner"):
         make_runner("llamacpp", "m")
+
+
+def test_writer_refuses_a_second_row_for_an_item(tmp_path):
+    with PredictionWriter(tmp_path / "p.jsonl") as writer:
+        writer.write(prediction_row("a", "DONE", "m"))
+        with pytest.raises(ValueError, match="already has a prediction"):
+            writer.write(prediction_row("a", "DONE", "m"))
+    assert list(read_predictions(tmp_path / "p.jsonl")) == ["a"]

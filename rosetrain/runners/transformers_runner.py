@@ -13,16 +13,6 @@ from rosetrain.messages import record_messages
 from rosetrain.runners.base import Answer, load_rgb_image
 
 
-def default_device_and_dtype(device: str | None = None, dtype: Any = None) -> tuple[str, Any]:
-    import torch
-
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if dtype is None:
-        dtype = torch.bfloat16 if str(device).startswith("cuda") else torch.float32
-    return device, dtype
-
-
 class TransformersRunner:
     def __init__(self, model: str, *, max_new_tokens: int = 256, device: str | None = None,
                  dtype: Any = None, trust_remote_code: bool = False, name: str | None = None,
@@ -34,7 +24,6 @@ class TransformersRunner:
         if loaded is None:
             from rosetrain.models.loading import load_model_and_processor
 
-            device, dtype = default_device_and_dtype(device, dtype)
             loaded = load_model_and_processor(model, device=device, dtype=dtype,
                                               trust_remote_code=trust_remote_code)
         self.model, self.processor = loaded

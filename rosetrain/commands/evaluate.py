@@ -1,0 +1,284 @@
+"""``rosetrain eval``: run a model over a split, writing predictions as it goes, then score.
+
+    rosetrain eval --model Qwen/Qwen2.5-VL-3B-Instruct --data data/heldout --split test --out runs/base
+    rosetrain eval --suite eval/heldout.yaml --model runs/sft/checkpoint-final --out runs/sft
+    rosetrain eval --runner openai --base-url http://127.0.0.1:8000/v1 --model my-model \\
+        --data data/rose --out runs/api
+
+The run folder gets ``predictions.jsonl`` (appended item by item, so a rerun
+of the same command skips what is done), ``eval_run.json`` (what ran and how
+fast), and what ``rosetrain score`` writes (``per_item_eval.jsonl``,
+``evaluation_summary.json``, Markdown and CSV tables).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rosetrain.errors import RosetrainError
+from rosetrain.predictions import PredictionWriter, prediction_row
+
+PREDICTIONS_FILE = "predictions.jsonl"
+RUN_FILE = "eval_run.json"
+DEFAULT_BATCH_SIZE = {"transformers": 8, "vllm": 256, "openai": 32}
+SUITE_FIELDS = ("name", "description", "data", "split", "limit", "max_new_tokens",
+                "hub_dataset", "prepare")
+
+
+@dataclass
+class EvalSuite:
+    """An ``eval/*.yaml`` file: which split to evaluate on, and how to get it."""
+
+    name: str
+    data: str
+    split: str = "test"
+    description: str = ""
+    limit: int | None = None
+    max_new_tokens: int | None = None
+    hub_dataset: str | None = None  # informational: rosetrain never downloads it
+    prepare: str | None = None      # the command that creates ``data`` when it is missing
+    source: str = "<suite>"
+
+    def __post_init__(self):
+        for field in ("name", "data", "split"):
+            if not isinstance(getattr(self, field), str) or not getattr(self, field):
+                raise RosetrainError(f"{self.source}: '{field}' must be a non-empty string")
+        for field in ("limit", "max_new_tokens"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise RosetrainError(f"{self.source}: '{field}' must be a positive integer")
+
+    def data_dir(self) -> Path:
+        path = Path(self.data).expanduser()
+        if not path.is_dir():
+            hint = f"; create it with: {self.prepare}" if self.prepare else ""
+            raise RosetrainError(f"{self.source}: data folder {path} does not exist{hint}")
+        return path
+
+
+def load_suite(path: str | Path) -> EvalSuite:
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise RosetrainError(f"--suite: no such file: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise RosetrainError(f"{path}: not valid YAML ({err})") from None
+    if not isinstance(raw, dict):
+        raise RosetrainError(f"{path}: a suite is a mapping of {', '.join(SUITE_FIELDS)}")
+    unknown = sorted(set(raw) - set(SUITE_FIELDS))
+    if unknown:
+        raise RosetrainError(f"{path}: unknown field(s) {', '.join(unknown)}; "
+                             f"valid: {', '.join(SUITE_FIELDS)}")
+    return EvalSuite(**raw, source=str(path))
+
+
+def select_records(data_dir: str | Path, split: str, limit: int | None,
+                   bridges: bool | None = None) -> tuple[list[dict[str, Any]], Path]:
+    """The split's records in file order (the first ``limit`` of them), and the
+    folder their ``image`` paths are relative to (the metadata file's)."""
+    from rosetrain.data.release import load_split, split_files
+
+    records = load_split(data_dir, split, bridges=bridges)
+    if limit is not None:
+        if limit < 1:
+            raise RosetrainError(f"--limit must be at least 1, got {limit}")
+        records = records[:limit]
+    if not records:
+        raise RosetrainError(f"{data_dir}: split {split!r} has no items")
+    return records, split_files(data_dir, split, bridges)[0].parent
+
+
+def with_image_paths(records: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """Copies whose ``image`` (relative to the split folder) opens from any working dir."""
+    return [{**r, "image": str(root / r["image"])} for r in records]
+
+
+def run_model(runner, records: Sequence[Mapping[str, Any]], writer: PredictionWriter, *,
+              batch_size: int, progress: bool = True) -> dict[str, Any]:
+    """Ask ``runner`` for every record not yet in ``writer``; write each answer as it comes."""
+    from tqdm import tqdm
+
+    todo = [r for r in records if r["item_id"] not in writer.done]
+    bar = tqdm(total=len(records), initial=len(records) - len(todo), unit="item",
+               desc=f"eval {runner.name}", disable=not progress, dynamic_ncols=True,
+               file=sys.stderr)
+    # A fresh run whose first batch fails completely is misconfigured (wrong URL,
+    # key or model name): stop instead of recording the same error for every item.
+    had_answers = len(writer.done) > 0
+    started, answered, failed = time.perf_counter(), 0, 0
+    with bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            answers = runner.generate(batch)
+            if len(answers) != len(batch):
+                raise RuntimeError(f"runner {runner.name} returned {len(answers)} answers "
+                                   f"for {len(batch)} items")
+            for record, (raw_text, error) in zip(batch, answers):
+                writer.write(prediction_row(record["item_id"], raw_text, runner.name, error))
+            answered += len(batch)
+            failed += sum(1 for _, error in answers if error)
+            if failed == answered and not had_answers:
+                raise RosetrainError(f"all {failed} items of the first batch failed; first error: "
+                                     f"{answers[0][1]}")
+            bar.update(len(batch))
+    seconds = time.perf_counter() - started
+    return {"items_run": answered, "items_failed": failed, "items_skipped": len(records) - len(todo),
+            "seconds": round(seconds, 3),
+            "items_per_s": round(answered / seconds, 3) if answered and seconds > 0 else None}
+
+
+def _check_same_model(writer: PredictionWriter, name: str, path: Path) -> None:
+    others = {row.get("model") for row in writer.rows.values()} - {name}
+    if others:
+        raise RosetrainError(f"{path} holds predictions of {sorted(map(str, others))[0]!r}, "
+                             f"not {name!r}; use another --out folder")
+
+
+def evaluate(model: str, data_dir: str | Path, split: str = "test",
+             out_dir: str | Path = "runs/eval", *, runner: Any = "transformers",
+             limit: int | None = None, batch_size: int | None = None, max_new_tokens: int = 256,
+             concurrency: int = 8, base_url: str | None = None,
+             api_key_env: str = "OPENAI_API_KEY", trust_remote_code: bool = False,
+             allow_partial: bool = False, bridges: bool | None = None, progress: bool = True,
+             runner_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run ``model`` over the split (resuming), score it, and return the evaluation summary.
+
+    ``runner`` is a runner name (``transformers``, ``vllm``, ``openai``) or a
+    ready runner object (anything with ``name`` and ``generate``), e.g. a model
+    already loaded in this process. The model is loaded only when items remain.
+    ``eval_run.json`` records what this call ran and how fast.
+    """
+    from rosetrain.scoring.batch import score_predictions, write_scored_run
+    from rosetrain.scoring.files import atomic_write_text, json_text
+
+    out = Path(out_dir)
+    records, image_root = select_records(data_dir, split, limit, bridges)
+    kind = runner if isinstance(runner, str) else "custom"
+    batch_size = batch_size or DEFAULT_BATCH_SIZE.get(kind, 8)
+    if batch_size < 1:
+        raise RosetrainError(f"--batch-size must be at least 1, got {batch_size}")
+
+    def build_runner():
+        if not isinstance(runner, str):
+            return runner
+        from rosetrain.runners import make_runner
+
+        return make_runner(kind, model, max_new_tokens=max_new_tokens,
+                           trust_remote_code=trust_remote_code, base_url=base_url,
+                           api_key_env=api_key_env, concurrency=concurrency,
+                           **dict(runner_options or {}))
+
+    name = model if isinstance(runner, str) else runner.name
+    predictions, stats = predict_missing(build_runner, name, with_image_paths(records, image_root),
+                                         out / PREDICTIONS_FILE, batch_size=batch_size,
+                                         progress=progress, close=isinstance(runner, str))
+    rows = score_predictions(records, predictions, allow_partial=allow_partial)
+    summary = write_scored_run(out, records, rows)
+    atomic_write_text(out / RUN_FILE, json_text({
+        "model": name, "runner": kind, "data": str(data_dir), "split": split, "limit": limit,
+        "bridges": bridges, "batch_size": batch_size, "max_new_tokens": max_new_tokens,
+        **stats}))
+    return summary
+
+
+def predict_missing(build_runner, name: str, records: Sequence[Mapping[str, Any]], path: Path, *,
+                    batch_size: int, progress: bool, close: bool) -> tuple[dict, dict]:
+    """Predictions for ``records`` (id -> row) from ``path``, running the model
+    (built by ``build_runner()``, only if needed) for the items it lacks."""
+    stats = {"items_run": 0, "items_failed": 0, "items_skipped": len(records),
+             "seconds": 0.0, "items_per_s": None}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with PredictionWriter(path) as writer:
+        _check_same_model(writer, name, path)
+        if any(r["item_id"] not in writer.done for r in records):
+            runner = build_runner()
+            try:
+                stats = run_model(runner, records, writer, batch_size=batch_size,
+                                  progress=progress)
+            finally:
+                if close and hasattr(runner, "close"):
+                    runner.close()
+        wanted = {r["item_id"] for r in records}  # an earlier, larger run may hold more
+        return {i: row for i, row in writer.rows.items() if i in wanted}, stats
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True,
+                        help="Hub id or local folder (a LoRA adapter folder too); for --runner "
+                             "openai the endpoint's model name")
+    parser.add_argument("--suite", help="an eval/*.yaml suite naming --data and --split")
+    parser.add_argument("--data", help="a ROSE release folder (metadata_<split>.jsonl + images/)")
+    parser.add_argument("--split", help="split name (default: test, or the suite's)")
+    parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
+    parser.add_argument("--runner", default="transformers",
+                        choices=("transformers", "vllm", "openai"))
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="environment variable holding the API key (default OPENAI_API_KEY)")
+    parser.add_argument("--batch-size", type=int,
+                        help="items per generate call (default: transformers 8, vllm 256, openai 32)")
+    parser.add_argument("--max-new-tokens", type=int, help="default 256 (or the suite's)")
+    parser.add_argument("--limit", type=int, help="only the first N items of the split")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="requests in flight at once (openai runner)")
+    parser.add_argument("--request-timeout", type=float, default=120.0,
+                        help="seconds per request before it is retried (openai runner)")
+    parser.add_argument("--max-retries", type=int, default=6,
+                        help="retries of a request after 429/5xx/timeouts (openai runner)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="allow the model's own Python code to run (off by default)")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="score even if some items have no prediction")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bridges = parser.add_mutually_exclusive_group()
+    bridges.add_argument("--bridges", dest="bridges", action="store_true", default=None,
+                         help="also run the release's bridge files (metadata_<split>_*.jsonl)")
+    bridges.add_argument("--no-bridges", dest="bridges", action="store_false",
+                         help="never read bridge files")
+
+
+def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
+    """(data dir, split, limit, max_new_tokens) from the flags and the suite; flags win."""
+    suite = load_suite(args.suite) if args.suite else None
+    if args.data:
+        data = Path(args.data)
+        if not data.is_dir():
+            raise RosetrainError(f"--data: no such folder: {data}")
+    elif suite:
+        data = suite.data_dir()
+    else:
+        raise RosetrainError("give --data DIR (a ROSE release folder) or --suite eval/X.yaml")
+    split = args.split or (suite.split if suite else "test")
+    limit = args.limit if args.limit is not None else (suite.limit if suite else None)
+    max_new_tokens = args.max_new_tokens or (suite.max_new_tokens if suite else None) or 256
+    return data, split, limit, max_new_tokens
+
+
+def run(args: argparse.Namespace) -> int:
+    data, split, limit, max_new_tokens = resolve_data(args)
+    options = ({"timeout_s": args.request_timeout, "max_retries": args.max_retries}
+               if args.runner == "openai" else None)
+    summary = evaluate(args.model, data, split, args.out, runner=args.runner, limit=limit,
+                       batch_size=args.batch_size, max_new_tokens=max_new_tokens,
+                       concurrency=args.concurrency, base_url=args.base_url,
+                       api_key_env=args.api_key_env, trust_remote_code=args.trust_remote_code,
+                       allow_partial=args.allow_partial, bridges=args.bridges,
+                       progress=not args.no_progress, runner_options=options)
+    print(_headline(summary, Path(args.out)))
+    return 0
+
+
+def _headline(summary: Mapping[str, Any], out: Path) -> str:
+    def pct(value):
+        return "n/a" if value is None else f"{100 * value:.1f}%"
+
+    return (f"{summary.get('n')} items: avg PASS {pct(summary.get('avg_pass'))}, "
+            f"counting {pct(summary.get('counting_avg'))}, action {pct(summary.get('action_avg'))}, "
+            f"gap {pct(summary.get('gap'))}, valid {pct(summary.get('valid'))}; written to {out}")
