@@ -18,7 +18,9 @@ over/under clicks (more/fewer distinct clicks than the gold count),
 the count or click set of *all* the scene's targets, when that differs from
 the gold), ``exclusion_failure`` (an EXCLUSION task where a target inside the
 excluded region was clicked) and ``submit_consistent`` (SUBMIT n equals the
-number of distinct clicks). Fields that do not apply to a task are None.
+number of distinct clicks). ``pred_count`` is the n of COUNT(n) or SUBMIT(n),
+and for CLICK answers the number of distinct clicks (so ``count_exact`` there
+means "as many clicks as targets"). Fields that do not apply to a task are None.
 """
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ template PASS rates; Counting Avg = mean(T1, T2), Action Avg = mean(T3, T4,
 T5), gap = Counting Avg - Action Avg. Overall VALID and SOFT average the main
 templates the same way (all present templates when no main one is).
 Breakdowns (by subset, region case, ...) are plain item means inside each
-group, plus the group's own Avg over the main templates it holds. Conditional
+group, plus the group's own Avg over the main templates it holds; the region
+case breakdown takes only local tasks (a whole-grid task is always "all"). Conditional
 figures (action retention, bridges) are plain means over the matched items.
 Every figure is None when nothing defines it (no such rows), never NaN.
 """
