@@ -1,0 +1,26 @@
+"""Training through TRL from a recipe: LoRA/full SFT and GRPO with the scorer's rewards.
+
+- ``recipe.py``: the YAML recipe (dataclasses, ``--set`` overrides)
+- ``data.py``: training rows (a stream or a folder) and held-out items, checked
+- ``rewards.py``: pass / soft / format rewards on ``rosetrain.scoring``
+- ``callbacks.py``: held-out evaluation every N steps; adapter provenance
+- ``common.py``: checks, TRL config, model loading, resume, saving
+- ``sft.py``, ``grpo.py``: the two trainers
+
+Heavy imports (torch, transformers, trl) happen only inside the functions.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def train(recipe, inputs=None) -> dict[str, Any]:
+    """Run a ``Recipe`` (checked first unless ``inputs`` from ``check_inputs`` is
+    given); returns the run summary (final folder, steps, mean loss)."""
+    if recipe.method == "sft":
+        from rosetrain.train.sft import train_sft
+
+        return train_sft(recipe, inputs)
+    from rosetrain.train.grpo import train_grpo
+
+    return train_grpo(recipe, inputs)

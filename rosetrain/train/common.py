@@ -1,0 +1,272 @@
+"""What SFT and GRPO share: checks before training, the TRL config, the model,
+LoRA, resuming, and saving.
+
+Order matters: every check runs before the model loads; the TRL config is
+built before the model loads too (DeepSpeed ZeRO-3 partitions weights at load
+time only when the training arguments already exist).
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.util
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from rosetrain.errors import RosetrainError
+from rosetrain.train import data as D
+from rosetrain.train.recipe import Recipe, RecipeError, recipe_to_dict, valid_keys
+
+logger = logging.getLogger("rosetrain.train")
+FINAL_DIR = "checkpoint-final"
+MERGED_DIR = "merged"
+RECIPE_RECORD = "rosetrain_recipe.yaml"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+# Recipe keys that map to TrainingArguments of the same name.
+TRAINING_KEYS = ("output_dir", "seed", "max_steps", "num_train_epochs", "gradient_accumulation_steps",
+                 "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "logging_steps",
+                 "save_steps", "save_total_limit", "report_to", "run_name", "dataloader_num_workers")
+# Model types whose text model uses multimodal rotary positions (M-RoPE).
+MROPE_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_omni", "glm4v")
+
+
+@dataclasses.dataclass
+class Inputs:
+    """Everything checked before training: held-out items and scenes to skip."""
+
+    heldout: list[dict[str, Any]]
+    exclude_fingerprints: set[str]
+
+
+def has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# ----------------------------------------------------------------- checks
+
+def check_inputs(recipe: Recipe) -> Inputs:
+    """Fail on a bad model path, unusable data, or a held-out split that
+    overlaps training, each with a message naming it; nothing is loaded."""
+    from rosetrain.models.loading import ADAPTER_CONFIG, adapter_base, resolve_model_source
+
+    _kind, path = resolve_model_source(recipe.model)
+    if path is not None and (path / ADAPTER_CONFIG).exists():
+        resolve_model_source(adapter_base(path))  # the adapter's base must be there too
+    check_vllm(recipe)
+    if recipe.data.folder is not None:
+        D.check_folder(recipe.data)
+    else:
+        D.check_spec(recipe.data)
+    heldout: list[dict[str, Any]] = []
+    exclude: set[str] = set()
+    if recipe.eval.folder is not None:
+        heldout = D.heldout_records(recipe.eval)
+        exclude = {r["scene_fingerprint"] for r in heldout if r.get("scene_fingerprint")}
+        if recipe.data.folder is not None:
+            D.check_no_overlap(D.folder_fingerprints(recipe.data), heldout, recipe.data, recipe.eval)
+        heldout = D.pick_items(heldout, recipe.eval.items)
+    elif recipe.eval.every_steps:
+        raise RecipeError(f"{recipe.source}: eval.every_steps is set but eval.folder is not")
+    return Inputs(heldout=heldout, exclude_fingerprints=exclude)
+
+
+def check_vllm(recipe: Recipe) -> None:
+    mode = recipe.grpo.vllm if recipe.method == "grpo" else None
+    if mode is None:
+        return
+    if importlib.util.find_spec("vllm") is None:
+        raise RecipeError(f"grpo.vllm: {mode!r} needs the vllm package, which is not installed "
+                          f"(pip install 'rosetrain[vllm]'; TRL 1.16 supports vllm <= 0.31), "
+                          f"or set grpo.vllm: null to generate with transformers")
+    if mode == "colocate" and not has_gpu():
+        raise RecipeError("grpo.vllm: colocate needs a CUDA GPU; set grpo.vllm: null on this machine")
+
+
+def check_mrope_batch(recipe: Recipe, model: Any) -> None:
+    """design.md: on M-RoPE models keep per_device_train_batch_size == num_generations."""
+    model_type = getattr(model.config, "model_type", "")
+    if (recipe.method == "grpo" and model_type in MROPE_MODEL_TYPES
+            and recipe.train_batch_size != recipe.grpo.num_generations):
+        raise RecipeError(
+            f"{recipe.source}: per_device_train_batch_size ({recipe.train_batch_size}) must equal "
+            f"grpo.num_generations ({recipe.grpo.num_generations}) for {model_type} (M-RoPE) models; "
+            f"leave per_device_train_batch_size unset to follow num_generations")
+
+
+# ----------------------------------------------------------------- TRL config
+
+def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, Any]):
+    """The TRL config: recipe keys, then the method's, then the recipe's ``trl:`` extras."""
+    gpu = has_gpu()
+    kwargs: dict[str, Any] = {key: getattr(recipe, key) for key in TRAINING_KEYS}
+    kwargs.update(
+        learning_rate=recipe.lr,
+        per_device_train_batch_size=recipe.train_batch_size,
+        # TRL defaults both on; on a CPU they only cost time (2.2x per step, design.md)
+        bf16=gpu and _bf16_supported() if recipe.bf16 is None else recipe.bf16,
+        # transformers 5 renamed gradient_checkpointing; the new name avoids a warning
+        activation_checkpointing=gpu if recipe.gradient_checkpointing is None else recipe.gradient_checkpointing,
+        dataloader_pin_memory=gpu,
+        trust_remote_code=recipe.trust_remote_code,
+        save_strategy="steps",
+    )
+    if kwargs["activation_checkpointing"]:
+        kwargs["activation_checkpointing_kwargs"] = {"use_reentrant": False}  # works with LoRA and DDP
+    kwargs.update(method_kwargs)
+    fields = {f.name for f in dataclasses.fields(config_class)}
+    for key, value in recipe.trl.items():
+        if key not in fields:
+            close = difflib.get_close_matches(key, sorted(fields), n=3)
+            raise RecipeError(f"{recipe.source}: trl.{key} is not a {config_class.__name__} field"
+                              + (f" (close: {', '.join(close)})" if close else ""))
+        if key in valid_keys(Recipe):
+            raise RecipeError(f"{recipe.source}: trl.{key}: set it as the recipe key {key!r} instead")
+        kwargs[key] = value
+    try:
+        return config_class(**kwargs)
+    except (TypeError, ValueError) as err:
+        raise RecipeError(f"{recipe.source}: {config_class.__name__} rejected the settings: {err}") from None
+
+
+def _bf16_supported() -> bool:
+    import torch
+
+    return torch.cuda.is_bf16_supported()
+
+
+# ----------------------------------------------------------------- model
+
+def load_policy(recipe: Recipe) -> tuple[Any, Any]:
+    """The model to train (an adapter given as ``model`` is merged into its base
+    first, so LoRA stages stack) on the CPU; the trainer places it."""
+    import torch
+
+    from rosetrain.models.loading import load_model_and_processor
+
+    dtype = torch.bfloat16 if has_gpu() and _bf16_supported() else torch.float32
+    model, processor = load_model_and_processor(recipe.model, device="cpu", dtype=dtype,
+                                                trust_remote_code=recipe.trust_remote_code)
+    if getattr(model.generation_config, "pad_token_id", None) is None:
+        model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
+    return model, processor
+
+
+def peft_config(recipe: Recipe):
+    if recipe.lora is None:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
+                      target_modules=recipe.lora.peft_target_modules(), task_type="CAUSAL_LM")
+
+
+def model_reference(recipe: Recipe) -> str:
+    """How a saved adapter names what it stacks on: an absolute folder, or a Hub id."""
+    path = Path(recipe.model).expanduser()
+    return str(path.resolve()) if path.exists() else recipe.model
+
+
+# ----------------------------------------------------------------- run
+
+def last_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest complete ``checkpoint-N`` (trainer_state.json is written last)."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return None
+    found = [(int(m.group(1)), p) for p in folder.iterdir()
+             if (m := _CHECKPOINT.match(p.name)) and (p / "trainer_state.json").is_file()]
+    return str(max(found)[1]) if found else None
+
+
+def resume_from(recipe: Recipe) -> str | None:
+    if recipe.resume == "never":
+        return None
+    if recipe.resume == "auto":
+        return last_checkpoint(recipe.output_dir)
+    return recipe.resume
+
+
+def record_recipe(recipe: Recipe) -> None:
+    from rosetrain.data.generate import atomic_write
+
+    out = Path(recipe.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / RECIPE_RECORD, yaml.safe_dump(recipe_to_dict(recipe), sort_keys=False))
+
+
+def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, Any]:
+    """Train (resuming when a checkpoint is there), then save the final model
+    (adapter or full) with its processor, and a merged copy on request."""
+    from rosetrain.train.callbacks import set_adapter_base
+
+    checkpoint = resume_from(recipe)
+    if checkpoint:
+        logger.warning("resuming from %s", checkpoint)
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    final = Path(recipe.output_dir) / FINAL_DIR
+    trainer.save_model(str(final))
+    if trainer.is_world_process_zero():
+        processor.save_pretrained(str(final))
+        set_adapter_base(final, model_reference(recipe))
+    summary = {"final": str(final), "global_step": trainer.state.global_step,
+               "train_loss": getattr(result, "training_loss", None),
+               "train_runtime": (result.metrics or {}).get("train_runtime"),
+               "is_main_process": trainer.is_world_process_zero()}
+    if recipe.save_merged:
+        summary["merged"] = str(save_merged(trainer, recipe, processor))
+    if trainer.is_world_process_zero():
+        from rosetrain.data.generate import atomic_write
+
+        atomic_write(Path(recipe.output_dir) / "train_summary.json", json.dumps(summary, indent=2))
+    return summary
+
+
+def save_merged(trainer: Any, recipe: Recipe, processor: Any) -> Path:
+    out = Path(recipe.output_dir) / MERGED_DIR
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    if trainer.is_world_process_zero():
+        model.save_pretrained(str(out))
+        processor.save_pretrained(str(out))
+    return out
+
+
+def describe_plan(recipe: Recipe, inputs: Inputs, model: Any) -> str:
+    params = sum(p.numel() for p in model.parameters())
+    data = (f"stream {recipe.data.spec} (seed {recipe.data.seed})" if recipe.data.spec
+            else f"folder {recipe.data.folder} ({recipe.data.split})")
+    method = "full fine-tuning" if recipe.lora is None else (
+        f"LoRA r={recipe.lora.r} on {recipe.lora.target}" + (" + vision" if recipe.lora.vision else ""))
+    held = (f"{len(inputs.heldout)} held-out items from {recipe.eval.folder}"
+            + (f" every {recipe.eval.every_steps} steps" if recipe.eval.every_steps else " at the end")
+            if inputs.heldout else "no held-out evaluation")
+    return (f"rosetrain train {recipe.method}: {recipe.model} ({params / 1e6:.2f}M parameters), "
+            f"{method}; data: {data}; {held}; output: {recipe.output_dir}")
+
+
+
+def callbacks_for(recipe: Recipe, inputs: Inputs, processor: Any) -> list[Any]:
+    from rosetrain.train.callbacks import AdapterBaseCallback, HeldoutEvalCallback
+
+    callbacks: list[Any] = [AdapterBaseCallback(model_reference(recipe))]
+    if inputs.heldout:
+        callbacks.append(HeldoutEvalCallback(
+            inputs.heldout, processor, every_steps=recipe.eval.every_steps,
+            max_new_tokens=recipe.eval.max_new_tokens, batch_size=recipe.eval.batch_size,
+            output_dir=recipe.output_dir))
+    return callbacks
+
+
+def attach(trainer: Any, callbacks: list[Any]) -> None:
+    """Callbacks that log through the trainer need it, and it exists only now."""
+    for callback in callbacks:
+        if hasattr(callback, "trainer"):
+            callback.trainer = trainer

@@ -1,0 +1,120 @@
+"""Training and held-out data for a recipe, checked before any training starts.
+
+Training rows are the generators' HF rows (``rosetrain.data.hf``): streamed
+from a spec, or read from a generated folder's Parquet shards. Held-out items
+are release records (``metadata_<split>.jsonl``) scored with the scorer. The
+two never share a scene: a folder that overlaps the held-out split is an
+error; a stream skips the held-out split's scenes (it cannot be listed).
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from rosetrain.errors import RosetrainError
+from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
+
+
+def parquet_files(folder: str, split: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(folder, "hf", split, "*.parquet")))
+
+
+def check_folder(data: DataConfig) -> None:
+    if not Path(data.folder).is_dir():
+        raise RecipeError(f"data.folder: {data.folder} does not exist")
+    if not parquet_files(data.folder, data.split):
+        raise RecipeError(f"data.folder: {data.folder} has no Parquet shards under hf/{data.split}/ "
+                          f"(write them with `rosetrain generate ... --formats release,hf`)")
+
+
+def check_spec(data: DataConfig) -> None:
+    """The spec loads and its first row generates (fonts, families, regions)."""
+    if not Path(data.spec).is_file():
+        raise RecipeError(f"data.spec: {data.spec} does not exist")
+    try:
+        next(iter(_stream(data)))
+    except RosetrainError as err:
+        raise RecipeError(f"data.spec: {err}") from None
+    except Exception as err:  # anything the generator raises means this spec cannot be streamed
+        raise RecipeError(f"data.spec: {data.spec} cannot be generated: "
+                          f"{type(err).__name__}: {err}") from None
+
+
+def _stream(data: DataConfig):
+    from rosetrain.data.hf import stream_dataset
+
+    return stream_dataset(data.spec, split=data.split, seed=data.seed)
+
+
+def train_dataset(data: DataConfig, exclude_fingerprints: Iterable[str] = (), seed: int = 0):
+    """A ``datasets.Dataset`` (folder) or an unlimited ``IterableDataset`` (spec)."""
+    if data.folder is not None:
+        from rosetrain.data.hf import load_hf_split
+
+        dataset = load_hf_split(data.folder, data.split)
+        if data.max_rows is not None:
+            dataset = dataset.select(range(min(data.max_rows, len(dataset))))
+        return dataset
+    dataset = _stream(data)
+    exclude = frozenset(exclude_fingerprints)
+    if exclude:
+        dataset = dataset.filter(lambda row: row["scene_fingerprint"] not in exclude)
+    if data.shuffle_buffer > 1:
+        dataset = dataset.shuffle(seed=seed, buffer_size=data.shuffle_buffer)
+    return dataset
+
+
+def folder_fingerprints(data: DataConfig) -> set[str]:
+    """Scene fingerprints of a training folder (one Parquet column, no images read)."""
+    import pyarrow.parquet as pq
+
+    found: set[str] = set()
+    for path in parquet_files(data.folder, data.split):
+        if "scene_fingerprint" in pq.read_schema(path).names:
+            column = pq.read_table(path, columns=["scene_fingerprint"]).column(0)
+            found.update(v for v in column.to_pylist() if v)
+    return found
+
+
+# ----------------------------------------------------------------- held-out items
+
+def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
+    """Every record of the held-out split, with absolute image paths."""
+    from rosetrain.commands.evaluate import select_records, with_image_paths
+
+    if not Path(config.folder).exists():
+        raise RecipeError(f"eval.folder: {config.folder} does not exist")
+    try:
+        records, root = select_records(config.folder, config.split, None)
+    except RosetrainError as err:
+        raise RecipeError(f"eval.folder: {err}") from None
+    return with_image_paths(records, root)
+
+
+def pick_items(records: list[Mapping[str, Any]], n: int) -> list[Mapping[str, Any]]:
+    """``n`` items spread evenly over templates (round-robin, file order), so a
+    small evaluation still shows every template's PASS."""
+    by_template: dict[str, collections.deque] = collections.defaultdict(collections.deque)
+    for record in records:
+        by_template[record["task_template"]].append(record)
+    picked: list[Mapping[str, Any]] = []
+    queues = [by_template[t] for t in sorted(by_template)]
+    while len(picked) < n and any(queues):
+        for queue in queues:
+            if queue and len(picked) < n:
+                picked.append(queue.popleft())
+    return picked
+
+
+def check_no_overlap(train_fingerprints: set[str], records: list[Mapping[str, Any]],
+                     data: DataConfig, config: EvalConfig) -> None:
+    shared = {r["scene_fingerprint"] for r in records if r.get("scene_fingerprint")} & train_fingerprints
+    if shared:
+        examples = sorted({r["scene_id"] for r in records if r.get("scene_fingerprint") in shared})
+        raise RecipeError(
+            f"eval.folder: the held-out split {config.folder} ({config.split}) shares {len(shared)} "
+            f"scene(s) with the training data {data.folder} ({data.split}), e.g. scene "
+            f"{examples[0]}; regenerate one of them (rosetrain generate --exclude ...)")

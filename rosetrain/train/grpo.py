@@ -1,0 +1,59 @@
+"""GRPO with TRL's ``GRPOTrainer``: conversational prompts plus the image column,
+a left-padded processor, and rewards built only on the scorer (``rewards.py``).
+
+The recipe's ``grpo:`` section sets ``num_generations``, ``loss_type``,
+``beta``, the sampling temperature and vLLM (``colocate`` or ``server``, with a
+clear error where vllm is missing); ``rewards:`` weighs pass, soft and format.
+On M-RoPE (Qwen-VL) models the per-device batch equals ``num_generations``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rosetrain.train import common as C
+from rosetrain.train.recipe import Recipe
+from rosetrain.train.rewards import build_rewards
+
+logger = logging.getLogger("rosetrain.train")
+
+
+def grpo_kwargs(recipe: Recipe) -> dict[str, Any]:
+    g = recipe.grpo
+    kwargs: dict[str, Any] = dict(
+        num_generations=g.num_generations, max_completion_length=g.max_completion_length,
+        temperature=g.temperature, top_p=g.top_p, loss_type=g.loss_type, beta=g.beta,
+        epsilon=g.epsilon, scale_rewards=g.scale_rewards, num_iterations=g.num_iterations,
+        log_completions=g.log_completions, remove_unused_columns=False,  # gold columns reach the rewards
+        use_vllm=g.vllm is not None)
+    if g.vllm is not None:
+        kwargs.update(vllm_mode=g.vllm, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
+        if g.vllm_server_base_url:
+            kwargs["vllm_server_base_url"] = g.vllm_server_base_url
+    return kwargs
+
+
+def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
+    """Check everything, then return (trainer, processor): nothing has trained yet."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    inputs = inputs or C.check_inputs(recipe)
+    reward_funcs, weights = build_rewards(recipe.rewards)
+    args = C.make_config(GRPOConfig, recipe, {**grpo_kwargs(recipe), "reward_weights": weights})
+    model, processor = C.load_policy(recipe)
+    C.check_mrope_batch(recipe, model)
+    processor.tokenizer.padding_side = "left"  # generation appends on the right
+    train_dataset = C.D.train_dataset(recipe.data, inputs.exclude_fingerprints, recipe.seed)
+    callbacks = C.callbacks_for(recipe, inputs, processor)
+    logger.warning(C.describe_plan(recipe, inputs, model))
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
+                          train_dataset=train_dataset, processing_class=processor,
+                          peft_config=C.peft_config(recipe), callbacks=callbacks)
+    C.attach(trainer, callbacks)
+    return trainer, processor
+
+
+def train_grpo(recipe: Recipe, inputs: C.Inputs | None = None) -> dict[str, Any]:
+    trainer, processor = build_trainer(recipe, inputs)
+    C.record_recipe(recipe)
+    return C.train_and_save(trainer, recipe, processor)

@@ -1,0 +1,104 @@
+"""GRPO reward functions, built only on the scorer (``rosetrain.scoring.score_item``).
+
+TRL calls each reward as ``f(completions, **columns)``: the dataset's gold
+columns arrive as lists, one value per completion. ``pass`` is the exact ROSE
+PASS (1 or 0), ``soft`` the ROSE SOFT score, ``format`` grammar validity.
+``pass`` also logs PASS per template through TRL's ``log_metric``, so the
+counting-versus-action gap shows in the training logs.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Mapping, Sequence
+
+from rosetrain.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
+
+# Columns of an HF row the scorer reads (the rest of the row is not gold).
+GOLD_COLUMNS = ("item_id", "scene_id", "task_template", "task_mode", "rows", "cols",
+                "ground_truth_count", "ground_truth_clicks", "all_target_cells",
+                "region_target_cells", "region_type", "region_params_json", "region_case",
+                "rose_subset", "family", "heldout_family", "grid_size_profile")
+RESULT_FIELD = {"pass": "pass", "soft": "unified_soft", "format": "format_valid"}
+
+
+def completion_text(completion: Any) -> str:
+    """TRL gives a conversational completion as ``[{"role": "assistant", "content": ...}]``."""
+    if isinstance(completion, str):
+        return completion
+    parts = []
+    for message in completion:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        else:
+            parts.extend(p.get("text") or "" for p in content or () if p.get("type") == "text")
+    return "".join(parts)
+
+
+class ScoreCache:
+    """Scores each (item, completion) once although three rewards ask for it.
+    Within one training run an item id names one gold, so its prepared sets
+    (``prepare_gold``) are built once and reused."""
+
+    def __init__(self, max_items: int = 65536):
+        self._golds: dict[str, Any] = {}
+        self._scored = functools.lru_cache(maxsize=max_items)(self._score)
+        self.max_items = max_items
+
+    def _score(self, item_id: str, text: str) -> dict[str, Any]:
+        from rosetrain.scoring import score_item
+
+        return score_item(self._golds[item_id], text)
+
+    def score(self, gold_row: Mapping[str, Any], text: str) -> dict[str, Any]:
+        from rosetrain.scoring import prepare_gold
+
+        item_id = str(gold_row["item_id"])
+        if item_id not in self._golds:
+            if len(self._golds) >= self.max_items:
+                self._golds.clear()
+                self._scored.cache_clear()
+            self._golds[item_id] = prepare_gold(gold_row)
+        return self._scored(item_id, text)
+
+
+def gold_rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
+    present = [c for c in GOLD_COLUMNS if c in columns]
+    return [{c: columns[c][i] for c in present} for i in range(n)]
+
+
+def make_reward(name: str, cache: ScoreCache | None = None, log_templates: bool = False) -> Callable:
+    """The reward ``name`` (pass | soft | format) as a TRL reward function."""
+    field = RESULT_FIELD[name]
+    cache = cache or ScoreCache()
+
+    def reward(completions: list, log_metric: Callable | None = None, **columns: Any) -> list[float]:
+        golds = gold_rows(columns, len(completions))
+        results = [cache.score(g, completion_text(c)) for g, c in zip(golds, completions)]
+        if log_templates and log_metric is not None:
+            log_template_pass(golds, results, log_metric)
+        return [float(r[field]) for r in results]
+
+    reward.__name__ = name  # TRL names the logged reward columns after the function
+    return reward
+
+
+def log_template_pass(golds: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
+                      log_metric: Callable[[str, float], None]) -> None:
+    """One value per completion, so TRL's average over a logging step is the
+    PASS rate over that step's completions of each template."""
+    for gold, result in zip(golds, results):
+        template = gold["task_template"]
+        value = float(result["pass"])
+        log_metric(f"pass/{SHORT_NAME.get(template, template)}", value)
+        if template in COUNTING_TEMPLATES:
+            log_metric("pass/counting", value)
+        elif template in ACTION_TEMPLATES:
+            log_metric("pass/action", value)
+
+
+def build_rewards(weights: Mapping[str, float]) -> tuple[list[Callable], list[float]]:
+    """All three rewards (a zero weight still logs its mean) and their weights."""
+    cache = ScoreCache()
+    funcs = [make_reward(name, cache, log_templates=(name == "pass")) for name in RESULT_FIELD]
+    return funcs, [float(weights.get(name, 0.0)) for name in RESULT_FIELD]
