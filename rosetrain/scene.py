@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import random
 from typing import Any
 
@@ -48,9 +49,21 @@ class Scene:
     def fingerprint(self) -> str:
         """Identity of what a model sees, independent of ids, seeds and cell size:
         two scenes with equal fingerprints are the same training example."""
-        content = json.dumps([self.family, self.item, self.rows, self.cols, self.targets],
+        content = json.dumps([self.family, _portable(self.item), self.rows, self.cols, self.targets],
                              sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(content.encode()).hexdigest()[:20]
+
+
+def _portable(value: Any) -> Any:
+    """Font files are named by their base name: the same scene on another
+    machine (fonts elsewhere on disk) keeps its fingerprint."""
+    if isinstance(value, dict):
+        return {k: _portable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_portable(v) for v in value]
+    if isinstance(value, str) and value.startswith("/"):
+        return os.path.basename(value)
+    return value
 
 
 def _choose(rng: random.Random, weights: dict[str, float]) -> str:

@@ -24,6 +24,7 @@ from rosetrain.scene import sample_scene
 from rosetrain.spec import Spec, check_training_spec
 
 FORMATS = ("release", "hf")
+FLUSH_ROWS, FLUSH_BYTES = 2048, 64 << 20  # Parquet row groups: bounded memory, few conversions
 MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split")
 
 
@@ -117,6 +118,8 @@ def write_shard(job: GenerateJob, shard: int) -> int:
                                      f"in the held-out split (fingerprint {scene.fingerprint}); "
                                      f"change the seed or the spec")
     lines: list[str] = []
+    pending: list[dict[str, Any]] = []
+    pending_bytes = 0
     writer = tmp_parquet = None
     if "hf" in job.formats:
         tmp_parquet = job.parquet_path(shard).with_suffix(f".tmp{os.getpid()}")
@@ -131,7 +134,13 @@ def write_shard(job: GenerateJob, shard: int) -> int:
                     atomic_write(job.out_dir / "images" / example.subset / f"{image_id}.png", data)
             lines.extend(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in example.records)
             if writer is not None:
-                writer.write_table(rows_to_table([hf_row(r, encoded[r["image_id"]]) for r in example.records]))
+                pending.extend(hf_row(r, encoded[r["image_id"]]) for r in example.records)
+                pending_bytes += sum(map(len, encoded.values())) * len(example.records)
+                if pending_bytes > FLUSH_BYTES or len(pending) >= FLUSH_ROWS:
+                    writer.write_table(rows_to_table(pending))  # one Arrow conversion per batch: ~40 ms each
+                    pending, pending_bytes = [], 0
+        if writer is not None and pending:
+            writer.write_table(rows_to_table(pending))
     except BaseException:
         if writer is not None:
             writer.close()
