@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import warnings
 
 from rosetrain.train.recipe import METHODS
 
@@ -28,8 +27,6 @@ def run(args: argparse.Namespace) -> int:
 
     recipe = load_recipe(args.recipe, args.overrides, method=args.method)  # fails in < 1 s
     logging.basicConfig(format="%(message)s")
-    # peft 0.21 still asks transformers 5 for the renamed attribute on every wrap
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
     from rosetrain.train import common
 
     inputs = common.check_inputs(recipe)

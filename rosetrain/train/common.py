@@ -155,14 +155,39 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
                                                 trust_remote_code=recipe.trust_remote_code)
     if getattr(model.generation_config, "pad_token_id", None) is None:
         model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
+    set_pixel_budget(processor, recipe.min_pixels, recipe.max_pixels)
     return model, processor
+
+
+def set_pixel_budget(processor: Any, min_pixels: int | None, max_pixels: int | None) -> None:
+    """Qwen-style processors resize each image to hold between min and max pixels;
+    the saved processor keeps the budget, so evaluation sees what training saw."""
+    if min_pixels is None and max_pixels is None:
+        return
+    image_processor = getattr(processor, "image_processor", None)
+    size = getattr(image_processor, "size", None)
+    if size is None or "longest_edge" not in dict(size):
+        raise RecipeError(f"min_pixels/max_pixels: the processor of this model "
+                          f"({type(image_processor).__name__}) has no pixel budget to set")
+    size = {key: value for key, value in dict(size).items() if value is not None}
+    if min_pixels is not None:
+        size["shortest_edge"] = min_pixels
+    if max_pixels is not None:
+        size["longest_edge"] = max_pixels
+    if size["shortest_edge"] > size["longest_edge"]:
+        raise RecipeError(f"min_pixels ({size['shortest_edge']}) > max_pixels ({size['longest_edge']})")
+    image_processor.size = size
 
 
 def peft_config(recipe: Recipe):
     if recipe.lora is None:
         return None
+    import warnings
+
     from peft import LoraConfig
 
+    # peft 0.21 still reads the attribute transformers 5 renamed, once per wrap: noise
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
     return LoraConfig(r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
                       target_modules=recipe.lora.peft_target_modules(), task_type="CAUSAL_LM")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rosetrain.errors import RosetrainError
+from rosetrain.protocol import TEMPLATES
 from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
 
 
@@ -96,12 +97,14 @@ def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
 
 def pick_items(records: list[Mapping[str, Any]], n: int) -> list[Mapping[str, Any]]:
     """``n`` items spread evenly over templates (round-robin, file order), so a
-    small evaluation still shows every template's PASS."""
+    small evaluation still shows every template's PASS; the five main templates
+    come first in each round, the bridge controls after them."""
     by_template: dict[str, collections.deque] = collections.defaultdict(collections.deque)
     for record in records:
         by_template[record["task_template"]].append(record)
     picked: list[Mapping[str, Any]] = []
-    queues = [by_template[t] for t in sorted(by_template)]
+    order = [t for t in TEMPLATES if t in by_template] + sorted(set(by_template) - set(TEMPLATES))
+    queues = [by_template[t] for t in order]
     while len(picked) < n and any(queues):
         for queue in queues:
             if queue and len(picked) < n:

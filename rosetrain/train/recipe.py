@@ -142,6 +142,10 @@ class Recipe:
                                                                            "format": 0.0})
     eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)
     trust_remote_code: bool = False
+    # The image processor's pixel budget (Qwen: images are resized to fit it, in
+    # 28 px steps for Qwen2/2.5-VL, 32 for Qwen3-VL); null keeps the model's own.
+    min_pixels: int | None = None
+    max_pixels: int | None = None
     seed: int = 0
     save_merged: bool = False        # also write output_dir/merged (LoRA merged into the base)
     resume: str = "auto"             # auto: from the last checkpoint in output_dir; never; or a path
@@ -186,8 +190,9 @@ class Recipe:
             raise ValueError("max_steps: streaming from data.spec is unlimited; set max_steps > 0")
         if self.resume not in ("auto", "never") and not Path(self.resume).is_dir():
             raise ValueError(f"resume: {self.resume!r} is neither auto, never, nor a checkpoint folder")
-        if self.per_device_train_batch_size is not None:
-            _positive(self, "per_device_train_batch_size")
+        for name in ("per_device_train_batch_size", "min_pixels", "max_pixels"):
+            if getattr(self, name) is not None:
+                _positive(self, name)
         _positive(self, "gradient_accumulation_steps")
         if isinstance(self.report_to, str):
             self.report_to = [self.report_to]

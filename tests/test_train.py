@@ -1,0 +1,330 @@
+"""Training recipes on the CPU with the tiny model: SFT with LoRA, GRPO with the
+scorer's rewards, held-out evaluation, resume, and errors before training."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rosetrain.cli import main as cli_main
+from rosetrain.train.recipe import RecipeError, load_recipe
+
+TRAIN_SPEC = """
+name: t-train
+role: train
+namespace: t-train
+seed: 1
+rows: [3, 4]
+cols: [3, 4]
+cell_size: [28, 28]
+image_multiple: 28
+exceptions: [1, 3]
+negative_rate: 0.1
+families: [attribute]
+"""
+HELDOUT_SPEC = TRAIN_SPEC.replace("t-train", "t-held").replace("seed: 1", "seed: 2")
+
+
+def _generate(spec: Path, out: Path, split: str, scenes: int, formats: str) -> Path:
+    assert cli_main(["generate", "--spec", str(spec), "--out", str(out), "--split", split,
+                     "--scenes", str(scenes), "--formats", formats, "--num-proc", "1", "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """A tiny model, a training folder (Parquet) and a held-out folder (release layout)."""
+    from rosetrain.models.tiny import build_tiny_model
+
+    root = tmp_path_factory.mktemp("train-env")
+    (root / "train.yaml").write_text(TRAIN_SPEC)
+    (root / "heldout.yaml").write_text(HELDOUT_SPEC)
+    return {
+        "root": root,
+        "model": build_tiny_model(root / "tiny", size="tiny"),
+        "train": _generate(root / "train.yaml", root / "train", "train", 6, "release,hf"),
+        "heldout": _generate(root / "heldout.yaml", root / "heldout", "test", 2, "release"),
+        "spec": root / "train.yaml",
+    }
+
+
+def write_recipe(path: Path, env, **changes) -> Path:
+    recipe = {
+        "method": "sft", "model": str(env["model"]), "output_dir": str(path.parent / "run"),
+        "data": {"folder": str(env["train"])},
+        "eval": {"folder": str(env["heldout"]), "items": 6, "max_new_tokens": 12, "every_steps": 0},
+        "max_steps": 4, "per_device_train_batch_size": 4, "learning_rate": 1e-2, "logging_steps": 1,
+        "save_steps": 100, "lora": {"r": 8, "alpha": 16, "dropout": 0.0},
+    }
+    recipe.update(changes)
+    path.write_text(yaml.safe_dump(recipe))
+    return path
+
+
+# ----------------------------------------------------------------- recipe errors (fast)
+
+def test_unknown_key_lists_the_valid_keys_and_the_file(tmp_path, env):
+    path = write_recipe(tmp_path / "r.yaml", env, lerning_rate=1e-4)
+    with pytest.raises(RecipeError) as err:
+        load_recipe(path)
+    message = str(err.value)
+    assert str(path) in message and "'lerning_rate'" in message and "learning_rate" in message
+    assert "valid keys: method, model, output_dir" in message
+    with pytest.raises(RecipeError, match=r"unknown key 'rank' at lora.*valid keys: r, alpha"):
+        load_recipe(write_recipe(tmp_path / "r.yaml", env), ["lora.rank=4"])
+
+
+def test_set_overrides_nested_keys_with_yaml_values(tmp_path, env):
+    path = write_recipe(tmp_path / "r.yaml", env)
+    recipe = load_recipe(path, ["learning_rate=5e-7", "lora.r=4", "max_steps=2", "report_to=[tensorboard]",
+                                "grpo.vllm=null", "trl.warmup_steps=3", "output_dir=elsewhere"])
+    assert recipe.learning_rate == 5e-7 and recipe.lora.r == 4 and recipe.max_steps == 2
+    assert recipe.report_to == ["tensorboard"] and recipe.trl == {"warmup_steps": 3}
+    assert recipe.output_dir == "elsewhere"
+    assert load_recipe(path, ["lora=null"]).lora is None
+    assert load_recipe(path, ["lora=false"]).lora is None
+    with pytest.raises(RecipeError, match="max_steps: expected int"):
+        load_recipe(path, ["max_steps=many"])
+    with pytest.raises(RecipeError, match="method"):
+        load_recipe(path, method="grpo")  # `rosetrain train grpo` on an SFT recipe
+
+
+def test_shipped_recipes_load(tmp_path):
+    recipes = sorted((Path(__file__).resolve().parent.parent / "recipes").glob("*.yaml"))
+    assert len(recipes) >= 8
+    for path in recipes:
+        recipe = load_recipe(path)
+        assert recipe.method in path.name
+
+
+def test_missing_model_path_fails_before_training(tmp_path, env, capsys):
+    path = write_recipe(tmp_path / "r.yaml", env, model=str(tmp_path / "no-model"))
+    assert cli_main(["train", "sft", "--recipe", str(path)]) == 2
+    assert f"local path {tmp_path / 'no-model'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_spec_that_cannot_be_generated_fails_naming_it(tmp_path, env, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TRAIN_SPEC.replace("families: [attribute]", "families: [no_such_family]"))
+    path = write_recipe(tmp_path / "r.yaml", env, data={"spec": str(bad)})
+    assert cli_main(["train", "sft", "--recipe", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "data.spec" in err and "no_such_family" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_heldout_split_overlapping_training_fails(tmp_path, env, capsys):
+    path = write_recipe(tmp_path / "r.yaml", env, eval={"folder": str(env["train"]), "split": "train"})
+    assert cli_main(["train", "sft", "--recipe", str(path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "eval.folder" in err and "shares" in err and str(env["train"]) in err
+
+
+def test_check_accepts_a_good_recipe(tmp_path, env, capsys):
+    path = write_recipe(tmp_path / "r.yaml", env)
+    assert cli_main(["train", "sft", "--recipe", str(path), "--check"]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_vllm_without_the_package_is_a_clear_error(tmp_path, env):
+    pytest.importorskip("trl")
+    if __import__("importlib").util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed")
+    from rosetrain.train.common import check_inputs
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, method="grpo"), ["grpo.vllm=colocate"])
+    with pytest.raises(RecipeError, match="grpo.vllm.*vllm package"):
+        check_inputs(recipe)
+
+
+# ----------------------------------------------------------------- rewards = scorer
+
+def _hf_rows(env) -> list[dict]:
+    from rosetrain.data.hf import load_hf_split
+
+    return list(load_hf_split(str(env["train"]), "train").remove_columns(["images"]))
+
+
+def test_each_reward_agrees_with_rosetrain_score(tmp_path, env):
+    from rosetrain.train.rewards import build_rewards
+
+    rows = _hf_rows(env)
+    wrong = {"COUNT": "COUNT(99)", "CLICK": "CLICK(R1,C1); DONE", "CLICK_COUNT": "SUBMIT(0)"}
+    texts = []
+    for i, row in enumerate(rows):  # gold, wrong, prose and junk answers, in turn
+        texts.append([row["answer"], wrong[row["task_mode"]], f"The answer is {row['answer']}",
+                      "", "CLICK(R1,C1); CLICK(R1,C1); DONE"][i % 5])
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"item_id": r["item_id"], "raw_text": t, "model": "m",
+                                               "error": None}) + "\n" for r, t in zip(rows, texts)))
+    assert cli_main(["score", "--data", str(env["train"]), "--split", "train", "--predictions",
+                     str(predictions), "--out", str(tmp_path / "scored")]) == 0
+    scored = {r["item_id"]: r for r in map(json.loads, (tmp_path / "scored" / "per_item_eval.jsonl")
+                                           .read_text().splitlines())}
+    funcs, _ = build_rewards({"pass": 1.0})
+    columns = {key: [row[key] for row in rows] for key in rows[0]}
+    completions = [[{"role": "assistant", "content": t}] for t in texts]
+    field = {"pass": "pass", "soft": "unified_soft", "format": "format_valid"}
+    for func in funcs:
+        values = func(completions=completions, **columns)
+        expected = [float(scored[r["item_id"]][field[func.__name__]]) for r in rows]
+        assert values == pytest.approx(expected), func.__name__
+    assert 0 < sum(funcs[0](completions=completions, **columns)) < len(rows)  # both outcomes occur
+
+
+# ----------------------------------------------------------------- training (slow)
+
+def _loss_on(trainer, rows) -> float:
+    import torch
+
+    batch = trainer.data_collator([dict(r) for r in rows])
+    trainer.model.eval()
+    with torch.no_grad():
+        loss = trainer.model(**batch).loss.item()
+    trainer.model.train()
+    return loss
+
+
+@pytest.mark.slow
+def test_sft_lora_trains_only_adapters_lowers_loss_and_saves_a_loadable_adapter(tmp_path, env):
+    import torch
+
+    from rosetrain.models.loading import load_model_and_processor
+    from rosetrain.train import common
+    from rosetrain.train.sft import build_trainer
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=6))
+    trainer, processor = build_trainer(recipe)
+    rows = [trainer.train_dataset[i] for i in range(8)]
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    loss_before = _loss_on(trainer, rows)
+    summary = common.train_and_save(trainer, recipe, processor)
+    after = dict(trainer.model.named_parameters())
+    changed = {n for n in before if not torch.equal(before[n], after[n].detach())}
+    assert changed and all("lora_" in n for n in changed)
+    assert any("lora_B" in n for n in changed)
+    assert _loss_on(trainer, rows) < loss_before
+
+    final = Path(summary["final"])
+    assert (final / "adapter_config.json").is_file() and (final / "processor_config.json").is_file()
+    model, loaded_processor = load_model_and_processor(final)  # the adapter, merged into its base
+    base, _ = load_model_and_processor(env["model"])
+    q_proj = "model.language_model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(model.state_dict()[q_proj], base.state_dict()[q_proj])
+    assert loaded_processor.tokenizer.padding_side == "left"
+    evals = [json.loads(line) for line in (Path(recipe.output_dir) / "heldout_eval.jsonl").read_text().splitlines()]
+    assert evals[-1]["step"] == 6 and 0 <= evals[-1]["heldout/avg_pass"] <= 1
+    assert any("heldout/gap" in entry for entry in trainer.state.log_history)
+
+
+@pytest.mark.slow
+def test_full_finetuning_with_lora_null_trains_every_weight_and_saves_a_model(tmp_path, env):
+    from rosetrain.models.loading import load_model_and_processor
+    from rosetrain.train import train
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=2, eval={}), ["lora=null"])
+    summary = train(recipe)
+    final = Path(summary["final"])
+    assert (final / "model.safetensors").is_file() and not (final / "adapter_config.json").exists()
+    model, _ = load_model_and_processor(final)
+    assert type(model).__name__ == "Qwen2VLForConditionalGeneration"
+
+
+class _Interrupt:
+    """A callback that stops training like Ctrl-C after ``at`` steps."""
+
+    def __init__(self, at: int):
+        from transformers import TrainerCallback
+
+        class Stop(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                if state.global_step == at:
+                    raise KeyboardInterrupt
+
+        self.callback = Stop()
+
+
+@pytest.mark.slow
+def test_training_resumes_from_the_last_checkpoint_after_an_interrupt(tmp_path, env):
+    from transformers import TrainerCallback
+
+    from rosetrain.train import common
+    from rosetrain.train.sft import build_trainer
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=4, save_steps=2, eval={}))
+    trainer, processor = build_trainer(recipe)
+    trainer.add_callback(_Interrupt(at=3).callback)
+    with pytest.raises(KeyboardInterrupt):
+        common.train_and_save(trainer, recipe, processor)
+    assert common.last_checkpoint(recipe.output_dir).endswith("checkpoint-2")
+
+    steps = []
+
+    class Count(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            steps.append(state.global_step)
+
+    trainer, processor = build_trainer(recipe)
+    trainer.add_callback(Count())
+    summary = common.train_and_save(trainer, recipe, processor)
+    assert steps == [3, 4] and summary["global_step"] == 4
+
+
+@pytest.mark.slow
+def test_sft_streams_rows_from_a_spec(tmp_path, env):
+    from rosetrain.train import train
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, data={"spec": str(env["spec"])},
+                                      max_steps=2, eval={}))
+    assert train(recipe)["global_step"] == 2
+
+
+@pytest.mark.slow
+def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path, env):
+    from rosetrain.train import common
+    from rosetrain.train.grpo import build_trainer
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, method="grpo", max_steps=3,
+                                      learning_rate=1e-5, eval={}, per_device_train_batch_size=None,
+                                      grpo={"num_generations": 2, "max_completion_length": 6},
+                                      rewards={"pass": 1.0, "soft": 0.5, "format": 0.1}))
+    trainer, processor = build_trainer(recipe)
+    assert trainer.args.per_device_train_batch_size == 2  # follows num_generations (M-RoPE)
+    assert trainer.args.reward_weights == [1.0, 0.5, 0.1]
+    calls = []
+    original = trainer.reward_funcs[0]
+
+    def recording_pass(completions, **columns):
+        calls.append(columns)
+        return original(completions=completions, **columns)
+
+    recording_pass.__name__ = "pass"
+    trainer.reward_funcs[0] = recording_pass
+    common.train_and_save(trainer, recipe, processor)
+
+    gold = {r["item_id"]: r for r in _hf_rows(env)}
+    assert calls
+    for columns in calls:
+        for i, item_id in enumerate(columns["item_id"]):
+            for key in ("ground_truth_clicks", "ground_truth_count", "region_params_json", "task_template"):
+                assert columns[key][i] == gold[item_id][key]
+    logged = {key for entry in trainer.state.log_history for key in entry}
+    assert {"rewards/pass/mean", "rewards/soft/mean", "rewards/format/mean"} <= logged
+    short = {"T1_COUNT_GLOBAL": "G-Cnt", "T2_COUNT_LOCAL_NUMERIC": "L-Cnt", "T3_CLICK_LOCAL_NUMERIC": "L-Clk",
+             "T4_CLICK_VISUAL_REGION": "V-Clk", "T5_CLICK_COUNT_EXCLUSION": "Excl-CS",
+             "T1B_CLICK_GLOBAL": "G-Clk", "T2B_COUNT_LOCAL_MATCHED": "ML-Cnt"}
+    seen = {short[t] for columns in calls for t in columns["task_template"]}
+    assert {f"pass/{name}" for name in seen} <= logged
+
+
+@pytest.mark.slow
+def test_grpo_refuses_a_batch_other_than_num_generations_on_mrope_models(tmp_path, env):
+    from rosetrain.train.grpo import build_trainer
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, method="grpo", eval={},
+                                      per_device_train_batch_size=4, grpo={"num_generations": 2}))
+    with pytest.raises(RecipeError, match="per_device_train_batch_size .4. must equal grpo.num_generations .2."):
+        build_trainer(recipe)
