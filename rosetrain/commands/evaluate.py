@@ -40,7 +40,7 @@ class EvalSuite:
     limit: int | None = None
     max_new_tokens: int | None = None
     hub_dataset: str | None = None  # informational: rosetrain never downloads it
-    prepare: str | None = None      # the command that creates ``data`` when it is missing
+    prepare: str | None = None      # how to create ``data`` when it is missing
     source: str = "<suite>"
 
     def __post_init__(self):
@@ -55,7 +55,7 @@ class EvalSuite:
     def data_dir(self) -> Path:
         path = Path(self.data).expanduser()
         if not path.is_dir():
-            hint = f"; create it with: {self.prepare}" if self.prepare else ""
+            hint = f" ({self.prepare})" if self.prepare else ""
             raise RosetrainError(f"{self.source}: data folder {path} does not exist{hint}")
         return path
 
@@ -100,34 +100,42 @@ def with_image_paths(records: Sequence[Mapping[str, Any]], root: Path) -> list[d
     return [{**r, "image": str(root / r["image"])} for r in records]
 
 
+def answers_as_they_come(runner, records: Sequence[Mapping[str, Any]], batch_size: int):
+    """(record, (raw_text, error)) pairs: streamed when the runner can, else batch by batch."""
+    if hasattr(runner, "generate_stream"):
+        yield from runner.generate_stream(records)
+        return
+    for start in range(0, len(records), batch_size):
+        batch = records[start:start + batch_size]
+        answers = runner.generate(batch)
+        if len(answers) != len(batch):
+            raise RuntimeError(f"runner {runner.name} returned {len(answers)} answers "
+                               f"for {len(batch)} items")
+        yield from zip(batch, answers)
+
+
 def run_model(runner, records: Sequence[Mapping[str, Any]], writer: PredictionWriter, *,
               batch_size: int, progress: bool = True) -> dict[str, Any]:
     """Ask ``runner`` for every record not yet in ``writer``; write each answer as it comes."""
     from tqdm import tqdm
 
     todo = [r for r in records if r["item_id"] not in writer.done]
+    # A fresh run whose first batch fails completely is misconfigured (wrong URL,
+    # key or model name): stop instead of recording the same error for every item.
+    check_after = 0 if writer.done else min(batch_size, len(todo))
     bar = tqdm(total=len(records), initial=len(records) - len(todo), unit="item",
                desc=f"eval {runner.name}", disable=not progress, dynamic_ncols=True,
                file=sys.stderr)
-    # A fresh run whose first batch fails completely is misconfigured (wrong URL,
-    # key or model name): stop instead of recording the same error for every item.
-    had_answers = len(writer.done) > 0
-    started, answered, failed = time.perf_counter(), 0, 0
+    started, answered, failed, first_error = time.perf_counter(), 0, 0, None
     with bar:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start:start + batch_size]
-            answers = runner.generate(batch)
-            if len(answers) != len(batch):
-                raise RuntimeError(f"runner {runner.name} returned {len(answers)} answers "
-                                   f"for {len(batch)} items")
-            for record, (raw_text, error) in zip(batch, answers):
-                writer.write(prediction_row(record["item_id"], raw_text, runner.name, error))
-            answered += len(batch)
-            failed += sum(1 for _, error in answers if error)
-            if failed == answered and not had_answers:
-                raise RosetrainError(f"all {failed} items of the first batch failed; first error: "
-                                     f"{answers[0][1]}")
-            bar.update(len(batch))
+        for record, (raw_text, error) in answers_as_they_come(runner, todo, batch_size):
+            writer.write(prediction_row(record["item_id"], raw_text, runner.name, error))
+            answered, failed = answered + 1, failed + bool(error)
+            first_error = first_error or error
+            if answered == check_after and failed == answered:
+                raise RosetrainError(f"all {failed} items of the first batch failed; "
+                                     f"first error: {first_error}")
+            bar.update(1)
     seconds = time.perf_counter() - started
     return {"items_run": answered, "items_failed": failed, "items_skipped": len(records) - len(todo),
             "seconds": round(seconds, 3),
@@ -223,7 +231,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the API key (default OPENAI_API_KEY)")
     parser.add_argument("--batch-size", type=int,
-                        help="items per generate call (default: transformers 8, vllm 256, openai 32)")
+                        help="items per generate call (default: transformers 8, vllm 256); for openai, "
+                             "the items a fresh run tries before giving up if all fail (32)")
     parser.add_argument("--max-new-tokens", type=int, help="default 256 (or the suite's)")
     parser.add_argument("--limit", type=int, help="only the first N items of the split")
     parser.add_argument("--concurrency", type=int, default=8,

@@ -28,6 +28,11 @@ class Runner(Protocol):
         ...
 
 
+# A runner may also offer ``generate_stream(records)``, yielding (record, answer)
+# pairs in the order they finish (the OpenAI runner does): the evaluator then
+# saves each answer the moment it arrives instead of once per batch.
+
+
 def image_path(record: Mapping[str, Any]) -> Path:
     path = Path(record["image"])
     if not path.is_file():

@@ -18,8 +18,8 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from rosetrain.errors import RosetrainError
 from rosetrain.messages import record_messages
@@ -92,6 +92,32 @@ class OpenAIRunner:
 
     def generate(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:
         return list(self._pool.map(self._answer, records))
+
+    def generate_stream(self, records: Iterable[Mapping[str, Any]]
+                        ) -> Iterator[tuple[Mapping[str, Any], Answer]]:
+        """(record, answer) pairs as requests finish, so each can be saved at once
+        and a slow request holds up nobody. At most ``concurrency`` requests run
+        and as many wait; an interrupt cancels the waiting ones, unsent."""
+        records = iter(records)
+        pending: dict[Future, Mapping[str, Any]] = {}
+
+        def top_up() -> None:
+            while len(pending) < 2 * self.concurrency:
+                record = next(records, None)
+                if record is None:
+                    return
+                pending[self._pool.submit(self._answer, record)] = record
+
+        top_up()
+        try:
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield pending.pop(future), future.result()
+                top_up()
+        finally:
+            for future in pending:
+                future.cancel()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
