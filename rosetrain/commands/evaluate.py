@@ -154,7 +154,7 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
              limit: int | None = None, batch_size: int | None = None, max_new_tokens: int = 256,
              concurrency: int = 8, base_url: str | None = None,
              api_key_env: str = "OPENAI_API_KEY", trust_remote_code: bool = False,
-             allow_partial: bool = False, bridges: bool | None = None, progress: bool = True,
+             bridges: bool | None = None, progress: bool = True,
              runner_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run ``model`` over the split (resuming), score it, and return the evaluation summary.
 
@@ -187,7 +187,7 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
     predictions, stats = predict_missing(build_runner, name, with_image_paths(records, image_root),
                                          out / PREDICTIONS_FILE, batch_size=batch_size,
                                          progress=progress, close=isinstance(runner, str))
-    rows = score_predictions(records, predictions, allow_partial=allow_partial)
+    rows = score_predictions(records, predictions)
     summary = write_scored_run(out, records, rows)
     atomic_write_text(out / RUN_FILE, json_text({
         "model": name, "runner": kind, "data": str(data_dir), "split": split, "limit": limit,
@@ -222,7 +222,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Hub id or local folder (a LoRA adapter folder too); for --runner "
                              "openai the endpoint's model name")
     parser.add_argument("--suite", help="an eval/*.yaml suite naming --data and --split")
-    parser.add_argument("--data", help="a ROSE release folder (metadata_<split>.jsonl + images/)")
+    parser.add_argument("--data", help="a ROSE release folder (metadata_<split>.jsonl + images/), "
+                                       "or one metadata .jsonl file beside its images/")
     parser.add_argument("--split", help="split name (default: test, or the suite's)")
     parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
     parser.add_argument("--runner", default="transformers",
@@ -243,8 +244,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="retries of a request after 429/5xx/timeouts (openai runner)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="allow the model's own Python code to run (off by default)")
-    parser.add_argument("--allow-partial", action="store_true",
-                        help="score even if some items have no prediction")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     bridges = parser.add_mutually_exclusive_group()
     bridges.add_argument("--bridges", dest="bridges", action="store_true", default=None,
@@ -258,8 +257,8 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
     suite = load_suite(args.suite) if args.suite else None
     if args.data:
         data = Path(args.data)
-        if not data.is_dir():
-            raise RosetrainError(f"--data: no such folder: {data}")
+        if not data.exists():
+            raise RosetrainError(f"--data: no such folder or metadata .jsonl file: {data}")
     elif suite:
         data = suite.data_dir()
     else:
@@ -278,16 +277,9 @@ def run(args: argparse.Namespace) -> int:
                        batch_size=args.batch_size, max_new_tokens=max_new_tokens,
                        concurrency=args.concurrency, base_url=args.base_url,
                        api_key_env=args.api_key_env, trust_remote_code=args.trust_remote_code,
-                       allow_partial=args.allow_partial, bridges=args.bridges,
-                       progress=not args.no_progress, runner_options=options)
-    print(_headline(summary, Path(args.out)))
+                       bridges=args.bridges, progress=not args.no_progress,
+                       runner_options=options)
+    from rosetrain.commands.score import _print_headline  # the same table `rosetrain score` prints
+
+    _print_headline(summary, args.out)
     return 0
-
-
-def _headline(summary: Mapping[str, Any], out: Path) -> str:
-    def pct(value):
-        return "n/a" if value is None else f"{100 * value:.1f}%"
-
-    return (f"{summary.get('n')} items: avg PASS {pct(summary.get('avg_pass'))}, "
-            f"counting {pct(summary.get('counting_avg'))}, action {pct(summary.get('action_avg'))}, "
-            f"gap {pct(summary.get('gap'))}, valid {pct(summary.get('valid'))}; written to {out}")
