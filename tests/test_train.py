@@ -56,7 +56,7 @@ def write_recipe(path: Path, env, **changes) -> Path:
         "data": {"folder": str(env["train"])},
         "eval": {"folder": str(env["heldout"]), "items": 6, "max_new_tokens": 12, "every_steps": 0},
         "max_steps": 4, "per_device_train_batch_size": 4, "learning_rate": 1e-2, "logging_steps": 1,
-        "save_steps": 100, "lora": {"r": 8, "alpha": 16, "dropout": 0.0},
+        "save_steps": 100, "lora": {"r": 8, "alpha": 16, "dropout": 0.0}, "cpu_threads": 1,
     }
     recipe.update(changes)
     path.write_text(yaml.safe_dump(recipe))

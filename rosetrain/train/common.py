@@ -151,6 +151,8 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     from rosetrain.models.loading import load_model_and_processor
 
     dtype = torch.bfloat16 if has_gpu() and _bf16_supported() else torch.float32
+    if recipe.cpu_threads is not None and not has_gpu():
+        torch.set_num_threads(recipe.cpu_threads)
     model, processor = load_model_and_processor(recipe.model, device="cpu", dtype=dtype,
                                                 trust_remote_code=recipe.trust_remote_code)
     if getattr(model.generation_config, "pad_token_id", None) is None:

@@ -167,6 +167,10 @@ class Recipe:
     bf16: bool | None = None                   # None: on with a GPU, off on the CPU
     gradient_checkpointing: bool | None = None  # None: on with a GPU, off on the CPU
     dataloader_num_workers: int = 0
+    # torch threads when training on the CPU (null: torch's default). Tiny models
+    # gain nothing from more threads, and OpenMP threads that wait on a busy core
+    # made steps 7x slower on a shared 2-core machine: the tiny recipes use 1.
+    cpu_threads: int | None = None
     trl: dict[str, Any] = dataclasses.field(default_factory=dict)  # any other SFTConfig/GRPOConfig field
     source: str = "<recipe>"         # the file it came from (set by load_recipe, not a YAML key)
 
@@ -190,7 +194,7 @@ class Recipe:
             raise ValueError("max_steps: streaming from data.spec is unlimited; set max_steps > 0")
         if self.resume not in ("auto", "never") and not Path(self.resume).is_dir():
             raise ValueError(f"resume: {self.resume!r} is neither auto, never, nor a checkpoint folder")
-        for name in ("per_device_train_batch_size", "min_pixels", "max_pixels"):
+        for name in ("per_device_train_batch_size", "min_pixels", "max_pixels", "cpu_threads"):
             if getattr(self, name) is not None:
                 _positive(self, name)
         _positive(self, "gradient_accumulation_steps")
