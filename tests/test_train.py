@@ -140,6 +140,32 @@ def test_vllm_without_the_package_is_a_clear_error(tmp_path, env):
         check_inputs(recipe)
 
 
+def test_trl_extras_are_checked_and_cpu_defaults_apply(tmp_path, env):
+    from trl import SFTConfig
+
+    from rosetrain.train.common import make_config
+
+    path = write_recipe(tmp_path / "r.yaml", env, output_dir=str(tmp_path / "run"))
+    config = make_config(SFTConfig, load_recipe(path, ["trl.adam_beta2=0.95"]), {"max_length": None})
+    assert config.adam_beta2 == 0.95 and config.max_length is None
+    assert config.bf16 is False and config.activation_checkpointing is False  # no GPU here
+    with pytest.raises(RecipeError, match="trl.adam_beta is not a SFTConfig field.*adam_beta1"):
+        make_config(SFTConfig, load_recipe(path, ["trl.adam_beta=0.9"]), {})
+    with pytest.raises(RecipeError, match="trl.learning_rate: set it as the recipe key"):
+        make_config(SFTConfig, load_recipe(path, ["trl.learning_rate=1"]), {})
+
+
+def test_heldout_items_cover_the_main_templates_first():
+    from rosetrain.train.data import pick_items
+
+    records = [{"item_id": f"{t}-{i}", "task_template": t} for i in range(3)
+               for t in ("T1B_CLICK_GLOBAL", "T5_CLICK_COUNT_EXCLUSION", "T1_COUNT_GLOBAL",
+                         "T3_CLICK_LOCAL_NUMERIC", "T2_COUNT_LOCAL_NUMERIC", "T4_CLICK_VISUAL_REGION")]
+    picked = [r["task_template"][:3] for r in pick_items(records, 6)]
+    assert picked == ["T1_", "T2_", "T3_", "T4_", "T5_", "T1B"]
+    assert len(pick_items(records, 100)) == len(records)
+
+
 # ----------------------------------------------------------------- rewards = scorer
 
 def _hf_rows(env) -> list[dict]:
