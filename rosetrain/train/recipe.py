@@ -297,10 +297,11 @@ def recipe_from_dict(raw: Mapping[str, Any], path: str | Path = "<recipe>") -> R
         kwargs = _coerce_fields(Recipe, raw, "")
         for name, cls in SECTIONS.items():
             value = kwargs.get(name, ...)
-            if value is ... or (value is None and name == "lora"):
-                continue
-            if value is False and name == "lora":  # `lora: false` reads as full fine-tuning
+            if name == "lora" and value in (None, False):  # `lora: null|false`: full fine-tuning
                 kwargs[name] = None
+                continue
+            if value is ... or (value is None and name != "data"):  # absent or null: defaults
+                kwargs.pop(name, None)
                 continue
             if not isinstance(value, Mapping):
                 raise ValueError(f"{name}: expected a mapping of {', '.join(valid_keys(cls))}")
@@ -326,8 +327,11 @@ def _coerce_fields(cls: type, raw: Mapping[str, Any], prefix: str) -> dict[str, 
     """Check each value against its field's type; numbers written as strings
     (PyYAML reads ``5e-7`` as a string) become numbers."""
     hints = typing.get_type_hints(cls)
-    return {key: _coerce(value, hints[key], prefix + key) if key not in SECTIONS or cls is not Recipe
-            else value for key, value in raw.items()}
+    out = {}
+    for key, value in raw.items():
+        is_section = cls is Recipe and key in SECTIONS  # checked by the section's own class
+        out[key] = value if is_section else _coerce(value, hints[key], prefix + key)
+    return out
 
 
 def _coerce(value: Any, hint: Any, name: str) -> Any:
