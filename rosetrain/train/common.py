@@ -30,7 +30,7 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 # Recipe keys that map to TrainingArguments of the same name.
 TRAINING_KEYS = ("output_dir", "seed", "max_steps", "num_train_epochs", "gradient_accumulation_steps",
                  "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "logging_steps",
-                 "save_steps", "save_total_limit", "report_to", "run_name", "dataloader_num_workers")
+                 "save_steps", "save_total_limit", "report_to", "run_name")
 # Model types whose text model uses multimodal rotary positions (M-RoPE).
 MROPE_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_omni", "glm4v")
 
@@ -109,6 +109,7 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
     kwargs.update(
         learning_rate=recipe.lr,
         per_device_train_batch_size=recipe.train_batch_size,
+        dataloader_num_workers=recipe.num_workers,
         # TRL defaults both on; on a CPU they only cost time (2.2x per step, design.md)
         bf16=gpu and _bf16_supported() if recipe.bf16 is None else recipe.bf16,
         # transformers 5 renamed gradient_checkpointing; the new name avoids a warning

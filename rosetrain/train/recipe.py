@@ -166,7 +166,9 @@ class Recipe:
     run_name: str | None = None
     bf16: bool | None = None                   # None: on with a GPU, off on the CPU
     gradient_checkpointing: bool | None = None  # None: on with a GPU, off on the CPU
-    dataloader_num_workers: int = 0
+    # null: 1 when streaming from a spec (rows are generated in a background
+    # process while the model trains), 0 for a folder
+    dataloader_num_workers: int | None = None
     # torch threads when training on the CPU (null: torch's default). Tiny models
     # gain nothing from more threads, and OpenMP threads that wait on a busy core
     # made steps 7x slower on a shared 2-core machine: the tiny recipes use 1.
@@ -206,6 +208,12 @@ class Recipe:
         if self.per_device_train_batch_size is not None:
             return self.per_device_train_batch_size
         return self.grpo.num_generations if self.method == "grpo" else 8
+
+    @property
+    def num_workers(self) -> int:
+        if self.dataloader_num_workers is not None:
+            return self.dataloader_num_workers
+        return 1 if self.data.spec is not None else 0
 
     @property
     def lr(self) -> float:
