@@ -222,7 +222,7 @@ def test_sft_lora_trains_only_adapters_lowers_loss_and_saves_a_loadable_adapter(
     from rosetrain.train import common
     from rosetrain.train.sft import build_trainer
 
-    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=6))
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=6, save_merged=True))
     trainer, processor = build_trainer(recipe)
     rows = [trainer.train_dataset[i] for i in range(8)]
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
@@ -240,6 +240,9 @@ def test_sft_lora_trains_only_adapters_lowers_loss_and_saves_a_loadable_adapter(
     base, _ = load_model_and_processor(env["model"])
     q_proj = "model.language_model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(model.state_dict()[q_proj], base.state_dict()[q_proj])
+    merged, _ = load_model_and_processor(summary["merged"])  # save_merged: a plain full model
+    assert not (Path(summary["merged"]) / "adapter_config.json").exists()
+    assert torch.allclose(merged.state_dict()[q_proj], model.state_dict()[q_proj], atol=1e-6)
     assert loaded_processor.tokenizer.padding_side == "left"
     evals = [json.loads(line) for line in (Path(recipe.output_dir) / "heldout_eval.jsonl").read_text().splitlines()]
     assert evals[-1]["step"] == 6 and 0 <= evals[-1]["heldout/avg_pass"] <= 1

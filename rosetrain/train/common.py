@@ -18,7 +18,6 @@ from typing import Any, Mapping
 
 import yaml
 
-from rosetrain.errors import RosetrainError
 from rosetrain.train import data as D
 from rosetrain.train.recipe import Recipe, RecipeError, recipe_to_dict, valid_keys
 
@@ -257,11 +256,16 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
 
 
 def save_merged(trainer: Any, recipe: Recipe, processor: Any) -> Path:
-    out = Path(recipe.output_dir) / MERGED_DIR
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
+    """``output_dir/merged``: the saved final model with its LoRA merged in, as
+    one plain model (e.g. for vLLM). Built from the files on disk, on the CPU,
+    so the trainer's own model is left as it was (and sharded weights work)."""
+    from rosetrain.models.loading import load_model_and_processor
+
+    final, out = Path(recipe.output_dir) / FINAL_DIR, Path(recipe.output_dir) / MERGED_DIR
     if trainer.is_world_process_zero():
+        dtype = next(trainer.model.parameters()).dtype
+        model, _ = load_model_and_processor(final, device="cpu", dtype=dtype,
+                                            trust_remote_code=recipe.trust_remote_code)
         model.save_pretrained(str(out))
         processor.save_pretrained(str(out))
     return out
