@@ -145,7 +145,7 @@ def tokenizer_corpus(seed: int = 0, n_lines: int = 6000) -> Iterator[str]:
 
 def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
     """A byte-level BPE ``PreTrainedTokenizerFast`` with the Qwen family's special tokens."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(models.BPE())
@@ -158,6 +158,11 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     backend.train_from_iterator(tokenizer_corpus(seed), trainer=trainer)
+    # The release's prompt prefix is the same ~110 tokens on every task. A tiny
+    # model gains nothing from reading it token by token, so it is one token
+    # here: sequences shrink ~4x and CPU training steps speed up ~4.5x. Real
+    # checkpoints keep their own tokenizers; the text they see is identical.
+    backend.add_tokens([AddedToken(P.PROMPT_PREFIX, normalized=False, special=False)])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, eos_token=EOS, pad_token=PAD, unk_token=None,
         additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in (EOS, PAD)],
