@@ -185,6 +185,70 @@ def test_hf_parquet_and_stream_give_the_same_rows(small_split):
         assert a["images"][0].tobytes() == b["images"][0].convert("RGB").tobytes()
 
 
+def _stream_ids(spec, **kw):
+    from rosetrain.data.hf import stream_dataset
+
+    return stream_dataset(str(spec), split="test", seed=3, **kw).select_columns(["item_id", "scene_id"])
+
+
+def test_stream_reads_scenes_in_order_like_the_writer(small_split):
+    import itertools
+
+    spec, _, rows = small_split
+    streamed = [r["item_id"] for r in _stream_ids(spec, stop=6)]
+    assert streamed == [r["item_id"] for r in rows if r["scene_index"] < 6]
+    for start in (0, 2):  # unlimited: scenes start, start+1, ... (not one shard's 0, 64, 128, ...)
+        expected = [r["item_id"] for r in rows if start <= r["scene_index"] < start + 3]
+        assert [r["item_id"] for r in itertools.islice(_stream_ids(spec, start=start), len(expected))] == expected
+
+
+def test_stream_shards_split_across_ranks_and_dataloader_workers(small_split):
+    """Two ranks or two workers make disjoint rows that are together one consumer's
+    rows, each of them the same on every run (consumer k of 2 reads scenes k, k+2, ...)."""
+    import torch.utils.data
+    from datasets.distributed import split_dataset_by_node
+
+    spec, _, rows = small_split
+    index = {r["item_id"]: r["scene_index"] for r in rows}
+    one = [r["item_id"] for r in _stream_ids(spec, stop=6)]
+
+    def ranks():
+        return [[r["item_id"] for r in split_dataset_by_node(_stream_ids(spec, stop=6), rank=k, world_size=2)]
+                for k in range(2)]
+
+    by_rank = ranks()
+    assert by_rank == ranks()
+    assert not set(by_rank[0]) & set(by_rank[1]) and sorted(by_rank[0] + by_rank[1]) == sorted(one)
+    assert [index[i] % 2 for i in by_rank[1]] == [1] * len(by_rank[1])
+
+    def workers():
+        dataset = _stream_ids(spec, stop=6).map(lambda r: {"worker": torch.utils.data.get_worker_info().id})
+        loader = torch.utils.data.DataLoader(dataset, num_workers=2, batch_size=None)
+        return [(r["item_id"], r["worker"]) for r in loader]
+
+    by_workers = workers()
+    assert by_workers == workers()
+    assert sorted(i for i, _ in by_workers) == sorted(one)
+    assert all(index[i] % 2 == worker for i, worker in by_workers)
+
+
+def test_stream_never_yields_an_excluded_scene(tmp_path, small_split, monkeypatch):
+    import rosetrain.data.generate as gen
+
+    spec, _, rows = small_split
+    fingerprint = {r["scene_index"]: r["scene_fingerprint"] for r in rows}
+    streamed = {r["scene_id"] for r in _stream_ids(spec, stop=5, exclude_fingerprints={fingerprint[1], fingerprint[3]})}
+    assert streamed == {"test-0000000", "test-0000002", "test-0000004"}
+    # a training spec that names a held-out spec skips the held-out scenes by default
+    write_spec(tmp_path, SMALL_SPEC.replace("role: eval", "role: heldout").replace(
+        "namespace: test-small", "namespace: heldout"), "h.yaml")
+    train = write_spec(tmp_path, SMALL_SPEC.replace("role: eval", "role: train").replace(
+        "namespace: test-small", "namespace: t-small\nheldout_spec: h.yaml"), "t.yaml")
+    train_fingerprint = {i: gen.sample_scene(load_spec(train), 3, i, "test").fingerprint for i in range(4)}
+    monkeypatch.setattr(gen, "heldout_fingerprints", lambda heldout: {train_fingerprint[0], train_fingerprint[2]})
+    assert {r["scene_id"] for r in _stream_ids(train, stop=4)} == {"test-0000001", "test-0000003"}
+
+
 def test_image_multiple_of_28(tmp_path):
     spec = write_spec(tmp_path, SMALL_SPEC.replace("image_multiple: 4", "image_multiple: 28"))
     for r in generate(spec, tmp_path / "o", scenes=6):

@@ -155,6 +155,22 @@ def test_trl_extras_are_checked_and_cpu_defaults_apply(tmp_path, env):
         make_config(SFTConfig, load_recipe(path, ["trl.learning_rate=1"]), {})
 
 
+def test_a_streamed_training_set_skips_the_heldout_scenes(env):
+    import itertools
+
+    from rosetrain.scene import sample_scene
+    from rosetrain.spec import load_spec
+    from rosetrain.train.data import train_dataset
+    from rosetrain.train.recipe import DataConfig
+
+    data = DataConfig(spec=str(env["spec"]), shuffle_buffer=0)
+    spec = load_spec(env["spec"])
+    heldout = {sample_scene(spec, data.seed, i).fingerprint for i in (0, 2)}
+    rows = itertools.islice(train_dataset(data, heldout).select_columns(["scene_id"]), 40)
+    first = list(dict.fromkeys(r["scene_id"] for r in rows))[:3]
+    assert first == ["train-0000001", "train-0000003", "train-0000004"]
+
+
 def test_heldout_items_cover_the_main_templates_first():
     from rosetrain.train.data import pick_items
 

@@ -10,6 +10,7 @@ so the bytes on disk are the same however many processes made them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Any, Iterable
 from rosetrain.errors import RosetrainError
 from rosetrain.examples import build_example
 from rosetrain.scene import sample_scene
-from rosetrain.spec import Spec, check_training_spec
+from rosetrain.spec import Spec, check_training_spec, load_spec
 
 FORMATS = ("release", "hf")
 FLUSH_ROWS, FLUSH_BYTES = 2048, 64 << 20  # Parquet row groups: bounded memory, few conversions
@@ -203,6 +204,23 @@ def heldout_fingerprints(spec: Spec) -> set[str]:
     return {sample_scene(spec, spec.seed, i, "test").fingerprint for i in range(spec.heldout_scenes)}
 
 
+def heldout_guard(spec: Spec) -> tuple[str | None, frozenset[str]]:
+    """What a spec's data must mark and avoid: the held-out family (its rows get
+    ``heldout_family: true``) and the fingerprints of the held-out spec that a
+    training spec names (none of those scenes may be generated)."""
+    heldout = check_training_spec(spec)
+    family = spec.heldout_family if spec.role == "heldout" else (heldout and heldout.heldout_family)
+    fingerprints = _heldout_fingerprints_of(str(heldout.path), spec_sha256(heldout)) if heldout else frozenset()
+    return family or None, fingerprints
+
+
+@functools.lru_cache(maxsize=4)
+def _heldout_fingerprints_of(path: str, sha256: str) -> frozenset[str]:
+    # thousands of scenes take seconds; training checks a spec, then streams it: compute once
+    # per file content (``sha256`` is part of the key so an edited file is read again)
+    return frozenset(heldout_fingerprints(load_spec(path, check_fonts=False)))
+
+
 def read_fingerprints(metadata: Path) -> set[str]:
     fingerprints = set()
     with open(metadata, encoding="utf-8") as handle:
@@ -223,16 +241,12 @@ def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int
         raise RosetrainError(f"--formats: {bad or formats!r}; valid: {', '.join(FORMATS)}")
     if scenes < 1:
         raise RosetrainError(f"--scenes must be >= 1, got {scenes}")
-    exclude: set[str] = set()
-    heldout = check_training_spec(spec)
-    if heldout is not None:
-        exclude |= heldout_fingerprints(heldout)
+    heldout_family, exclude = heldout_guard(spec)
     for path in exclude_metadata:
         if not Path(path).exists():
             raise RosetrainError(f"--exclude: {path} does not exist")
         exclude |= read_fingerprints(Path(path))
-    heldout_family = spec.heldout_family if spec.role == "heldout" else (heldout and heldout.heldout_family)
     return GenerateJob(spec=spec, out_dir=Path(out_dir), split=split, scenes=scenes,
                        seed=spec.seed if seed is None else seed, num_proc=max(1, num_proc),
                        formats=formats, shard_size=shard_size, exclude=frozenset(exclude),
-                       heldout_family=heldout_family or None)
+                       heldout_family=heldout_family)

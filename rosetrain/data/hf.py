@@ -8,8 +8,9 @@ The schema is declared once (``COLUMNS``) as Arrow types plus the
 from __future__ import annotations
 
 import io
+import itertools
 import json
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -93,31 +94,70 @@ def load_hf_split(root: str, split: str):
     return datasets.load_dataset("parquet", data_files={split: files}, split=split)
 
 
-def iter_rows(spec, seed: int, split: str, start: int = 0, stop: int | None = None,
-              heldout_family: str | None = None) -> Iterator[dict[str, Any]]:
-    """Rows of scenes ``start, start+1, ...`` generated on the fly (PIL images)."""
-    from rosetrain.examples import build_example
+STREAM_SHARDS = 64  # fixed: which rows exist never depends on the number of workers or ranks
 
-    index = start
-    while stop is None or index < stop:
+
+def scene_indices(shards: Sequence[int], start: int = 0, stop: int | None = None) -> Iterator[int]:
+    """The scenes of ``shards`` (scene ``i`` is in shard ``i % STREAM_SHARDS``)
+    within ``[start, stop)``, round-robin: round ``k`` gives ``k * STREAM_SHARDS + s``
+    for each shard ``s`` in the given order. All the shards in order give
+    ``start, start+1, ...``; the shards ``w, w+W, ...`` give ``w, w+W, w+2W, ...``
+    (from ``start``)."""
+    if not shards:
+        return
+    for base in itertools.count(start - start % STREAM_SHARDS, STREAM_SHARDS):
+        if stop is not None and base >= stop:
+            return
+        for shard in shards:
+            index = base + shard
+            if index >= start and (stop is None or index < stop):
+                yield index
+
+
+def iter_rows(spec, seed: int, split: str, shards: Sequence[int] = tuple(range(STREAM_SHARDS)),
+              start: int = 0, stop: int | None = None, heldout_family: str | None = None,
+              exclude: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
+    """Rows of the scenes of ``shards`` (order: :func:`scene_indices`), generated
+    on the fly (PIL images); a scene whose fingerprint is in ``exclude`` is skipped."""
+    from rosetrain.examples import build_example
+    from rosetrain.scene import sample_scene
+
+    for index in scene_indices(shards, start, stop):
+        if exclude and sample_scene(spec, seed, index, split).fingerprint in exclude:
+            continue  # checked before rendering: cheap
         example = build_example(spec, seed, index, split, heldout_family=heldout_family)
         for record in example.records:
             yield hf_row(record, example.images[record["image_id"]])
-        index += 1
 
 
 def stream_dataset(spec_path: str, split: str = "train", seed: int = 0, start: int = 0,
-                   stop: int | None = None):
+                   stop: int | None = None, exclude_fingerprints: Iterable[str] = ()):
     """An unlimited ``datasets.IterableDataset`` over a spec: the same rows the
-    Parquet writer would write, for training without disk."""
-    import datasets
+    Parquet writer would write, for training without disk.
 
-    from rosetrain.spec import check_training_spec, load_spec
+    Shards: scene ``i`` belongs to shard ``i % STREAM_SHARDS``. ``datasets``
+    hands dataloader workers (and ``split_dataset_by_node`` or accelerate's
+    ``shard`` hands ranks) disjoint sets of shards, so no two consumers make
+    the same row and together they make exactly the rows of one consumer.
+    Order: one consumer reads scenes ``start, start+1, ...``; a consumer holding
+    some of the shards reads them round-robin (worker ``w`` of ``W`` reads
+    ``w, w+W, w+2W, ...``; see :func:`scene_indices`), so a staged curriculum
+    advances at the same pace however many consumers there are. ``shuffle()``
+    permutes the shards, the same way in every round. Deterministic for a
+    given (spec, seed) and number of consumers.
+
+    Skipped: scenes whose fingerprint is in ``exclude_fingerprints``, and
+    always those of the held-out spec the spec names (``heldout_spec``), so a
+    training stream never yields a held-out scene.
+    """
+    from rosetrain.data.generate import heldout_guard
+    from rosetrain.data.shards import interleaved_dataset
+    from rosetrain.spec import load_spec
 
     spec = load_spec(spec_path)
-    heldout = check_training_spec(spec)
-    heldout_family = spec.heldout_family if spec.role == "heldout" else (heldout and heldout.heldout_family)
-    return datasets.IterableDataset.from_generator(
+    heldout_family, heldout = heldout_guard(spec)
+    return interleaved_dataset(
         iter_rows, features=hf_features(),
-        gen_kwargs={"spec": spec, "seed": seed, "split": split, "start": start, "stop": stop,
-                    "heldout_family": heldout_family})
+        gen_kwargs={"spec": spec, "seed": seed, "split": split, "shards": list(range(STREAM_SHARDS)),
+                    "start": start, "stop": stop, "heldout_family": heldout_family,
+                    "exclude": frozenset(exclude_fingerprints) | heldout})

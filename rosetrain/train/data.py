@@ -4,7 +4,8 @@ Training rows are the generators' HF rows (``rosetrain.data.hf``): streamed
 from a spec, or read from a generated folder's Parquet shards. Held-out items
 are release records (``metadata_<split>.jsonl``) scored with the scorer. The
 two never share a scene: a folder that overlaps the held-out split is an
-error; a stream skips the held-out split's scenes (it cannot be listed).
+error; a stream skips the held-out split's scenes (it cannot be listed), with
+the stream's own exclusion (``stream_dataset(exclude_fingerprints=...)``).
 """
 from __future__ import annotations
 
@@ -44,14 +45,17 @@ def check_spec(data: DataConfig) -> None:
                           f"{type(err).__name__}: {err}") from None
 
 
-def _stream(data: DataConfig):
+def _stream(data: DataConfig, exclude_fingerprints: Iterable[str] = ()):
     from rosetrain.data.hf import stream_dataset
 
-    return stream_dataset(data.spec, split=data.split, seed=data.seed)
+    return stream_dataset(data.spec, split=data.split, seed=data.seed,
+                          exclude_fingerprints=exclude_fingerprints)
 
 
 def train_dataset(data: DataConfig, exclude_fingerprints: Iterable[str] = (), seed: int = 0):
-    """A ``datasets.Dataset`` (folder) or an unlimited ``IterableDataset`` (spec)."""
+    """A ``datasets.Dataset`` (folder) or an unlimited ``IterableDataset`` (spec).
+    A stream skips the scenes in ``exclude_fingerprints`` (the held-out split's);
+    a folder is checked for overlap before training instead (:func:`check_no_overlap`)."""
     if data.folder is not None:
         from rosetrain.data.hf import load_hf_split
 
@@ -59,10 +63,7 @@ def train_dataset(data: DataConfig, exclude_fingerprints: Iterable[str] = (), se
         if data.max_rows is not None:
             dataset = dataset.select(range(min(data.max_rows, len(dataset))))
         return dataset
-    dataset = _stream(data)
-    exclude = frozenset(exclude_fingerprints)
-    if exclude:
-        dataset = dataset.filter(lambda row: row["scene_fingerprint"] not in exclude)
+    dataset = _stream(data, exclude_fingerprints)
     if data.shuffle_buffer > 1:
         dataset = dataset.shuffle(seed=seed, buffer_size=data.shuffle_buffer)
     return dataset
