@@ -132,7 +132,7 @@ def test_batched_generation_matches_one_at_a_time(split_dir, tiny_model):
     whatever it sees, which would make this test unable to fail)."""
     import torch
 
-    from rosetrain.commands.evaluate import select_records, with_image_paths
+    from rosetrain.data.release import select_records, with_image_paths
     from rosetrain.models.loading import load_model_and_processor
 
     model, processor = load_model_and_processor(tiny_model)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from rosetrain.data.release import select_records, with_image_paths
 from rosetrain.errors import RosetrainError
 from rosetrain.predictions import PredictionWriter, prediction_row
 
@@ -77,27 +78,6 @@ def load_suite(path: str | Path) -> EvalSuite:
         raise RosetrainError(f"{path}: unknown field(s) {', '.join(unknown)}; "
                              f"valid: {', '.join(SUITE_FIELDS)}")
     return EvalSuite(**raw, source=str(path))
-
-
-def select_records(data_dir: str | Path, split: str, limit: int | None,
-                   bridges: bool | None = None) -> tuple[list[dict[str, Any]], Path]:
-    """The split's records in file order (the first ``limit`` of them), and the
-    folder their ``image`` paths are relative to (the metadata file's)."""
-    from rosetrain.data.release import load_split, split_files
-
-    records = load_split(data_dir, split, bridges=bridges)
-    if limit is not None:
-        if limit < 1:
-            raise RosetrainError(f"--limit must be at least 1, got {limit}")
-        records = records[:limit]
-    if not records:
-        raise RosetrainError(f"{data_dir}: split {split!r} has no items")
-    return records, split_files(data_dir, split, bridges)[0].parent
-
-
-def with_image_paths(records: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]]:
-    """Copies whose ``image`` (relative to the split folder) opens from any working dir."""
-    return [{**r, "image": str(root / r["image"])} for r in records]
 
 
 def answers_as_they_come(runner, records: Sequence[Mapping[str, Any]], batch_size: int):
@@ -279,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
                        api_key_env=args.api_key_env, trust_remote_code=args.trust_remote_code,
                        bridges=args.bridges, progress=not args.no_progress,
                        runner_options=options)
-    from rosetrain.commands.score import _print_headline  # the same table `rosetrain score` prints
+    from rosetrain.commands.score import print_headline  # the same table `rosetrain score` prints
 
-    _print_headline(summary, args.out)
+    print_headline(summary, args.out)
     return 0

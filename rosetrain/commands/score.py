@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="never read bridge files")
 
 
-def _print_headline(summary: dict, out: str) -> None:
+def print_headline(summary: dict, out: str) -> None:
+    """The per-template PASS/VALID/SOFT table and the gap (also printed by ``rosetrain eval``)."""
     def pct(value):
         return "-" if value is None else f"{100 * value:.1f}"
 
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     predictions = read_predictions(args.predictions)
     rows = score_predictions(golds, predictions, allow_partial=args.allow_partial)
     summary = write_scored_run(args.out, golds, rows)
-    _print_headline(summary, args.out)
+    print_headline(summary, args.out)
     if summary["coverage"] is not None and summary["coverage"] < 1:
         print(f"note: partial run, {summary['n']} of {summary['n_expected']} items scored",
               file=sys.stderr)

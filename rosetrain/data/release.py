@@ -1,4 +1,5 @@
-"""Reading a split in the ROSE release layout, and a predictions file.
+"""Reading a split in the ROSE release layout (all of it, or its first items with
+image paths that open from anywhere), and a predictions file.
 
 A split is ``DIR/metadata_<split>.jsonl`` (+ ``DIR/images/...``): a folder
 that ``rosetrain generate`` wrote or the official ROSE release. The official
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from rosetrain.errors import RosetrainError
 
@@ -88,6 +89,25 @@ def load_split(root: str | os.PathLike, split: str = "test",
             seen[item_id] = f"{path.name}:{number}"
             records.append(record)
     return records
+
+
+def select_records(data_dir: str | Path, split: str, limit: int | None,
+                   bridges: bool | None = None) -> tuple[list[dict[str, Any]], Path]:
+    """The split's records in file order (the first ``limit`` of them), and the
+    folder their ``image`` paths are relative to (the metadata file's)."""
+    records = load_split(data_dir, split, bridges=bridges)
+    if limit is not None:
+        if limit < 1:
+            raise RosetrainError(f"--limit must be at least 1, got {limit}")
+        records = records[:limit]
+    if not records:
+        raise RosetrainError(f"{data_dir}: split {split!r} has no items")
+    return records, split_files(data_dir, split, bridges)[0].parent
+
+
+def with_image_paths(records: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """Copies whose ``image`` (relative to the split folder) opens from any working dir."""
+    return [{**r, "image": str(root / r["image"])} for r in records]
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:

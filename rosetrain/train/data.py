@@ -85,7 +85,7 @@ def folder_fingerprints(data: DataConfig) -> set[str]:
 
 def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
     """Every record of the held-out split, with absolute image paths."""
-    from rosetrain.commands.evaluate import select_records, with_image_paths
+    from rosetrain.data.release import select_records, with_image_paths
 
     if not Path(config.folder).exists():
         raise RecipeError(f"eval.folder: {config.folder} does not exist")
