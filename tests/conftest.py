@@ -17,6 +17,15 @@ def rose_sample_dir() -> Path:
     return SHARED_ROSE
 
 
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """One tiny model (``size="tiny"``, seed 0) for the whole session. Read-only:
+    a test that changes the folder must copy it first."""
+    from rosetrain.models.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model") / "tiny", size="tiny")
+
+
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text)

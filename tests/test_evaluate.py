@@ -29,13 +29,6 @@ def split_dir(tmp_path_factory) -> Path:
     return generate_split(tmp_path_factory.mktemp("split") / "smoke", scenes=3)
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    from rosetrain.models.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("model") / "tiny", size="tiny")
-
-
 class OracleRunner:
     """Answers the gold answer; checks each record reaches it with an openable image."""
 
@@ -68,14 +61,14 @@ def test_a_run_folder_refuses_predictions_of_another_model(split_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_eval_tiny_model_resumes_and_compares(split_dir, tiny_model, tmp_path, monkeypatch):
+def test_eval_tiny_model_resumes_and_compares(split_dir, tiny_model_dir, tmp_path, monkeypatch):
     run_a, run_b = tmp_path / "a", tmp_path / "b"
-    args = ["eval", "--model", str(tiny_model), "--data", str(split_dir), "--split", "test",
+    args = ["eval", "--model", str(tiny_model_dir), "--data", str(split_dir), "--split", "test",
             "--max-new-tokens", "8", "--batch-size", "2", "--no-progress"]
     assert cli_main(args + ["--out", str(run_a), "--limit", "5"]) == 0
     predictions = read_jsonl(run_a / "predictions.jsonl")
     assert [p["item_id"] for p in predictions] == [f"test-0000000-T{t}" for t in "12345"]
-    assert all(p["model"] == str(tiny_model) and p["error"] is None
+    assert all(p["model"] == str(tiny_model_dir) and p["error"] is None
                and isinstance(p["raw_text"], str) for p in predictions)
     summary = json.loads((run_a / "evaluation_summary.json").read_text())
     assert summary["n"] == 5 and len(read_jsonl(run_a / "per_item_eval.jsonl")) == 5
@@ -125,7 +118,7 @@ def test_eval_tiny_model_resumes_and_compares(split_dir, tiny_model, tmp_path, m
 
 
 @pytest.mark.slow
-def test_batched_generation_matches_one_at_a_time(split_dir, tiny_model):
+def test_batched_generation_matches_one_at_a_time(split_dir, tiny_model_dir):
     """Left padding: a batch of prompts of different lengths (images of different
     sizes) decodes exactly like each prompt alone. Weights are scaled up so the
     random model's output depends on its input (at init it says the same thing
@@ -135,7 +128,7 @@ def test_batched_generation_matches_one_at_a_time(split_dir, tiny_model):
     from rosetrain.data.release import select_records, with_image_paths
     from rosetrain.models.loading import load_model_and_processor
 
-    model, processor = load_model_and_processor(tiny_model)
+    model, processor = load_model_and_processor(tiny_model_dir)
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for parameter in model.parameters():

@@ -34,16 +34,14 @@ def _generate(spec: Path, out: Path, split: str, scenes: int, formats: str) -> P
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
+def env(tmp_path_factory, tiny_model_dir):
     """A tiny model, a training folder (Parquet) and a held-out folder (release layout)."""
-    from rosetrain.models.tiny import build_tiny_model
-
     root = tmp_path_factory.mktemp("train-env")
     (root / "train.yaml").write_text(TRAIN_SPEC)
     (root / "heldout.yaml").write_text(HELDOUT_SPEC)
     return {
         "root": root,
-        "model": build_tiny_model(root / "tiny", size="tiny"),
+        "model": tiny_model_dir,
         "train": _generate(root / "train.yaml", root / "train", "train", 6, "release,hf"),
         "heldout": _generate(root / "heldout.yaml", root / "heldout", "test", 2, "release"),
         "spec": root / "train.yaml",
