@@ -21,7 +21,8 @@ import numpy as np
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
                                 REGION_CASES, SHORT_NAME)
-from rosetrain.scoring.files import atomic_write_text, json_text, read_scored_rows
+from rosetrain.io import atomic_write
+from rosetrain.scoring.files import json_text, read_scored_rows
 from rosetrain.scoring.metrics import headline, mean, subset_macro, template_order
 
 HEADLINE_KEYS = ("counting_avg", "action_avg", "avg_pass", "gap")
@@ -232,11 +233,11 @@ def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
               **compare_pairs(pairs, resamples, seed)}
     if out_dir is not None:
         out = Path(out_dir)
-        atomic_write_text(out / "compare.json", json_text(result))
+        atomic_write(out / "compare.json", json_text(result))
         images = []
         if plots:
             images = write_plots(result, out)
-        atomic_write_text(out / "report.md", report_markdown(result, images))
+        atomic_write(out / "report.md", report_markdown(result, images))
     return result
 
 
@@ -285,13 +286,11 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rosetrain.scoring.files import atomic_write_bytes
-
     def save(fig, name):
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
         plt.close(fig)
-        atomic_write_bytes(Path(out_dir) / name, buffer.getvalue())
+        atomic_write(Path(out_dir) / name, buffer.getvalue())
         return name
 
     def bars(ax, labels, before, after, errors=None):

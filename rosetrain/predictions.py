@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rosetrain.data.release import read_predictions
-from rosetrain.scoring.files import atomic_write_text, jsonl_text
+from rosetrain.io import atomic_write
+from rosetrain.scoring.files import jsonl_text
 
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error")
 
@@ -76,7 +77,7 @@ class PredictionWriter:
         rows = read_predictions(self.path) if self.path.exists() else {}
         kept = {i: row for i, row in rows.items() if not (retry_errors and row.get("error"))}
         if len(kept) != len(rows):
-            atomic_write_text(self.path, jsonl_text(kept.values()))
+            atomic_write(self.path, jsonl_text(kept.values()))
         self.rows: dict[str, dict[str, Any]] = kept
         self._handle = open(self.path, "ab")
 

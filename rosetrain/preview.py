@@ -2,7 +2,6 @@
 of their tasks outlined, for a person to check labels at a glance."""
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable
@@ -88,8 +87,3 @@ def contact_sheet(root: str | Path, records: Iterable[dict[str, Any]], limit: in
         draw.text((x + 16, 5), name, fill="black")
         x += 24 + 7 * len(name)
     return sheet
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]

@@ -13,10 +13,9 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from rosetrain import protocol as P
 from rosetrain.errors import RosetrainError
+from rosetrain.io import read_yaml_mapping
 
 # ROSE-like grid size profiles (observed ranges of the v0.1 test split).
 PROFILES = {
@@ -230,14 +229,7 @@ def _families(raw: Any) -> dict[str, FamilySpec]:
 def load_spec(path: str | Path, *, check_fonts: bool = True) -> Spec:
     """Read and validate a spec file. Every error names the file and the field."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise SpecError(f"spec file not found: {path}") from None
-    except yaml.YAMLError as err:
-        raise SpecError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(raw, Mapping):
-        raise SpecError(f"{path}: expected a mapping at the top level")
+    raw = read_yaml_mapping(path, "spec", SpecError)
     try:
         spec = spec_from_dict(raw, path)
     except (ValueError, TypeError) as err:

@@ -62,17 +62,12 @@ class EvalSuite:
 
 
 def load_suite(path: str | Path) -> EvalSuite:
-    import yaml
+    from rosetrain.io import read_yaml_mapping
 
     path = Path(path)
     if not path.is_file():
         raise RosetrainError(f"--suite: no such file: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise RosetrainError(f"{path}: not valid YAML ({err})") from None
-    if not isinstance(raw, dict):
-        raise RosetrainError(f"{path}: a suite is a mapping of {', '.join(SUITE_FIELDS)}")
+    raw = read_yaml_mapping(path, "suite", expected=f"a mapping of {', '.join(SUITE_FIELDS)}")
     unknown = sorted(set(raw) - set(SUITE_FIELDS))
     if unknown:
         raise RosetrainError(f"{path}: unknown field(s) {', '.join(unknown)}; "
@@ -143,8 +138,9 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
     already loaded in this process. The model is loaded only when items remain.
     ``eval_run.json`` records what this call ran and how fast.
     """
+    from rosetrain.io import atomic_write
     from rosetrain.scoring.batch import score_predictions, write_scored_run
-    from rosetrain.scoring.files import atomic_write_text, json_text
+    from rosetrain.scoring.files import json_text
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
@@ -169,7 +165,7 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
                                          progress=progress, close=isinstance(runner, str))
     rows = score_predictions(records, predictions)
     summary = write_scored_run(out, records, rows)
-    atomic_write_text(out / RUN_FILE, json_text({
+    atomic_write(out / RUN_FILE, json_text({
         "model": name, "runner": kind, "data": str(data_dir), "split": split, "limit": limit,
         "bridges": bridges, "batch_size": batch_size, "max_new_tokens": max_new_tokens,
         **stats}))

@@ -14,17 +14,19 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    import io
+
     from rosetrain.errors import RosetrainError
-    from rosetrain.preview import contact_sheet, read_jsonl
+    from rosetrain.io import atomic_write, read_jsonl
+    from rosetrain.preview import contact_sheet
 
     metadata = Path(args.data) / f"metadata_{args.split}.jsonl"
     if not metadata.exists():
         raise RosetrainError(f"{metadata} does not exist (generate the split first)")
     out = Path(args.out or Path(args.data) / f"preview_{args.split}.png")
     sheet = contact_sheet(args.data, read_jsonl(metadata), args.limit, args.columns, args.template)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp.png")
-    sheet.save(tmp)
-    tmp.replace(out)
+    buffer = io.BytesIO()
+    sheet.save(buffer, format="PNG")
+    atomic_write(out, buffer.getvalue())
     print(out)
     return 0

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 
 from rosetrain.errors import RosetrainError
 from rosetrain.examples import build_example
+from rosetrain.io import atomic_write, iter_jsonl
 from rosetrain.scene import sample_scene
 from rosetrain.spec import Spec, check_training_spec, load_spec
 
@@ -64,14 +65,6 @@ class GenerateJob:
     @property
     def manifest_path(self) -> Path:
         return self.out_dir / ".parts" / f"{self.split}.manifest.json"
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as handle:
-        handle.write(data.encode() if isinstance(data, str) else data)
-    os.replace(tmp, path)
 
 
 def spec_sha256(spec: Spec) -> str:
@@ -222,11 +215,7 @@ def _heldout_fingerprints_of(path: str, sha256: str) -> frozenset[str]:
 
 
 def read_fingerprints(metadata: Path) -> set[str]:
-    fingerprints = set()
-    with open(metadata, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                fingerprints.add(json.loads(line).get("scene_fingerprint"))
+    fingerprints = {row.get("scene_fingerprint") for _, row in iter_jsonl(metadata)}
     fingerprints.discard(None)
     return fingerprints
 

@@ -11,12 +11,12 @@ asked for (``bridges=True``), or when the folder holds only them. A path to a
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rosetrain.errors import RosetrainError
+from rosetrain.io import iter_jsonl
 
 # Fields the scorer needs from every record (region_params or region_params_json too).
 REQUIRED_FIELDS = ("item_id", "task_template", "region_type", "rows", "cols",
@@ -46,26 +46,6 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
                          f"found: {', '.join(found) or 'no metadata_*.jsonl files'}")
 
 
-def _read_jsonl(path: Path):
-    """(line number, object) for each non-blank line; bad JSON names file and line."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as err:
-        raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as err:
-                raise RosetrainError(f"{path}:{number}: not valid JSON ({err})") from None
-            if not isinstance(row, dict):
-                raise RosetrainError(f"{path}:{number}: expected a JSON object, "
-                                     f"got {type(row).__name__}")
-            yield number, row
-
-
 def load_split(root: str | os.PathLike, split: str = "test",
                bridges: bool | None = None) -> list[dict[str, Any]]:
     """Every record of ``split`` in file order (see :func:`split_files` for ``bridges``).
@@ -76,7 +56,7 @@ def load_split(root: str | os.PathLike, split: str = "test",
     records: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     for path in split_files(root, split, bridges):
-        for number, record in _read_jsonl(path):
+        for number, record in iter_jsonl(path):
             missing = [f for f in REQUIRED_FIELDS if record.get(f) is None]
             if "region_params" not in record and "region_params_json" not in record:
                 missing.append("region_params")
@@ -121,7 +101,7 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         raise RosetrainError(f"{path}: no such predictions file")
     rows: dict[str, dict[str, Any]] = {}
     lines: dict[str, int] = {}
-    for number, row in _read_jsonl(path):
+    for number, row in iter_jsonl(path):
         item_id = row.get("item_id")
         if not isinstance(item_id, str) or not item_id:
             raise RosetrainError(f"{path}:{number}: a prediction needs a string 'item_id'")

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rosetrain.errors import RosetrainError
-from rosetrain.scoring.files import (PER_ITEM_FILE, SUMMARY_FILE, atomic_write_text, json_text,
-                                     jsonl_text)
+from rosetrain.io import atomic_write
+from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE, json_text, jsonl_text
 from rosetrain.scoring.gold import prepare_gold
 from rosetrain.scoring.item import score_item
 from rosetrain.scoring.metrics import summarize
@@ -57,9 +57,9 @@ def write_scored_run(out_dir: str | os.PathLike, golds: Sequence[Mapping[str, An
     """Write per_item_eval.jsonl, evaluation_summary.json, summary.md and CSV tables."""
     out = Path(out_dir)
     summary = summarize(golds, rows)
-    atomic_write_text(out / PER_ITEM_FILE, jsonl_text(rows))
-    atomic_write_text(out / SUMMARY_FILE, json_text(summary))
-    atomic_write_text(out / "summary.md", summary_markdown(summary))
+    atomic_write(out / PER_ITEM_FILE, jsonl_text(rows))
+    atomic_write(out / SUMMARY_FILE, json_text(summary))
+    atomic_write(out / "summary.md", summary_markdown(summary))
     for name, text in csv_tables(summary).items():
-        atomic_write_text(out / name, text)
+        atomic_write(out / name, text)
     return summary

@@ -117,7 +117,7 @@ class AdapterBaseCallback(TrainerCallback):
 
 
 def set_adapter_base(folder: Path, base: str) -> None:
-    from rosetrain.data.generate import atomic_write
+    from rosetrain.io import atomic_write
     from rosetrain.models.loading import ADAPTER_CONFIG
 
     path = Path(folder) / ADAPTER_CONFIG

@@ -221,7 +221,7 @@ def resume_from(recipe: Recipe) -> str | None:
 
 
 def record_recipe(recipe: Recipe) -> None:
-    from rosetrain.data.generate import atomic_write
+    from rosetrain.io import atomic_write
 
     out = Path(recipe.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -249,7 +249,7 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     if recipe.save_merged:
         summary["merged"] = str(save_merged(trainer, recipe, processor))
     if trainer.is_world_process_zero():
-        from rosetrain.data.generate import atomic_write
+        from rosetrain.io import atomic_write
 
         atomic_write(Path(recipe.output_dir) / "train_summary.json", json.dumps(summary, indent=2))
     return summary

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from rosetrain.errors import RosetrainError
+from rosetrain.io import read_yaml_mapping
 
 METHODS = ("sft", "grpo")
 REWARDS = ("pass", "soft", "format")
@@ -238,15 +239,7 @@ def load_recipe(path: str | Path, overrides: Sequence[str] = (), method: str | N
     """Read, override (``key=value`` strings) and validate a recipe. ``method``,
     when given (from ``rosetrain train sft|grpo``), must agree with the file's."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RecipeError(f"recipe file not found: {path}") from None
-    except yaml.YAMLError as err:
-        raise RecipeError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(raw, Mapping):
-        raise RecipeError(f"{path}: expected a mapping of recipe keys at the top level")
-    raw = dict(raw)
+    raw = read_yaml_mapping(path, "recipe", RecipeError, expected="a mapping of recipe keys at the top level")
     for item in overrides:
         apply_override(raw, item, path)
     if method is not None:

@@ -1,0 +1,76 @@
+"""Files every part of rosetrain writes and reads: atomic writes, JSONL, YAML
+mappings. Standard library only (``yaml`` is imported when a YAML file is read),
+so the fast commands can use it."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from rosetrain.errors import RosetrainError
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8, newlines as given) to a temp file beside
+    ``path``, then rename it into place: a reader sees the old file or the new
+    one, never part of one. A failed write leaves no temp file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # one temp name per process and thread, so concurrent writers never share one
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a line that is not a JSON
+    object fails naming the file and the line."""
+    path = Path(path)
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as err:
+        raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as err:
+                raise RosetrainError(f"{path}:{number}: not valid JSON ({err})") from None
+            if not isinstance(row, dict):
+                raise RosetrainError(f"{path}:{number}: expected a JSON object, "
+                                     f"got {type(row).__name__}")
+            yield number, row
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every object of a JSONL file, in order (errors as :func:`iter_jsonl`)."""
+    return [row for _, row in iter_jsonl(path)]
+
+
+def read_yaml_mapping(path: str | os.PathLike, what: str, error: type[Exception] = RosetrainError,
+                      expected: str = "a mapping at the top level") -> dict[str, Any]:
+    """A YAML file (``yaml.safe_load``) whose top level is a mapping. A missing
+    file, bad YAML or another top level raises ``error`` naming the file;
+    ``what`` names the kind of file ("spec", "recipe")."""
+    import yaml
+
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{what} file not found: {path}") from None
+    except yaml.YAMLError as err:
+        raise error(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(raw, Mapping):
+        raise error(f"{path}: expected {expected}")
+    return dict(raw)
