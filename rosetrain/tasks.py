@@ -19,6 +19,7 @@ from rosetrain.scene import Scene, _choose, derived_seed
 from rosetrain.spec import LevelSpec
 
 _TRIES = 48
+_NEAREST = {"partial": ("all", "zero"), "all": ("partial", "zero"), "zero": ("partial", "all")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +64,7 @@ def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
     # The anchor decides the case: the region (or, for exclusion, the excluded
     # part) is grown around no target, one target, or all of them.
     inner_want = {"zero": "all", "all": "zero"}.get(want, want) if exclusion else want
-    best = None
+    found: dict[str, Region] = {}
     for _ in range(_TRIES):
         if inner_want == "all" and targets:
             anchor = targets
@@ -83,7 +84,10 @@ def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
         case = _case(sum(1 for t in targets if t in cells), len(targets))
         if case == want or not targets and case == "zero":
             return region, case
-        best = best or (region, case)
+        found.setdefault(case, region)
+    # The wanted case is impossible here (one target cannot be "partial"):
+    # take the nearest case found, e.g. partial -> all (some targets inside).
+    best = next(((found[c], c) for c in _NEAREST[want] if c in found), None)
     if best is None:  # targets span the grid: fall back to a one-cell-wide region
         inner = _rect_around(random.Random(0), kind, rows, cols, [rng.choice(all_cells)])
         inner = Region(kind, {k: v for k, v in inner.params.items()} | _single(inner.params))
