@@ -1,0 +1,120 @@
+"""The demo's report: what each stage scored, whether the targets were met,
+and what is in and out of distribution, as Markdown with PNG plots."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rosetrain import protocol as P
+from rosetrain.io import atomic_write
+
+
+def pct(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
+
+
+def stage_table(stages: dict[str, dict[str, Any]]) -> list[str]:
+    templates = [t for t in P.MAIN_TEMPLATES]
+    head = "| stage | " + " | ".join(P.SHORT_NAME[t] for t in templates) + \
+           " | Counting | Action | Gap | Avg | VALID |"
+    lines = [head, "|" + "---|" * (len(templates) + 6)]
+    for name, s in stages.items():
+        cells = [pct(s["templates"].get(t, {}).get("pass")) for t in templates]
+        lines.append(f"| {name} | " + " | ".join(cells) +
+                     f" | {pct(s['counting_avg'])} | {pct(s['action_avg'])} | {pct(s['gap'])} | "
+                     f"{pct(s['avg_pass'])} | {pct(s['valid'])} |")
+    return lines
+
+
+def plot_stages(stages: dict[str, dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(stages)
+    counting = [stages[n]["counting_avg"] for n in names]
+    action = [stages[n]["action_avg"] for n in names]
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
+    xs = range(len(names))
+    ax.bar([x - 0.2 for x in xs], counting, 0.4, label="Counting Avg (G-Cnt, L-Cnt)", color="#4C72B0")
+    ax.bar([x + 0.2 for x in xs], action, 0.4, label="Action Avg (L-Clk, V-Clk, Excl-CS)", color="#DD8452")
+    for x, c, a in zip(xs, counting, action):
+        ax.annotate(f"gap {100 * (c - a):.0f}", (x, max(c, a) + 0.03), ha="center", fontsize=8)
+    ax.set_xticks(list(xs), names)
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("PASS on held-out scenes")
+    ax.set_title("Counting-to-action gap, per stage")
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_report(out: Path, summary: dict[str, Any]) -> None:
+    plot_stages(summary["stages"], out / "stages.png")
+    compare_dir = out / "compare" / "base-vs-final" / "heldout"
+    for png in compare_dir.glob("*.png"):
+        shutil.copyfile(png, out / png.name)
+    c = summary["compare"]
+    cfg = summary["config"]
+    lines = [
+        "# rosetrain demo: closing the counting-to-action gap",
+        "",
+        f"Base model `{cfg['base']}` (trained on counting only), then SFT"
+        + (" and GRPO" if summary["final_stage"] == "grpo" else "") +
+        f" on the rosetrain curriculum. Seed {summary['seed']}; total run time "
+        f"{summary['seconds'] / 60:.1f} min ({', '.join(f'{k} {v:.0f} s' for k, v in summary['stage_seconds'].items())}).",
+        "",
+        "## Held-out split (in distribution: trained family, scenes never trained on)",
+        "",
+        f"{c['n_items']} items over {c['n_scenes']} scenes (`generators/demo/heldout.yaml`, its own seed namespace). PASS %:",
+        "",
+        *stage_table(summary["stages"]),
+        "",
+        "![stages](stages.png)",
+        "",
+        f"## Base vs {summary['final_stage']}: paired deltas (bootstrap over scenes, 95% CI)",
+        "",
+        "| metric | before | after | delta | 95% CI | McNemar p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, e in list(c["templates"].items()) + [(k, c[k]) for k in ("counting_avg", "action_avg", "gap", "avg_pass")]:
+        label = P.SHORT_NAME.get(name, name)
+        p_value = f"{e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
+        lines.append(f"| {label} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} | "
+                     f"[{pct(e['ci95'][0], True)}, {pct(e['ci95'][1], True)}] | {p_value} |")
+    lines += ["", "By region case (zero: the right action is to abstain):", "",
+              "| case | n | before | after | delta |", "|---|---|---|---|---|"]
+    for case, e in c["by_region_case"].items():
+        lines.append(f"| {case} | {e['n']} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} |")
+    lines += ["", "## Targets", "", "| target | value | required | met |", "|---|---|---|---|"]
+    for name, t in summary["targets"].items():
+        value = "-" if t["value"] is None else f"{t['value']:.3f}"
+        lines.append(f"| {name} | {value} | {t['target']} | {'yes' if t['met'] else '**no**'} |")
+    lines += ["", "## Out of distribution: the held-out visual family", "",
+              "The `sprite_edit` family never appears in any demo training stage "
+              "(`generators/demo/heldout-family.yaml`); it is reported here on its own, not averaged in:", "",
+              *stage_table(summary["heldout_family"]), ""]
+    lines += grpo_note(summary)
+    lines += ["", "Files: `summary.json` (all numbers), `eval/<stage>-<split>/` (predictions, per-item "
+              "scores), `compare/` (paired comparisons and plots).", ""]
+    atomic_write(out / "report.md", "\n".join(lines))
+
+
+def grpo_note(summary: dict[str, Any]) -> list[str]:
+    cmp = summary.get("compare_sft_grpo")
+    if not cmp:
+        return ["## GRPO", "", "GRPO was skipped in this run.", ""]
+    delta = cmp["avg_pass"]["delta"]
+    low, high = cmp["avg_pass"]["ci95"]
+    verdict = ("GRPO improved on SFT" if low > 0 else
+               "GRPO made things worse than SFT" if high < 0 else
+               "GRPO did not measurably improve on SFT on this model")
+    return ["## Did GRPO help?", "",
+            f"{verdict}: avg PASS {pct(delta, True)} points vs SFT (95% CI [{pct(low, True)}, "
+            f"{pct(high, True)}]); action {pct(cmp['action_avg']['delta'], True)}, counting "
+            f"{pct(cmp['counting_avg']['delta'], True)}.", ""]

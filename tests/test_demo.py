@@ -1,0 +1,63 @@
+"""The demo's orchestration on the tiny model with a handful of steps: every
+stage runs through the real generate/train/eval/compare code, the report and
+summary are written, a rerun resumes, and the same seed gives the same summary."""
+import json
+import shutil
+
+import pytest
+
+from rosetrain.demo import DemoConfig, run_demo
+
+pytestmark = pytest.mark.slow
+
+
+def small_config(out, base):
+    return DemoConfig(out=out, base=base, sft_steps=2, grpo_steps=2, heldout_scenes=3, family_scenes=2,
+                      eval_batch_size=8, max_new_tokens=12, threads=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory, tiny_model_dir):
+    out = tmp_path_factory.mktemp("demo") / "run"
+    return out, run_demo(small_config(out, tiny_model_dir))
+
+
+def test_summary_and_report(demo_run):
+    out, summary = demo_run
+    on_disk = json.loads((out / "summary.json").read_text())
+    assert set(on_disk["stages"]) == {"base", "sft", "grpo"}
+    for stage in on_disk["stages"].values():
+        assert {"counting_avg", "action_avg", "gap", "avg_pass", "templates"} <= set(stage)
+    assert {"ci95", "delta", "before", "after"} <= set(on_disk["compare"]["action_avg"])
+    assert set(on_disk["targets"]) == {"base_gap", "action_gain", "gap_ratio", "counting_drop"}
+    report = (out / "report.md").read_text()
+    assert "held-out visual family" in report and "Did GRPO help?" in report and "Targets" in report
+    assert (out / "stages.png").stat().st_size > 1000
+    assert on_disk["heldout_family"]["base"]["n"] > 0
+
+
+def test_rerun_resumes_from_finished_stages(demo_run, capsys):
+    out, summary = demo_run
+    again = run_demo(small_config(out, summary["config"]["base"]))
+    log = capsys.readouterr().out
+    assert log.count("done in an earlier run") == 7
+    assert again["stages"] == summary["stages"]
+
+
+def test_interrupted_stage_reruns_and_same_seed_same_summary(demo_run, tmp_path):
+    out, summary = demo_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    for stage in ("eval-grpo", "compare"):  # as if interrupted during GRPO's evaluation
+        (copy / "stages" / f"{stage}.json").unlink()
+    shutil.rmtree(copy / "eval" / "grpo-heldout")
+    again = run_demo(small_config(copy, summary["config"]["base"]))
+    assert again["stages"] == summary["stages"]
+    assert again["compare"]["action_avg"] == summary["compare"]["action_avg"]
+
+
+def test_missing_base_is_a_clear_error(tmp_path):
+    from rosetrain.errors import RosetrainError
+
+    with pytest.raises(RosetrainError, match="rebuild-base"):
+        run_demo(DemoConfig(out=tmp_path / "o", base=tmp_path / "nothing"))
