@@ -136,7 +136,7 @@ def check_base(base: Path) -> None:
 def run_demo(config: DemoConfig) -> dict[str, Any]:
     """All stages; returns the summary also written to OUT/summary.json."""
     from rosetrain.compare import compare_runs
-    from rosetrain.demo_report import write_report
+    from rosetrain.demo_report import majority_baseline, write_report
 
     check_base(config.base)
     if config.threads is not None:
@@ -189,6 +189,8 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "compare": compares[f"base-vs-final/heldout"],
         "compare_heldout_family": compares["base-vs-final/heldout-family"],
         "compare_sft_grpo": compares.get("sft-vs-grpo/heldout"),
+        "majority_baseline": {split: majority_baseline(config.out / "data" / split / "metadata_test.jsonl")
+                              for split in ("heldout", "heldout-family")},
         "final_stage": final_stage,
         "seed": config.seed,
         "stage_seconds": timings,

@@ -16,8 +16,8 @@ def pct(value: float | None, signed: bool = False) -> str:
     return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
 
 
-def stage_table(stages: dict[str, dict[str, Any]]) -> list[str]:
-    templates = [t for t in P.MAIN_TEMPLATES]
+def stage_table(stages: dict[str, dict[str, Any]], baseline: dict[str, float] | None = None) -> list[str]:
+    templates = list(P.MAIN_TEMPLATES)
     head = "| stage | " + " | ".join(P.SHORT_NAME[t] for t in templates) + \
            " | Counting | Action | Gap | Avg | VALID |"
     lines = [head, "|" + "---|" * (len(templates) + 6)]
@@ -26,7 +26,25 @@ def stage_table(stages: dict[str, dict[str, Any]]) -> list[str]:
         lines.append(f"| {name} | " + " | ".join(cells) +
                      f" | {pct(s['counting_avg'])} | {pct(s['action_avg'])} | {pct(s['gap'])} | "
                      f"{pct(s['avg_pass'])} | {pct(s['valid'])} |")
+    if baseline:
+        counting = sum(baseline[t] for t in P.COUNTING_TEMPLATES) / len(P.COUNTING_TEMPLATES)
+        action = sum(baseline[t] for t in P.ACTION_TEMPLATES) / len(P.ACTION_TEMPLATES)
+        lines.append("| *majority answer* | " + " | ".join(pct(baseline[t]) for t in templates) +
+                     f" | {pct(counting)} | {pct(action)} | | | |")
     return lines
+
+
+def majority_baseline(metadata: Path) -> dict[str, float]:
+    """PASS of always giving each template's most common gold answer: the
+    chance level a model must beat to show it perceives anything."""
+    from collections import Counter
+
+    from rosetrain.io import read_jsonl
+
+    answers: dict[str, Counter] = {}
+    for row in read_jsonl(metadata):
+        answers.setdefault(row["task_template"], Counter())[row["answer"]] += 1
+    return {t: c.most_common(1)[0][1] / sum(c.values()) for t, c in answers.items()}
 
 
 def plot_stages(stages: dict[str, dict[str, Any]], path: Path) -> None:
@@ -73,7 +91,9 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
         "",
         f"{c['n_items']} items over {c['n_scenes']} scenes (`generators/demo/heldout.yaml`, its own seed namespace). PASS %:",
         "",
-        *stage_table(summary["stages"]),
+        *stage_table(summary["stages"], summary["majority_baseline"]["heldout"]),
+        "",
+        "The last row is the chance level: always giving a template's most common gold answer.",
         "",
         "![stages](stages.png)",
         "",
@@ -98,7 +118,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
     lines += ["", "## Out of distribution: the held-out visual family", "",
               "The `sprite_edit` family never appears in any demo training stage "
               "(`generators/demo/heldout-family.yaml`); it is reported here on its own, not averaged in:", "",
-              *stage_table(summary["heldout_family"]), ""]
+              *stage_table(summary["heldout_family"], summary["majority_baseline"]["heldout-family"]), ""]
     lines += grpo_note(summary)
     lines += ["", "Files: `summary.json` (all numbers), `eval/<stage>-<split>/` (predictions, per-item "
               "scores), `compare/` (paired comparisons and plots).", ""]
