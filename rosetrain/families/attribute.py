@@ -69,9 +69,14 @@ class AttributeConfig(FamilyConfig):
 
     attributes: tuple[str, ...] = ATTRIBUTES
     shapes: tuple[str, ...] = tuple(SHAPES)
+    hue_range: tuple[float, float] = (0.0, 360.0)  # the base colour's hue, degrees
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        low, high = (float(v) for v in self.hue_range)
+        if not 0 <= low <= high <= 360:
+            raise ValueError(f"hue_range must be [low, high] within 0..360, got {self.hue_range!r}")
+        object.__setattr__(self, "hue_range", (low, high))
         for field, allowed in (("attributes", ATTRIBUTES), ("shapes", tuple(SHAPES))):
             value = getattr(self, field)
             if isinstance(value, str) or not value or any(v not in allowed for v in value):
@@ -142,7 +147,7 @@ class AttributeFamily(VisualFamily):
         rotatable = [shape for shape in self.config.shapes if SHAPES[shape][1] is not None]
         shape = rng.choice(rotatable if attribute == "rotation" else self.config.shapes)
         base = {"shape": shape, "size": BASE_SIZE, "rotation": round(rng.uniform(-20, 20), 2),
-                "hue": round(rng.uniform(0, 360), 2), "saturation": round(rng.uniform(0.55, 0.9), 3),
+                "hue": round(rng.uniform(*self.config.hue_range), 2), "saturation": round(rng.uniform(0.55, 0.9), 3),
                 "value": round(rng.uniform(0.6, 0.9), 3)}
         if SHAPES[shape][1] is None:
             base["rotation"] = 0.0
