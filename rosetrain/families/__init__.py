@@ -32,7 +32,7 @@ def get_family(name: str, config: dict | None = None) -> VisualFamily:
     return _cached_family(name, json.dumps(config or {}, sort_keys=True))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=64)  # one per (family, config): a spec has a dozen or so
 def _cached_family(name: str, config_json: str) -> VisualFamily:
     cls = family_class(name)
     return cls(cls.config_class(**json.loads(config_json)))

@@ -114,7 +114,7 @@ SHAPE_KIND = {"circle": ("polygon", 16), "triangle": ("polygon", 3), "square": (
               "cross": ("cross", 4), "arrow": ("arrow", 1), "heart": ("heart", 1)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=64)  # keyed by the config's shape list
 def ranked_shape_pairs(shapes: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """Shape pairs, most different first: another kind counts most, then the
     corner-count ratio, then how little their filled areas overlap (1 - IoU)."""

@@ -118,7 +118,7 @@ class _EmojiFamily(VisualFamily):
         return self._draw(item, cell_size)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=512)  # ~70 KB each at 109 px; one font's emoji set is ~240
 def raw_emoji(file: str, index: int, size: int, char: str) -> Image.Image:
     """One emoji on a transparent square canvas, centred, at the font's own size."""
     side = round(size * 1.25)

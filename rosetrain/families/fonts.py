@@ -44,7 +44,10 @@ def _is_path(spec: str) -> bool:
     return os.sep in spec or _split_index(spec)[0].lower().endswith((".ttf", ".otf", ".ttc", ".otc"))
 
 
-@functools.lru_cache(maxsize=None)
+# Every cache here is bounded: a `generate` worker renders scenes for hours, and
+# a cache keyed by anything that varies per scene grows until the process is killed.
+
+@functools.lru_cache(maxsize=256)  # keyed by the config's font names: a handful per spec
 def resolve_font(spec: str) -> FontRef | None:
     """The installed font a config entry names, or None if it is not installed."""
     if _is_path(spec):
@@ -80,18 +83,23 @@ def _bundled_dejavu() -> tuple[str, int] | None:
     return (path, 0) if os.path.isfile(path) else None
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=16)
 def load_font(file: str, index: int, size: int) -> ImageFont.FreeTypeFont:
+    # Each face maps its font file anew and FreeType touches megabytes of it (a
+    # Noto CJK face holds ~4 MB resident), so keep few: with 128 faces a generate
+    # worker grew past 650 MB. Faces are only needed when render_char misses, and
+    # opening one costs ~2 ms (CJK), ~0.1 ms (DejaVu).
     return ImageFont.truetype(file, size, index=index)
 
 
+@functools.lru_cache(maxsize=256)  # called per glyph scene: don't hold a face open for it
 def font_display_name(file: str, index: int) -> str:
     """The font's own name, e.g. 'Noto Sans CJK SC Regular' (the release's font_name)."""
     family, style = load_font(file, index, 32).getname()
     return f"{family} {style}".strip()
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)  # <= ~30 MB at 84 px cells; holds a ranking pass's probes
 def render_char(file: str, index: int, char: str, cell: int, ratio: float) -> Image.Image:
     """One character, black on white, centred with anchor='mm' (Pillow's default
     anchor leaves the ink low in the cell), at font size ratio * cell."""

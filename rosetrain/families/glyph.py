@@ -88,7 +88,7 @@ class GlyphConfig(FamilyConfig):
         return round(lerp(0.78, 0.64, self.subtlety), 3)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)  # (font, script, ratio): a few dozen per spec
 def ranked_pairs(font: FontRef, script: str, ratio: float) -> tuple[tuple[str, str], ...]:
     """The script's pairs this font draws with two distinct glyphs that differ at
     every checked cell size, most different first (ties in list order)."""
