@@ -159,6 +159,8 @@ def test_missing_emoji_font_is_a_clear_error(name):
     ("sprite_edit", {"sizes": [12, 6]}, "sizes"),
     ("attribute", {"attributes": ["texture"]}, "attributes"),
     ("attribute", {"shapes": ["circle"]}, "shapes"),
+    ("attribute", {"hue_range": [200, 100]}, "hue_range"),
+    ("attribute", {"swap_roles": "no"}, "swap_roles"),
 ])
 def test_bad_config_names_the_field(name, config, field):
     with pytest.raises(ValueError, match=field):
@@ -194,6 +196,15 @@ def test_attribute_exception_differs_in_exactly_one_attribute():
         assert "shape" in changed or item["majority"]["shape"] == item["target"]["shape"]
         seen.add(item["attribute"])
     assert seen == set(fields)
+
+
+def test_attribute_hue_range_holds_the_majority_unless_roles_swap():
+    def in_range(item) -> bool:
+        return 170 <= item["majority"]["hue"] <= 200
+    kept = items(family("attribute", attributes=["hue"], hue_range=[170, 200], swap_roles=False), 40)
+    swapped = items(family("attribute", attributes=["hue"], hue_range=[170, 200]), 40)
+    assert all(map(in_range, kept))
+    assert 5 <= sum(map(in_range, swapped)) <= 35  # either look may be the majority
 
 
 def test_describe_has_release_style_fields():

@@ -70,6 +70,10 @@ class AttributeConfig(FamilyConfig):
     attributes: tuple[str, ...] = ATTRIBUTES
     shapes: tuple[str, ...] = tuple(SHAPES)
     hue_range: tuple[float, float] = (0.0, 360.0)  # the base colour's hue, degrees
+    # False keeps the base look (hue in hue_range) on the majority, so an
+    # exception is recognisable on its own, without comparing cells: what a
+    # model trained from scratch in minutes can learn (the demo's base).
+    swap_roles: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -77,6 +81,8 @@ class AttributeConfig(FamilyConfig):
         if not 0 <= low <= high <= 360:
             raise ValueError(f"hue_range must be [low, high] within 0..360, got {self.hue_range!r}")
         object.__setattr__(self, "hue_range", (low, high))
+        if not isinstance(self.swap_roles, bool):
+            raise ValueError(f"swap_roles must be true or false, got {self.swap_roles!r}")
         for field, allowed in (("attributes", ATTRIBUTES), ("shapes", tuple(SHAPES))):
             value = getattr(self, field)
             if isinstance(value, str) or not value or any(v not in allowed for v in value):
@@ -168,7 +174,8 @@ class AttributeFamily(VisualFamily):
             base["shape"], other["shape"] = pair
             base["rotation"] = other["rotation"] = 0.0
         pair = [base, other]
-        rng.shuffle(pair)  # the changed look may be the majority or the exception
+        if self.config.swap_roles:
+            rng.shuffle(pair)  # the changed look may be the majority or the exception
         return {"attribute": attribute, "amount": amount, "majority": pair[0], "target": pair[1]}
 
     def draw_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
