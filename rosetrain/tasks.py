@@ -3,8 +3,8 @@
 Tasks only know the grid and the set of exception cells. Each local task gets
 a region drawn to land in a wanted ``region_case`` (zero, partial or all of
 the scene's targets inside it); when the scene makes the wanted case
-impossible (one target cannot be "partial"), the region keeps the case it
-really has and ``region_case_wanted`` records the wish.
+impossible (one target cannot be "partial"), the nearest possible case is
+drawn instead and ``region_case_wanted`` records the wish.
 """
 from __future__ import annotations
 
@@ -57,14 +57,37 @@ def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
     """A local region of ``kind`` whose case is ``want`` when the scene allows it.
 
     With ``exclusion`` the region is EXCLUSION of a ``kind`` region and the case
-    is judged on the cells outside it, the cells the task is about."""
+    is judged on the cells outside it, the cells the task is about. When the
+    wanted case is impossible (one target cannot be "partial"), the nearest
+    possible case is searched for in turn (partial -> all -> zero)."""
+    found: dict[str, Region] = {}
+    for case in (want, *_NEAREST[want]):
+        if case in found:
+            return found[case], case
+        hit = _search(rng, kind, scene, case, exclusion, avoid, found)
+        if hit is not None:
+            return hit
+    # Targets span the grid: fall back to a one-cell-wide region.
+    rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
+    inner = _rect_around(random.Random(0), kind, rows, cols,
+                         [rng.choice([(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)])])
+    inner = Region(kind, {k: v for k, v in inner.params.items()} | _single(inner.params))
+    region = Region(P.EXCLUSION, {"exclude_type": kind, "exclude_params": inner.params}) \
+        if exclusion else inner
+    cells = region.cells(rows, cols)
+    return region, _case(sum(1 for t in targets if t in cells), len(targets))
+
+
+def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: bool,
+            avoid: Region | None, found: dict[str, Region]) -> tuple[Region, str] | None:
+    """Up to _TRIES regions grown around an anchor chosen for ``want``; the
+    first of each other case met on the way is kept in ``found``."""
     rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
     all_cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)]
     others = [cell for cell in all_cells if cell not in set(targets)]
     # The anchor decides the case: the region (or, for exclusion, the excluded
     # part) is grown around no target, one target, or all of them.
     inner_want = {"zero": "all", "all": "zero"}.get(want, want) if exclusion else want
-    found: dict[str, Region] = {}
     for _ in range(_TRIES):
         if inner_want == "all" and targets:
             anchor = targets
@@ -73,8 +96,7 @@ def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
         else:
             anchor = [rng.choice(others or all_cells)]
         inner = _rect_around(rng, kind, rows, cols, anchor)
-        inner_cells = inner.cells(rows, cols)
-        if len(inner_cells) == rows * cols:  # the whole grid is not a local region
+        if len(inner.cells(rows, cols)) == rows * cols:  # the whole grid is not a local region
             continue
         region = Region(P.EXCLUSION, {"exclude_type": inner.type, "exclude_params": inner.params}) \
             if exclusion else inner
@@ -85,17 +107,7 @@ def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
         if case == want or not targets and case == "zero":
             return region, case
         found.setdefault(case, region)
-    # The wanted case is impossible here (one target cannot be "partial"):
-    # take the nearest case found, e.g. partial -> all (some targets inside).
-    best = next(((found[c], c) for c in _NEAREST[want] if c in found), None)
-    if best is None:  # targets span the grid: fall back to a one-cell-wide region
-        inner = _rect_around(random.Random(0), kind, rows, cols, [rng.choice(all_cells)])
-        inner = Region(kind, {k: v for k, v in inner.params.items()} | _single(inner.params))
-        region = Region(P.EXCLUSION, {"exclude_type": kind, "exclude_params": inner.params}) \
-            if exclusion else inner
-        cells = region.cells(rows, cols)
-        best = region, _case(sum(1 for t in targets if t in cells), len(targets))
-    return best
+    return None
 
 
 def _single(params: dict) -> dict:

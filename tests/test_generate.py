@@ -103,6 +103,25 @@ def test_region_cases_and_zero_target_regions(small_split):
         assert tasks[P.T4]["image"] != tasks[P.T1]["image"]
 
 
+@pytest.mark.parametrize("exclusion", [False, True])
+def test_an_impossible_case_falls_back_to_the_nearest_one(exclusion):
+    """One target cannot be "partial": the nearest case is "all" (the target
+    in the clickable cells), for an exclusion region too, never "zero"."""
+    import random
+
+    from rosetrain.scene import Scene
+    from rosetrain.tasks import sample_region
+
+    scene = Scene(scene_id="s", index=0, seed=0, level="l", family="attribute", family_config={}, item={},
+                  rows=3, cols=3, cell_size=28, profile="small", targets=((2, 2),))
+    rng = random.Random(0)
+    for kind in (P.ROW_RANGE, P.COL_RANGE, P.RECTANGLE):
+        for _ in range(20):
+            region, case = sample_region(rng, kind, scene, "partial", exclusion=exclusion)
+            assert case == "all"
+            assert (2, 2) in region.cells(3, 3) and len(region.cells(3, 3)) < 9
+
+
 def test_rose_prompts_are_verbatim(small_split):
     _, _, rows = small_split
     t1b = next(r for r in rows if r["task_template"] == P.T1B)
