@@ -61,3 +61,23 @@ def test_missing_base_is_a_clear_error(tmp_path):
 
     with pytest.raises(RosetrainError, match="rebuild-base"):
         run_demo(DemoConfig(out=tmp_path / "o", base=tmp_path / "nothing"))
+
+
+def test_shipped_base_perceives_but_does_not_act(tmp_path):
+    """The shipped base is what the demo's story rests on: on new scenes of the
+    demo's held-out spec it counts the whole grid right, and asked to click it
+    still answers with a count (it was never taught to act)."""
+    from rosetrain.commands.evaluate import evaluate
+    from rosetrain.data.generate import make_job, run_job
+    from rosetrain.demo import ASSET_BASE, GENERATORS
+    from rosetrain.spec import load_spec
+
+    job = make_job(load_spec(GENERATORS / "heldout.yaml"), tmp_path / "data", "test", 12,
+                   formats=("release",))
+    run_job(job, progress=False)
+    summary = evaluate(str(ASSET_BASE), tmp_path / "data", "test", tmp_path / "run",
+                       batch_size=32, max_new_tokens=16, progress=False)
+    assert summary["templates"]["T1_COUNT_GLOBAL"]["pass"] >= 0.9
+    assert summary["action_avg"] == 0.0
+    answers = [json.loads(line)["raw_text"] for line in (tmp_path / "run" / "predictions.jsonl").open()]
+    assert all(a.startswith("COUNT(") for a in answers)
