@@ -68,14 +68,24 @@ def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
         if hit is not None:
             return hit
     # Targets span the grid: fall back to a one-cell-wide region.
-    rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
-    inner = _rect_around(random.Random(0), kind, rows, cols,
-                         [rng.choice([(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)])])
-    inner = Region(kind, {k: v for k, v in inner.params.items()} | _single(inner.params))
-    region = Region(P.EXCLUSION, {"exclude_type": kind, "exclude_params": inner.params}) \
+    inner = _rect_around(random.Random(0), kind, scene.rows, scene.cols, [rng.choice(_grid_cells(scene))])
+    region = _task_region(Region(kind, inner.params | _single(inner.params)), exclusion)
+    return region, _case_of(region, scene)
+
+
+def _grid_cells(scene: Scene) -> list[P.Cell]:
+    return [(r, c) for r in range(1, scene.rows + 1) for c in range(1, scene.cols + 1)]
+
+
+def _task_region(inner: Region, exclusion: bool) -> Region:
+    """``inner`` itself, or with ``exclusion`` every cell outside it."""
+    return Region(P.EXCLUSION, {"exclude_type": inner.type, "exclude_params": inner.params}) \
         if exclusion else inner
-    cells = region.cells(rows, cols)
-    return region, _case(sum(1 for t in targets if t in cells), len(targets))
+
+
+def _case_of(region: Region, scene: Scene) -> str:
+    cells = region.cells(scene.rows, scene.cols)
+    return _case(sum(1 for t in scene.targets if t in cells), len(scene.targets))
 
 
 def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: bool,
@@ -83,7 +93,7 @@ def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: b
     """Up to _TRIES regions grown around an anchor chosen for ``want``; the
     first of each other case met on the way is kept in ``found``."""
     rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
-    all_cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)]
+    all_cells = _grid_cells(scene)
     others = [cell for cell in all_cells if cell not in set(targets)]
     # The anchor decides the case: the region (or, for exclusion, the excluded
     # part) is grown around no target, one target, or all of them.
@@ -98,12 +108,10 @@ def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: b
         inner = _rect_around(rng, kind, rows, cols, anchor)
         if len(inner.cells(rows, cols)) == rows * cols:  # the whole grid is not a local region
             continue
-        region = Region(P.EXCLUSION, {"exclude_type": inner.type, "exclude_params": inner.params}) \
-            if exclusion else inner
+        region = _task_region(inner, exclusion)
         if avoid is not None and region == avoid:
             continue
-        cells = region.cells(rows, cols)
-        case = _case(sum(1 for t in targets if t in cells), len(targets))
+        case = _case_of(region, scene)
         if case == want or not targets and case == "zero":
             return region, case
         found.setdefault(case, region)
