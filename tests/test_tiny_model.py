@@ -1,4 +1,4 @@
-"""Tiny Qwen2-VL models built offline load through the Auto classes, like real ones."""
+"""Tiny Qwen2-VL and Qwen3-VL models built offline load through the Auto classes, like real ones."""
 from __future__ import annotations
 
 import json
@@ -76,6 +76,57 @@ def test_tiny_model_loads_through_auto_classes(tiny_dir):
     assert out.shape[1] > inputs["input_ids"].shape[1]
 
 
+def test_qwen3_vl_family_loads_through_auto_classes(tmp_path):
+    import torch
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    out = tmp_path / "q3"
+    assert cli_main(["tiny-model", "--out", str(out), "--family", "qwen3-vl"]) == 0
+    model = AutoModelForImageTextToText.from_pretrained(out)
+    processor = AutoProcessor.from_pretrained(out)
+    assert type(model).__name__ == "Qwen3VLForConditionalGeneration"
+    assert type(processor).__name__ == "Qwen3VLProcessor"
+    assert processor.tokenizer.padding_side == "left"
+    text_config, vision_config = model.config.text_config, model.config.vision_config
+    assert sum(text_config.rope_parameters["mrope_section"]) * 2 == text_config.head_dim
+    assert vision_config.out_hidden_size == text_config.hidden_size
+    assert max(vision_config.deepstack_visual_indexes) < vision_config.depth
+
+    prompt = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Count."}]}],
+        tokenize=False, add_generation_prompt=True)
+    image = Image.new("RGB", (128, 96), "white")  # 4 x 3 cells of 32 px
+    inputs = processor(text=[prompt], images=[[image]], return_tensors="pt")
+    assert (inputs["input_ids"] == model.config.image_token_id).sum() == 4 * 3
+    with torch.inference_mode():
+        out_ids = model.generate(**inputs, max_new_tokens=4, do_sample=False)
+    assert out_ids.shape[1] > inputs["input_ids"].shape[1]
+
+
+@pytest.mark.parametrize("family, cell, position_aware", [("qwen2-vl", 28, False), ("qwen3-vl", 32, True)])
+def test_only_qwen3_vl_tells_identical_cells_apart_by_position(tokenizer, family, cell, position_aware):
+    """Why the demo uses Qwen3-VL: in a uniform grid, Qwen2-VL's vision tokens are
+    all the same vector (rotary attention over identical values averages to the
+    same value), so "row 2" is invisible to the vision tower; Qwen3-VL adds a
+    learned absolute position embedding to every patch."""
+    import torch
+    from PIL import Image
+
+    from rosetrain.models.tiny import build_model, build_processor
+
+    processor = build_processor(tokenizer, "tiny", family)
+    model = build_model(tokenizer, "tiny", seed=0, family=family).eval()
+    pixels = processor.image_processor(images=[Image.new("RGB", (3 * cell, 3 * cell), (0, 190, 200))],
+                                       return_tensors="pt")
+    with torch.inference_mode():
+        features = model.model.get_image_features(pixels["pixel_values"], pixels["image_grid_thw"])
+    tokens = torch.cat(list(features.pooler_output))
+    assert tokens.shape[0] == 9  # one token per cell
+    spread = (tokens - tokens[0]).abs().max().item()
+    assert (spread > 1e-4) == position_aware, spread
+
+
 def test_build_is_deterministic_per_seed(tokenizer):
     import torch
 
@@ -115,8 +166,10 @@ def test_loader_returns_fp32_cpu_model_with_left_padding(tiny_dir):
     assert not json.loads((tiny_dir / "config.json").read_text()).get("auto_map")  # no remote code
 
 
-def test_unknown_size_is_a_user_error(tmp_path):
+def test_unknown_size_or_family_is_a_user_error(tmp_path):
     from rosetrain.models.tiny import build_tiny_model
 
     with pytest.raises(RosetrainError, match="size"):
         build_tiny_model(tmp_path / "m", size="huge")
+    with pytest.raises(RosetrainError, match="family"):
+        build_tiny_model(tmp_path / "m", family="llava")

@@ -1,23 +1,27 @@
-"""``rosetrain tiny-model --out models/tiny [--size tiny|small] [--seed 0]``."""
+"""``rosetrain tiny-model --out models/tiny [--size tiny|small] [--family qwen2-vl|qwen3-vl] [--seed 0]``."""
 from __future__ import annotations
 
 import argparse
 
-SIZES = ("tiny", "small")  # mirrors rosetrain.models.tiny.SIZES without importing torch here
+SIZES = ("tiny", "small")  # mirror rosetrain.models.tiny without importing torch here
+FAMILIES = ("qwen2-vl", "qwen3-vl")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder to write (replaced if it exists)")
     parser.add_argument("--size", choices=SIZES, default="tiny",
                         help="tiny: for tests (<1M parameters); small: for the demo (~2M)")
+    parser.add_argument("--family", choices=FAMILIES, default="qwen2-vl",
+                        help="qwen3-vl gives each vision token an absolute position (the demo's); "
+                             "its images should be multiples of 32 px, Qwen2-VL's of 28 px")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and tokenizer corpus")
 
 
 def run(args: argparse.Namespace) -> int:
     from rosetrain.models.tiny import build_tiny_model, describe
 
-    path = build_tiny_model(args.out, size=args.size, seed=args.seed)
+    path = build_tiny_model(args.out, size=args.size, seed=args.seed, family=args.family)
     counts = describe(path)
-    print(f"wrote {path} ({args.size}, seed {args.seed}): {counts['parameters']:,} parameters "
+    print(f"wrote {path} ({args.family} {args.size}, seed {args.seed}): {counts['parameters']:,} parameters "
           f"({counts['vision_parameters']:,} vision, {counts['language_parameters']:,} language)")
     return 0

@@ -1,12 +1,18 @@
-"""Tiny Qwen2-VL-family models built offline (no Hub): config, tokenizer, processor.
+"""Tiny Qwen-VL-family models built offline (no Hub): config, tokenizer, processor.
 
 The folder this writes loads through ``AutoModelForImageTextToText`` and
 ``AutoProcessor.from_pretrained(path)``, the same path real checkpoints take,
 so tests and the demo exercise the code users run on GPUs (design.md section 4).
 
-- The config is ``Qwen2VLConfig`` with every size overridden (the defaults are
-  72B-sized); ``mrope_section`` sums to head_dim/2 and the vision merger's output
-  (``vision_config.hidden_size``) equals the text hidden size, as the model needs.
+- Two families: ``qwen2-vl`` (the tests' default) and ``qwen3-vl`` (the demo's).
+  They differ where the demo needs it: Qwen2-VL's vision tower has only relative
+  (rotary) positions, so two identical cells give identical vision tokens and
+  "row 2" must be recovered from attention patterns, which a tiny model barely
+  learns; Qwen3-VL adds a learned absolute position embedding to every patch,
+  so each cell's token says where it is. Qwen3-VL merges 32 px, not 28 px.
+- The config has every size overridden (the defaults are multi-billion-sized);
+  ``mrope_section`` sums to head_dim/2 and the vision merger's output equals
+  the text hidden size, as the models need.
 - The tokenizer is a byte-level BPE trained on the protocol's own text (prompt
   prefix, task sentences, answers), so any text encodes (no unknown token) and
   answers are short: a pre-tokenizer keeps ``R12``, ``C5``, ``CLICK(`` and numbers
@@ -94,6 +100,16 @@ def _check_size(size: str) -> ModelSize:
     return spec
 
 
+FAMILIES = ("qwen2-vl", "qwen3-vl")
+MERGED_PATCH = {"qwen2-vl": 28, "qwen3-vl": 32}  # px per vision token side (patch x merge)
+
+
+def _check_family(family: str) -> str:
+    if family not in FAMILIES:
+        raise RosetrainError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
+    return family
+
+
 # ---------------------------------------------------------------- tokenizer corpus
 
 def _random_region(rng: random.Random, rows: int, cols: int) -> tuple[str, dict]:
@@ -172,11 +188,18 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
 
 # ---------------------------------------------------------------- model and processor
 
-def build_processor(tokenizer, size: str = "tiny"):
+def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
     from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
-    spec = _check_size(size)
+    spec, family = _check_size(size), _check_family(family)
     pixels = {"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}
+    if family == "qwen3-vl":
+        from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
+
+        return Qwen3VLProcessor(
+            image_processor=Qwen2VLImageProcessor(size=pixels, patch_size=16, merge_size=2),
+            video_processor=Qwen3VLVideoProcessor(size=pixels),
+            tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
     return Qwen2VLProcessor(
         image_processor=Qwen2VLImageProcessor(size=pixels),
         # its default budget upscales small frames; keep it as small as the images'
@@ -184,31 +207,47 @@ def build_processor(tokenizer, size: str = "tiny"):
         tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
 
 
-def build_config(tokenizer, size: str = "tiny"):
-    from transformers import Qwen2VLConfig
-
-    spec = _check_size(size)
+def build_config(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
+    spec, family = _check_size(size), _check_family(family)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     text = dict(vocab_size=len(tokenizer), hidden_size=spec.text_hidden,
                 intermediate_size=spec.text_intermediate, num_hidden_layers=spec.text_layers,
                 num_attention_heads=spec.text_heads, num_key_value_heads=spec.text_kv_heads,
-                max_position_embeddings=4096, max_window_layers=spec.text_layers,
+                max_position_embeddings=4096,
                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                  "mrope_section": list(spec.mrope_section)},
-                bos_token_id=ids[PAD], eos_token_id=ids[EOS], pad_token_id=ids[PAD])
+                pad_token_id=ids[PAD])
+    tokens = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                  vision_start_token_id=ids["<|vision_start|>"],
+                  vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=True)
+    if family == "qwen3-vl":
+        from transformers import Qwen3VLConfig
+
+        text["head_dim"] = spec.text_hidden // spec.text_heads
+        text["rope_parameters"]["mrope_interleaved"] = True
+        depth = spec.vision_depth
+        vision = dict(depth=depth, hidden_size=spec.vision_embed, num_heads=spec.vision_heads,
+                      intermediate_size=spec.vision_embed * spec.vision_mlp_ratio,
+                      patch_size=16, spatial_merge_size=2, out_hidden_size=spec.text_hidden,
+                      # a 16 x 16 table, interpolated to each image's patch grid;
+                      # it covers max_pixels (256 px = 16 patches) without stretching
+                      num_position_embeddings=256,
+                      # early and middle vision layers feed the LM's first layers
+                      deepstack_visual_indexes=sorted({depth // 4, depth // 2, 3 * depth // 4}))
+        return Qwen3VLConfig(text_config=text, vision_config=vision, **tokens)
+    from transformers import Qwen2VLConfig
+
+    text.update(max_window_layers=spec.text_layers, bos_token_id=ids[PAD], eos_token_id=ids[EOS])
     vision = dict(depth=spec.vision_depth, embed_dim=spec.vision_embed, num_heads=spec.vision_heads,
                   mlp_ratio=spec.vision_mlp_ratio, hidden_size=spec.text_hidden)
-    return Qwen2VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True,
-                         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-                         vision_start_token_id=ids["<|vision_start|>"],
-                         vision_end_token_id=ids["<|vision_end|>"])
+    return Qwen2VLConfig(text_config=text, vision_config=vision, **tokens)
 
 
-def build_model(tokenizer, size: str = "tiny", seed: int = 0):
+def build_model(tokenizer, size: str = "tiny", seed: int = 0, family: str = "qwen2-vl"):
     import torch
     from transformers import AutoModelForImageTextToText, GenerationConfig
 
-    config = build_config(tokenizer, size)
+    config = build_config(tokenizer, size, family)
     torch.manual_seed(seed)  # weight init draws from torch's global generator
     model = AutoModelForImageTextToText.from_config(config)
     model.generation_config = GenerationConfig(
@@ -222,13 +261,14 @@ def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def build_tiny_model(out_dir: str | os.PathLike, size: str = "tiny", seed: int = 0) -> Path:
+def build_tiny_model(out_dir: str | os.PathLike, size: str = "tiny", seed: int = 0,
+                     family: str = "qwen2-vl") -> Path:
     """Build model + processor and save them to ``out_dir`` (replaced atomically)."""
-    spec = _check_size(size)
+    spec, family = _check_size(size), _check_family(family)
     out = Path(out_dir)
     tokenizer = build_tokenizer(seed, spec.vocab_size)
-    processor = build_processor(tokenizer, size)
-    model = build_model(tokenizer, size, seed)
+    processor = build_processor(tokenizer, size, family)
+    model = build_model(tokenizer, size, seed, family)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
