@@ -371,3 +371,18 @@ def test_grpo_refuses_a_batch_other_than_num_generations_on_mrope_models(tmp_pat
                                       per_device_train_batch_size=4, grpo={"num_generations": 2}))
     with pytest.raises(RecipeError, match="per_device_train_batch_size .4. must equal grpo.num_generations .2."):
         build_trainer(recipe)
+
+
+def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, env):
+    from rosetrain.train import common
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=4, eval={}))
+    common.record_recipe(recipe)
+    checkpoint = Path(recipe.output_dir) / "checkpoint-2"
+    checkpoint.mkdir()
+    (checkpoint / "trainer_state.json").write_text("{}")
+
+    common.check_resumable(load_recipe(tmp_path / "r.yaml", ["max_steps=8", "save_steps=1"]))  # longer: fine
+    with pytest.raises(RecipeError, match=r"checkpoint-2 .*learning_rate: 0.01 -> 0.001"):
+        common.check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3"]))
+    common.check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3", "resume=never"]))

@@ -59,6 +59,7 @@ def check_inputs(recipe: Recipe) -> Inputs:
     if path is not None and (path / ADAPTER_CONFIG).exists():
         resolve_model_source(adapter_base(path))  # the adapter's base must be there too
     check_vllm(recipe)
+    check_resumable(recipe)
     if recipe.data.folder is not None:
         D.check_folder(recipe.data)
     else:
@@ -218,6 +219,30 @@ def resume_from(recipe: Recipe) -> str | None:
     if recipe.resume == "auto":
         return last_checkpoint(recipe.output_dir)
     return recipe.resume
+
+
+# Keys a resumed run may change: how long and how it logs/saves, not what it trains.
+RESUMABLE_CHANGES = {"max_steps", "logging_steps", "save_steps", "save_total_limit", "resume",
+                     "output_dir", "report_to", "cpu_threads", "eval"}
+
+
+def check_resumable(recipe: Recipe) -> None:
+    """``resume: auto`` picks up the last checkpoint in output_dir; if that
+    folder was trained with another recipe (another model, learning rate,
+    data...), resuming would mix two runs or fail deep inside the optimizer,
+    so refuse, naming the keys that differ."""
+    record = Path(recipe.output_dir) / RECIPE_RECORD
+    checkpoint = resume_from(recipe) if recipe.resume == "auto" else None
+    if checkpoint is None or not record.is_file():
+        return
+    before = yaml.safe_load(record.read_text()) or {}
+    now = recipe_to_dict(recipe)
+    changed = sorted(k for k in now.keys() - RESUMABLE_CHANGES if before.get(k) != now[k])
+    if changed:
+        detail = "; ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in changed[:4])
+        raise RecipeError(f"output_dir {recipe.output_dir} holds {Path(checkpoint).name} of a run "
+                          f"with another recipe ({detail}); use another output_dir, set "
+                          f"resume: never to start over there, or delete the folder")
 
 
 def record_recipe(recipe: Recipe) -> None:
