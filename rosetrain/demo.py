@@ -234,7 +234,8 @@ def rebuild_base(out: Path = ASSET_BASE, steps: int | None = None, threads: int 
     from rosetrain.train.recipe import load_recipe
 
     work = REPO / "runs" / "demo-base"
-    init = build_tiny_model(REPO / "models" / "demo-small", size="small", seed=0)
+    init = build_tiny_model(REPO / "models" / "demo-small", size="small", seed=0,
+                            family="qwen3-vl")
     overrides = [f"model={init}", f"output_dir={work}", f"data.spec={GENERATORS / 'base.yaml'}"]
     if steps is not None:
         overrides.append(f"max_steps={steps}")

@@ -17,9 +17,13 @@ def small_config(out, base):
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory, tiny_model_dir):
+def demo_run(tmp_path_factory):
+    from rosetrain.models.tiny import build_tiny_model
+
+    # the demo's own family (Qwen3-VL), at the tests' size
+    base = build_tiny_model(tmp_path_factory.mktemp("base") / "tiny-qwen3", size="tiny", family="qwen3-vl")
     out = tmp_path_factory.mktemp("demo") / "run"
-    return out, run_demo(small_config(out, tiny_model_dir))
+    return out, run_demo(small_config(out, base))
 
 
 def test_summary_and_report(demo_run):
