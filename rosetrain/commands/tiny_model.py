@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import argparse
 
-SIZES = ("tiny", "small")  # mirror rosetrain.models.tiny without importing torch here
-FAMILIES = ("qwen2-vl", "qwen3-vl")
+from rosetrain.models.tiny import FAMILIES, SIZES  # no torch at import: the CLI starts fast
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder to write (replaced if it exists)")
-    parser.add_argument("--size", choices=SIZES, default="tiny",
+    parser.add_argument("--size", choices=list(SIZES), default="tiny",
                         help="tiny: for tests (<1M parameters); small: for the demo (~2M)")
     parser.add_argument("--family", choices=FAMILIES, default="qwen2-vl",
                         help="qwen3-vl gives each vision token an absolute position (the demo's); "

@@ -101,7 +101,7 @@ def _check_size(size: str) -> ModelSize:
 
 
 FAMILIES = ("qwen2-vl", "qwen3-vl")
-MERGED_PATCH = {"qwen2-vl": 28, "qwen3-vl": 32}  # px per vision token side (patch x merge)
+QWEN3_PATCH, QWEN3_MERGE = 16, 2  # one vision token = 32 x 32 px (Qwen2-VL: 14 x 2 = 28)
 
 
 def _check_family(family: str) -> str:
@@ -197,7 +197,8 @@ def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
         from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
 
         return Qwen3VLProcessor(
-            image_processor=Qwen2VLImageProcessor(size=pixels, patch_size=16, merge_size=2),
+            image_processor=Qwen2VLImageProcessor(size=pixels, patch_size=QWEN3_PATCH,
+                                                  merge_size=QWEN3_MERGE),
             video_processor=Qwen3VLVideoProcessor(size=pixels),
             tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
     return Qwen2VLProcessor(
@@ -228,10 +229,11 @@ def build_config(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
         depth = spec.vision_depth
         vision = dict(depth=depth, hidden_size=spec.vision_embed, num_heads=spec.vision_heads,
                       intermediate_size=spec.vision_embed * spec.vision_mlp_ratio,
-                      patch_size=16, spatial_merge_size=2, out_hidden_size=spec.text_hidden,
+                      patch_size=QWEN3_PATCH, spatial_merge_size=QWEN3_MERGE,
+                      out_hidden_size=spec.text_hidden,
                       # a 16 x 16 table, interpolated to each image's patch grid;
                       # it covers max_pixels (256 px = 16 patches) without stretching
-                      num_position_embeddings=256,
+                      num_position_embeddings=(256 // QWEN3_PATCH) ** 2,
                       # early and middle vision layers feed the LM's first layers
                       deepstack_visual_indexes=sorted({depth // 4, depth // 2, 3 * depth // 4}))
         return Qwen3VLConfig(text_config=text, vision_config=vision, **tokens)

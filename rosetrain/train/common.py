@@ -231,8 +231,10 @@ def check_resumable(recipe: Recipe) -> None:
     folder was trained with another recipe (another model, learning rate,
     data...), resuming would mix two runs or fail deep inside the optimizer,
     so refuse, naming the keys that differ."""
+    if recipe.resume != "auto":
+        return
     record = Path(recipe.output_dir) / RECIPE_RECORD
-    checkpoint = resume_from(recipe) if recipe.resume == "auto" else None
+    checkpoint = last_checkpoint(recipe.output_dir)
     if checkpoint is None or not record.is_file():
         return
     before = yaml.safe_load(record.read_text()) or {}
