@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -74,3 +75,43 @@ def read_yaml_mapping(path: str | os.PathLike, what: str, error: type[Exception]
     if not isinstance(raw, Mapping):
         raise error(f"{path}: expected {expected}")
     return dict(raw)
+
+
+LOCK_NAME = ".rosetrain.lock"
+
+
+@contextmanager
+def output_lock(folder: str | os.PathLike, what: str = "this folder") -> Iterator[Path]:
+    """Hold an exclusive lock on ``folder`` while a command writes into it.
+
+    A second rosetrain process writing the same folder is refused at once with a
+    message naming the folder and the holder's pid, instead of interleaving its
+    writes with the first one. The lock is an OS advisory lock (``fcntl.flock``)
+    on ``folder/.rosetrain.lock``: it is released when the process exits, even
+    on SIGKILL, so a crash never leaves a stale lock behind.
+    """
+    import fcntl
+
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / LOCK_NAME, "a+", encoding="utf-8")
+    except OSError as err:
+        raise RosetrainError(f"{folder}: cannot create {what} ({err.strerror})") from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise RosetrainError(
+                f"{folder}: another rosetrain process ({holder}) is writing {what}; "
+                "wait for it to finish or choose another output folder") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        try:
+            yield folder
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
