@@ -1,6 +1,6 @@
 """Scorer throughput: items/s of rosetrain.scoring on 100,000 predictions.
 
-The predictions are built from the real ROSE v0.1 rows in ../shared/rose-v0.1
+The predictions are built from the real ROSE v0.1 rows vendored in tests/data/rose-v0.1
 (or --data): a deterministic mix of gold answers, wrong answers (a click
 dropped, moved or added, a count off by one, a duplicate click) and malformed
 ones (prose around the answer, empty, None, truncated, unicode, a long ramble).
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rosetrain.protocol import CLICK_COUNT, COUNT, format_answer  # noqa: E402
 from rosetrain.scoring import prepare_gold, score_item  # noqa: E402
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "rose-v0.1"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "rose-v0.1"
 
 
 def load_golds(paths: list[Path]) -> list[dict]:

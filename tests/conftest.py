@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_ROSE = ROOT.parent / "shared" / "rose-v0.1"
+ROSE_V01 = ROOT / "tests" / "data" / "rose-v0.1"   # real release metadata, vendored
 GENERATORS = ROOT / "generators"
 
 requires_cjk = pytest.mark.skipif(shutil.which("fc-list") is None, reason="fontconfig missing")
@@ -12,9 +12,7 @@ requires_cjk = pytest.mark.skipif(shutil.which("fc-list") is None, reason="fontc
 
 @pytest.fixture(scope="session")
 def rose_sample_dir() -> Path:
-    if not SHARED_ROSE.exists():
-        pytest.skip(f"real ROSE metadata not found at {SHARED_ROSE}")
-    return SHARED_ROSE
+    return ROSE_V01
 
 
 @pytest.fixture(scope="session")

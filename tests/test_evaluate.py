@@ -202,7 +202,7 @@ def test_eval_reads_the_official_release_layout(tmp_path):
     beside no main file, images under images/<subset>/), with stand-in images."""
     from PIL import Image
 
-    source = Path(__file__).resolve().parents[2] / "shared/rose-v0.1/metadata_test_global_click_bridge.jsonl"
+    source = Path(__file__).resolve().parent / "data/rose-v0.1/metadata_test_global_click_bridge.jsonl"
     if not source.is_file():
         pytest.skip(f"{source} not present")
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()[:6]]

@@ -10,7 +10,7 @@ import pytest
 from rosetrain.data.release import load_split, read_predictions, split_files
 from rosetrain.errors import RosetrainError
 
-ROSE_DIR = Path(__file__).resolve().parents[2] / "shared" / "rose-v0.1"
+ROSE_DIR = Path(__file__).resolve().parent / "data" / "rose-v0.1"
 GLOBAL_BRIDGE = "metadata_test_global_click_bridge.jsonl"
 COUNT_BRIDGE = "metadata_test_matched_local_count_bridge.jsonl"
 
@@ -32,8 +32,7 @@ def write_jsonl(path: Path, rows) -> Path:
 
 @pytest.fixture()
 def rose_dir():
-    if not (ROSE_DIR / GLOBAL_BRIDGE).exists():
-        pytest.skip(f"no ROSE v0.1 metadata in {ROSE_DIR}")
+    assert (ROSE_DIR / GLOBAL_BRIDGE).exists(), f"vendored ROSE v0.1 metadata missing in {ROSE_DIR}"
     return ROSE_DIR
 
 

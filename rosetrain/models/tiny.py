@@ -2,7 +2,7 @@
 
 The folder this writes loads through ``AutoModelForImageTextToText`` and
 ``AutoProcessor.from_pretrained(path)``, the same path real checkpoints take,
-so tests and the demo exercise the code users run on GPUs (design.md section 4).
+so tests and the demo exercise the code users run on GPUs (docs/tiny-models.md).
 
 - Two families: ``qwen2-vl`` (the tests' default) and ``qwen3-vl`` (the demo's).
   They differ where the demo needs it: Qwen2-VL's vision tower has only relative
@@ -83,7 +83,7 @@ SIZES = {
                       text_intermediate=128, mrope_section=(2, 3, 3), vision_depth=1,
                       vision_embed=32, vision_heads=2, vision_mlp_ratio=2,
                       min_pixels=56 * 56, max_pixels=112 * 112),
-    # for the demo: learns small-grid counting from scratch in minutes (design.md section 4)
+    # for the demo: learns small-grid counting from scratch in minutes (docs/tiny-models.md)
     "small": ModelSize(text_hidden=128, text_layers=4, text_heads=4, text_kv_heads=2,
                        text_intermediate=512, mrope_section=(4, 6, 6), vision_depth=4,
                        vision_embed=96, vision_heads=4, vision_mlp_ratio=4,

@@ -1,6 +1,6 @@
 """Strict parsing of a model response into the ROSE answer grammar.
 
-The whole stripped response must be the grammar (design.md section 3):
+The whole stripped response must be the grammar (docs/protocol.md):
 tokens are split on ``;``; keywords match case-insensitively; whitespace is
 tolerated around numbers and commas (inside the parentheses) and around
 tokens, nowhere else (``COUNT (3)`` is invalid).

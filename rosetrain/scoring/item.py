@@ -1,6 +1,6 @@
 """Scoring one response against one gold task: PASS, VALID, SOFT and diagnostics.
 
-Rules (design.md section 3):
+Rules (docs/protocol.md):
 - COUNT: PASS when valid and n equals the gold count; SOFT 1/(1+|error|).
 - CLICK: PASS when valid, no click outside the grid, no duplicate click, and
   the click set equals the gold set; SOFT is the strict F1 (0 when invalid,

@@ -90,7 +90,7 @@ def check_vllm(recipe: Recipe) -> None:
 
 
 def check_mrope_batch(recipe: Recipe, model: Any) -> None:
-    """design.md: on M-RoPE models keep per_device_train_batch_size == num_generations."""
+    """docs/tiny-models.md: on M-RoPE models keep per_device_train_batch_size == num_generations."""
     model_type = getattr(model.config, "model_type", "")
     if (recipe.method == "grpo" and model_type in MROPE_MODEL_TYPES
             and recipe.train_batch_size != recipe.grpo.num_generations):
@@ -110,7 +110,7 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
         learning_rate=recipe.lr,
         per_device_train_batch_size=recipe.train_batch_size,
         dataloader_num_workers=recipe.num_workers,
-        # TRL defaults both on; on a CPU they only cost time (2.2x per step, design.md)
+        # TRL defaults both on; on a CPU they only cost time (2.2x per step, docs/tiny-models.md)
         bf16=gpu and _bf16_supported() if recipe.bf16 is None else recipe.bf16,
         # transformers 5 renamed gradient_checkpointing; the new name avoids a warning
         activation_checkpointing=gpu if recipe.gradient_checkpointing is None else recipe.gradient_checkpointing,
