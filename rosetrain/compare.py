@@ -22,6 +22,7 @@ from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
                                 REGION_CASES, SHORT_NAME)
 from rosetrain.io import atomic_write
+from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import json_text, read_scored_rows
 from rosetrain.scoring.metrics import headline, mean, subset_macro, template_order
 
@@ -50,6 +51,19 @@ def pair_runs(before: Sequence[Mapping], after: Sequence[Mapping]) -> list[tuple
                                  f"{other['task_template']} in after: not the same split")
         pairs.append((row, other))
     return pairs
+
+
+def drop_errored(pairs: Sequence[tuple[Mapping, Mapping]]
+                 ) -> tuple[list[tuple[Mapping, Mapping]], dict[str, int]]:
+    """The pairs where both runs have an answer, and how many errored items were left out.
+
+    An item whose request failed in either run says nothing about the model, so
+    it leaves the paired comparison (``rosetrain.scoring.errored``)."""
+    kept = [(b, a) for b, a in pairs if not is_errored(b) and not is_errored(a)]
+    excluded = {"before": sum(is_errored(b) for b, _ in pairs),
+                "after": sum(is_errored(a) for _, a in pairs),
+                "pairs": len(pairs) - len(kept)}
+    return kept, excluded
 
 
 def _by_id(rows: Sequence[Mapping], name: str) -> dict[str, Mapping]:
@@ -228,9 +242,13 @@ def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
     """Pair two scored runs; write compare.json, report.md and PNG plots into ``out_dir``."""
     if resamples < 1:
         raise RosetrainError(f"resamples must be at least 1, got {resamples}")
-    pairs = pair_runs(read_scored_rows(before_dir), read_scored_rows(after_dir))
+    pairs, excluded = drop_errored(pair_runs(read_scored_rows(before_dir),
+                                             read_scored_rows(after_dir)))
+    if not pairs and excluded["pairs"]:
+        raise RosetrainError(f"nothing to compare: every one of the {excluded['pairs']} items "
+                             "errored (no answer) in at least one run; rerun eval to retry them")
     result = {"before_run": str(before_dir), "after_run": str(after_dir),
-              **compare_pairs(pairs, resamples, seed)}
+              "errored_excluded": excluded, **compare_pairs(pairs, resamples, seed)}
     if out_dir is not None:
         out = Path(out_dir)
         atomic_write(out / "compare.json", json_text(result))
@@ -251,12 +269,21 @@ def _ci(interval: Sequence[float] | None) -> str:
     return "-" if interval is None else f"[{_pct(interval[0], True)}, {_pct(interval[1], True)}]"
 
 
+def _errored_note(result: Mapping[str, Any]) -> str:
+    excluded = result.get("errored_excluded") or {}
+    if not excluded.get("pairs"):
+        return ""
+    return (f"**{excluded['pairs']} items left out** because their request failed (errored: "
+            f"{excluded['before']} before, {excluded['after']} after); they are not wrong answers.\n")
+
+
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
     """report.md: the figures in percentage points, then the plots."""
     lines = ["# Before/after comparison\n",
              f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
              f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
              f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}).\n",
+             _errored_note(result),
              "| figure | before | after | delta | 95% CI of delta | McNemar p |",
              "|---|---|---|---|---|---|"]
     for template, e in result["templates"].items():

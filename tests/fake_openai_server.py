@@ -11,7 +11,9 @@ follows :func:`behaviour` for the item's position in the split:
 - items whose position is a multiple of 3 get a garbage answer, the rest gold;
 - the first attempt of some items fails with 500, 429 (``Retry-After: 0``) or
   is answered too slowly (after ``--slow-s`` seconds, past the client timeout);
-- one item is always refused with 400 (the client must record an error).
+- one item is always refused with 400 (the client must record an error);
+- with ``--fail-every N``, every item whose position is N-1 modulo N fails
+  with 500 on every attempt (an endpoint that is broken for a third of items).
 
 ``GET /stats`` returns request counts, attempts per item and the most requests
 that were ever in flight at once (to check bounded concurrency).
@@ -61,8 +63,9 @@ def load_items(data_dir: Path, split: str) -> dict[str, tuple[int, dict]]:
 
 
 class State:
-    def __init__(self, items, key, slow_s, delay_s):
+    def __init__(self, items, key, slow_s, delay_s, fail_every=0):
         self.items, self.key, self.slow_s, self.delay_s = items, key, slow_s, delay_s
+        self.fail_every = fail_every
         self.lock = threading.Lock()
         self.attempts: dict[str, int] = {}
         self.requests = self.in_flight = self.max_in_flight = 0
@@ -120,6 +123,8 @@ class Handler(BaseHTTPRequestHandler):
             attempt = state.attempts.get(record["item_id"], 0) + 1
             state.attempts[record["item_id"]] = attempt
         failure, gold = behaviour(position)
+        if state.fail_every and position % state.fail_every == state.fail_every - 1:
+            return self._reply(500, {"error": {"message": "always failing (test)"}})
         if failure == "400":
             return self._reply(400, {"error": {"message": "content policy (test refusal)"}})
         if attempt == 1 and failure == "500":
@@ -153,10 +158,12 @@ class Handler(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def serve_in_subprocess(data_dir, split: str = "test", *, key_env: str | None = None,
-                        env: dict | None = None, slow_s: float = 1.0, delay_s: float = 0.02):
+                        env: dict | None = None, slow_s: float = 1.0, delay_s: float = 0.02,
+                        fail_every: int = 0):
     """Start this server as a separate process; yield its base URL (".../v1")."""
     command = [sys.executable, str(Path(__file__).resolve()), "--data", str(data_dir),
-               "--split", split, "--slow-s", str(slow_s), "--delay-s", str(delay_s)]
+               "--split", split, "--slow-s", str(slow_s), "--delay-s", str(delay_s),
+               "--fail-every", str(fail_every)]
     if key_env:
         command += ["--key-env", key_env]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
@@ -186,9 +193,12 @@ def main() -> None:
     parser.add_argument("--key-env", help="require 'Bearer $VAR' in Authorization")
     parser.add_argument("--slow-s", type=float, default=2.0, help="first-attempt delay of slow items")
     parser.add_argument("--delay-s", type=float, default=0.02, help="time to answer any request")
+    parser.add_argument("--fail-every", type=int, default=0,
+                        help="items at position N-1 modulo N always fail with 500")
     args = parser.parse_args()
     key = os.environ[args.key_env] if args.key_env else None
-    Handler.state = State(load_items(args.data, args.split), key, args.slow_s, args.delay_s)
+    Handler.state = State(load_items(args.data, args.split), key, args.slow_s, args.delay_s,
+                          args.fail_every)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)

@@ -151,7 +151,8 @@ def test_eval_openai_endpoint_scores_resumes_and_retries_only_failures(split_dir
     with serve_in_subprocess(split_dir, key_env="FAKE_KEY", slow_s=1.0) as base_url:
         args = ["eval", "--runner", "openai", "--base-url", base_url, "--api-key-env", "FAKE_KEY",
                 "--model", "fake-model", "--suite", str(suite), "--out", str(out),
-                "--concurrency", "4", "--request-timeout", "0.5", "--no-progress"]
+                "--concurrency", "4", "--request-timeout", "0.5", "--no-progress",
+                "--max-error-rate", "0.05"]  # the refused item stays an error
         assert cli_main(args) == 0
         first = fetch_stats(base_url)
         assert cli_main(args) == 0  # everything answered: only the refused item is asked again
@@ -172,7 +173,8 @@ def test_eval_openai_endpoint_scores_resumes_and_retries_only_failures(split_dir
             assert prediction["error"] is None
             assert row["pass"] is gold, (position, prediction["raw_text"])
             assert gold or prediction["raw_text"] == GARBAGE
-    assert json.loads((out / "evaluation_summary.json").read_text())["n"] == 21
+    summary = json.loads((out / "evaluation_summary.json").read_text())
+    assert summary["n"] == 20 and summary["n_errors"] == 1  # the refused item is left out
 
 
 def test_suite_files_are_validated(tmp_path):
@@ -232,7 +234,7 @@ def test_sigint_mid_run_then_rerun_finishes_with_no_item_lost_or_doubled(split_d
         args = [sys.executable, "-m", "rosetrain", "eval", "--runner", "openai", "--base-url",
                 base_url, "--model", "fake-model", "--data", str(split_dir), "--out", str(out),
                 "--concurrency", "2", "--request-timeout", "5",
-                "--no-progress"]
+                "--no-progress", "--max-error-rate", "0.05"]
         process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
         predictions = out / "predictions.jsonl"
         deadline = time.monotonic() + 60
@@ -258,4 +260,4 @@ def test_sigint_mid_run_then_rerun_finishes_with_no_item_lost_or_doubled(split_d
     # were in flight when the interrupt came. (Slow items had a 5 s timeout: no retry.)
     asked_again = [i for i, n in extra.items() if n > 0 and i != split_ids[7]]
     assert len(asked_again) <= 2, extra
-    assert json.loads((out / "evaluation_summary.json").read_text())["n"] == 21
+    assert json.loads((out / "evaluation_summary.json").read_text())["n"] == 20

@@ -31,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
     result = compare_runs(args.before, args.after, args.out, resamples=args.resamples,
                           seed=args.seed, plots=not args.no_plots)
     print(f"compared {result['n_items']} items ({result['n_scenes']} scenes) -> {args.out}")
+    excluded = result["errored_excluded"]
+    if excluded["pairs"]:
+        print(f"  ERRORS: {excluded['pairs']} items left out, their request failed "
+              f"({excluded['before']} in before, {excluded['after']} in after)")
     rows = [(e["short"], e) for e in result["templates"].values()]
     rows += [(key, result[key]) for key in HEADLINE_KEYS]
     for name, e in rows:

@@ -130,13 +130,17 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
              concurrency: int = 8, base_url: str | None = None,
              api_key_env: str = "OPENAI_API_KEY", trust_remote_code: bool = False,
              bridges: bool | None = None, progress: bool = True,
-             runner_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             runner_options: Mapping[str, Any] | None = None,
+             max_error_rate: float = 0.0) -> dict[str, Any]:
     """Run ``model`` over the split (resuming), score it, and return the evaluation summary.
 
     ``runner`` is a runner name (``transformers``, ``vllm``, ``openai``) or a
     ready runner object (anything with ``name`` and ``generate``), e.g. a model
     already loaded in this process. The model is loaded only when items remain.
-    ``eval_run.json`` records what this call ran and how fast.
+    ``eval_run.json`` records what this call ran and how fast. Items whose
+    request still failed after retries are left out of the figures; when they
+    are more than ``max_error_rate`` of the items, the results are written and
+    then a RosetrainError says so (a rerun asks those items again).
     """
     from rosetrain.io import atomic_write
     from rosetrain.scoring.batch import score_predictions, write_scored_run
@@ -168,8 +172,21 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
     atomic_write(out / RUN_FILE, json_text({
         "model": name, "runner": kind, "data": str(data_dir), "split": split, "limit": limit,
         "bridges": bridges, "batch_size": batch_size, "max_new_tokens": max_new_tokens,
-        **stats}))
+        **stats, "n_errors": summary["n_errors"]}))
+    check_error_rate(summary, max_error_rate, out)
     return summary
+
+
+def check_error_rate(summary: Mapping[str, Any], max_error_rate: float, out: Path) -> None:
+    """Fail when more items errored than the user allows (default: none)."""
+    errors, total = summary["n_errors"], summary["n_expected"]
+    if errors and errors > max_error_rate * total:
+        first = summary["error_examples"][0]
+        raise RosetrainError(
+            f"{errors} of {total} items ({100 * errors / total:.1f}%) got no answer after "
+            f"retries (first: {first['item_id']}: {first['error']}); the figures in {out} "
+            f"leave them out; run the same command again to retry them, or pass "
+            f"--max-error-rate {errors / total:.3g} to accept this")
 
 
 def predict_missing(build_runner, name: str, records: Sequence[Mapping[str, Any]], path: Path, *,
@@ -218,6 +235,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds per request before it is retried (openai runner)")
     parser.add_argument("--max-retries", type=int, default=6,
                         help="retries of a request after 429/5xx/timeouts (openai runner)")
+    parser.add_argument("--max-error-rate", type=error_rate, default=0.0,
+                        help="share of items (0 to 1) allowed to end without an answer after "
+                             "retries; errored items are left out of the figures either way "
+                             "(default 0: any such item makes eval exit non-zero)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="allow the model's own Python code to run (off by default)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -226,6 +247,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="also run the release's bridge files (metadata_<split>_*.jsonl)")
     bridges.add_argument("--no-bridges", dest="bridges", action="store_false",
                          help="never read bridge files")
+
+
+def error_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
 
 
 def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
@@ -254,8 +285,9 @@ def run(args: argparse.Namespace) -> int:
                        concurrency=args.concurrency, base_url=args.base_url,
                        api_key_env=args.api_key_env, trust_remote_code=args.trust_remote_code,
                        bridges=args.bridges, progress=not args.no_progress,
-                       runner_options=options)
+                       runner_options=options, max_error_rate=1.0)  # checked after printing
     from rosetrain.commands.score import print_headline  # the same table `rosetrain score` prints
 
     print_headline(summary, args.out)
+    check_error_rate(summary, args.max_error_rate, Path(args.out))
     return 0

@@ -35,6 +35,10 @@ def print_headline(summary: dict, out: str) -> None:
         return "-" if value is None else f"{100 * value:.1f}"
 
     print(f"scored {summary['n']} items (coverage {pct(summary['coverage'])}%) -> {out}")
+    if summary.get("n_errors"):
+        first = summary["error_examples"][0]
+        print(f"  ERRORS: {summary['n_errors']} items have no answer (the request failed) and "
+              f"are left out of every figure below; first: {first['item_id']}: {first['error']}")
     for template, stats in summary["templates"].items():
         print(f"  {SHORT_NAME.get(template, template):8s} n={stats['n']:<6d} "
               f"PASS {pct(stats['pass']):>5s}  VALID {pct(stats['valid']):>5s}  "

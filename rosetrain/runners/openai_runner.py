@@ -6,6 +6,11 @@ in a message or log. Requests run with bounded concurrency and a per-request
 timeout; 429, 5xx, timeouts and dropped connections are retried with
 exponential backoff (honouring ``Retry-After``). An item that still fails
 records its error and ``raw_text=None`` instead of stopping the run.
+
+An endpoint that cannot be reached at all (connection refused, unknown host,
+no answer to connect) is not an item's failure: the runner checks that it can
+connect before the first request, and a connection that still fails after a
+few quick tries stops the whole run with one clear error (a rerun resumes).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import os
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -27,6 +33,17 @@ from rosetrain.runners.base import Answer, image_path
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 60.0
+CONNECT_ATTEMPTS = 3        # tries of a connection that fails before the run stops
+MAX_CONNECT_BACKOFF_S = 2.0
+PROBE_TIMEOUT_S = 10.0      # bound on the connect check before the first request
+
+
+class ConnectFailed(Exception):
+    """The TCP connection (or the host name lookup) failed: no request reached the server."""
+
+
+class EndpointUnreachable(RosetrainError):
+    """The endpoint cannot be reached at all: stop the run instead of failing every item."""
 
 
 class RetryableError(Exception):
@@ -88,6 +105,7 @@ class OpenAIRunner:
         self._headers = {"Content-Type": "application/json"}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
+        probe_endpoint(self.url, min(timeout_s, PROBE_TIMEOUT_S))
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
 
     def generate(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:
@@ -128,16 +146,25 @@ class OpenAIRunner:
                                   "max_tokens": self.max_new_tokens, "temperature": 0.0})
         except RosetrainError as err:
             return None, str(err)
-        for attempt in range(self.max_retries + 1):
+        attempt = connect_failures = 0
+        while True:
             try:
                 return response_text(self._post(payload.encode("utf-8"))), None
+            except ConnectFailed as err:
+                connect_failures += 1
+                if connect_failures >= min(CONNECT_ATTEMPTS, self.max_retries + 1):
+                    raise EndpointUnreachable(
+                        f"--base-url: cannot reach {self.url} ({err}, {connect_failures} "
+                        "attempts); is the server running? Run the same command again to "
+                        "resume") from None
+                time.sleep(min(self.backoff_s * 2 ** (connect_failures - 1), MAX_CONNECT_BACKOFF_S))
             except RetryableError as err:
                 if attempt == self.max_retries:
                     return None, f"gave up after {attempt + 1} attempts: {err}"
                 time.sleep(self._delay(attempt, err.retry_after))
+                attempt += 1
             except (ValueError, PermanentError) as err:
                 return None, str(err)
-        raise AssertionError("unreachable")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -154,12 +181,49 @@ class OpenAIRunner:
             if err.code in RETRY_STATUS:
                 raise RetryableError(f"HTTP {err.code}: {detail}", _retry_after(err)) from None
             raise PermanentError(f"HTTP {err.code} from {self.url}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError,
+        except urllib.error.URLError as err:
+            # urllib wraps only errors of connecting and sending: nothing reached the server
+            if isinstance(err.reason, OSError):
+                raise ConnectFailed(describe_os_error(err.reason)) from None
+            raise PermanentError(f"{self.url}: {err.reason}") from None
+        except (TimeoutError, socket.timeout, ConnectionError,
                 http.client.HTTPException) as err:
             reason = getattr(err, "reason", err)
             raise RetryableError(f"{type(reason).__name__}: {reason}") from None
         except json.JSONDecodeError as err:
             raise RetryableError(f"response is not JSON: {err}") from None
+
+
+def describe_os_error(err: OSError) -> str:
+    """A short reason: "connection refused", "unknown host (...)", "timed out"."""
+    if isinstance(err, socket.gaierror):
+        return f"unknown host ({err.strerror or err})"
+    if isinstance(err, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(err, (TimeoutError, socket.timeout)):
+        return "no answer (timed out)"
+    return err.strerror or str(err) or type(err).__name__
+
+
+def probe_endpoint(url: str, timeout_s: float) -> None:
+    """Fail at once, in one line, when ``url``'s host and port cannot be connected to.
+
+    Skipped when a proxy would carry the requests (the proxy is what we reach)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as err:
+        raise RosetrainError(f"--base-url: {err} in {url}") from None
+    if not parts.hostname:
+        raise RosetrainError(f"--base-url: no host name in {url}")
+    if parts.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(
+            parts.hostname):
+        return
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as err:
+        raise EndpointUnreachable(f"--base-url: cannot reach {parts.hostname}:{port} "
+                                  f"({describe_os_error(err)}); is the server running?") from None
 
 
 def _retry_after(err: urllib.error.HTTPError) -> float | None:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
                                 SHORT_NAME, T1, T1B, T2, T2B, T3, T4, T5, TEMPLATES)
+from rosetrain.scoring.errored import error_examples, split_errored
 from rosetrain.scoring.gold import Gold
 
 Row = Mapping[str, Any]
@@ -230,8 +231,11 @@ def summarize(golds: Iterable[Mapping | Gold], results: Sequence[Row]) -> dict[s
     """``evaluation_summary.json`` from the split's golds and the scored rows.
 
     ``golds`` only set the expected item ids (coverage); every figure comes from
-    ``results``, whose rows carry the descriptive fields to group by.
+    ``results``, whose rows carry the descriptive fields to group by. Rows whose
+    request failed are counted in ``n_errors`` and left out of every figure
+    (``rosetrain.scoring.errored``): ``n`` and ``coverage`` count answered items.
     """
+    results, errored = split_errored(results)
     expected = {_gold_id(g) for g in golds}
     scored_ids = {r["item_id"] for r in results}
     table = template_table(results)
@@ -239,6 +243,8 @@ def summarize(golds: Iterable[Mapping | Gold], results: Sequence[Row]) -> dict[s
         "n": len(results),
         "n_expected": len(expected),
         "coverage": len(scored_ids & expected) / len(expected) if expected else None,
+        "n_errors": len(errored),
+        "error_examples": error_examples(errored),
         "templates": table,
         **headline(table),
         **_overall(table, results),

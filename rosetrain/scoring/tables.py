@@ -73,11 +73,21 @@ def _as_pct(rows: list[list], first_numeric: int, skip: Sequence[int] = ()) -> l
             for row in rows]
 
 
+def _errors_note(summary: Mapping) -> str:
+    """A line naming the items whose request failed (left out of every figure)."""
+    if not summary.get("n_errors"):
+        return ""
+    shown = "; ".join(f"`{e['item_id']}`: {e['error']}" for e in summary["error_examples"])
+    return (f"**{summary['n_errors']} items errored** (no answer: the request failed); "
+            f"they are left out of every figure below. First: {shown}\n\n")
+
+
 def summary_markdown(summary: Mapping) -> str:
     """summary.md: headline, templates, diagnostics and breakdowns (PASS etc. in %)."""
     parts = ["# Evaluation summary\n\n",
              f"{summary['n']} items scored of {summary['n_expected']} "
              f"(coverage {pct(summary['coverage'])}%). Figures in %.\n\n",
+             _errors_note(summary),
              _markdown_table(["figure", "value"],
                              [[label, pct(summary.get(key))] for key, label in HEADLINE])]
     header, rows = template_rows(summary)
