@@ -11,6 +11,7 @@ Templates also get an exact McNemar p-value on their discordant pairs.
 """
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -18,12 +19,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from rosetrain.data.release import short_fingerprint
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
                                 REGION_CASES, SHORT_NAME)
-from rosetrain.io import atomic_write
+from rosetrain.io import atomic_write, output_lock
 from rosetrain.scoring.errored import is_errored
-from rosetrain.scoring.files import json_text, read_scored_rows
+from rosetrain.scoring.files import SUMMARY_FILE, json_text, read_scored_rows
 from rosetrain.scoring.metrics import headline, mean, subset_macro, template_order
 
 HEADLINE_KEYS = ("counting_avg", "action_avg", "avg_pass", "gap")
@@ -51,6 +53,32 @@ def pair_runs(before: Sequence[Mapping], after: Sequence[Mapping]) -> list[tuple
                                  f"{other['task_template']} in after: not the same split")
         pairs.append((row, other))
     return pairs
+
+
+def run_fingerprint(run: str | os.PathLike) -> str | None:
+    """The data fingerprint a scored run records in its evaluation_summary.json
+    (beside per_item_eval.jsonl); None for runs scored by an older rosetrain."""
+    path = Path(run)
+    summary = (path if path.is_dir() else path.parent) / SUMMARY_FILE
+    if not summary.is_file():
+        return None
+    try:
+        fingerprint = json.loads(summary.read_text(encoding="utf-8")).get("data_fingerprint")
+    except (OSError, ValueError, AttributeError):
+        raise RosetrainError(f"{summary}: not a readable evaluation summary") from None
+    return fingerprint if isinstance(fingerprint, str) else None
+
+
+def same_data(before_run: str | os.PathLike, after_run: str | os.PathLike) -> str | None:
+    """The fingerprint of the data both runs were scored on; runs of different data
+    are an error naming both (item ids repeat across datasets, so ids alone cannot tell)."""
+    before, after = run_fingerprint(before_run), run_fingerprint(after_run)
+    if before and after and before != after:
+        raise RosetrainError(
+            f"the runs were scored on different data: {before_run} on data "
+            f"{short_fingerprint(before)}, {after_run} on data {short_fingerprint(after)}; "
+            "compare runs of the same split")
+    return before or after
 
 
 def drop_errored(pairs: Sequence[tuple[Mapping, Mapping]]
@@ -242,20 +270,20 @@ def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
     """Pair two scored runs; write compare.json, report.md and PNG plots into ``out_dir``."""
     if resamples < 1:
         raise RosetrainError(f"resamples must be at least 1, got {resamples}")
+    fingerprint = same_data(before_dir, after_dir)
     pairs, excluded = drop_errored(pair_runs(read_scored_rows(before_dir),
                                              read_scored_rows(after_dir)))
     if not pairs and excluded["pairs"]:
         raise RosetrainError(f"nothing to compare: every one of the {excluded['pairs']} items "
                              "errored (no answer) in at least one run; rerun eval to retry them")
     result = {"before_run": str(before_dir), "after_run": str(after_dir),
-              "errored_excluded": excluded, **compare_pairs(pairs, resamples, seed)}
+              "data_fingerprint": fingerprint, "errored_excluded": excluded,
+              **compare_pairs(pairs, resamples, seed)}
     if out_dir is not None:
-        out = Path(out_dir)
-        atomic_write(out / "compare.json", json_text(result))
-        images = []
-        if plots:
-            images = write_plots(result, out)
-        atomic_write(out / "report.md", report_markdown(result, images))
+        with output_lock(out_dir, "this comparison") as out:
+            atomic_write(out / "compare.json", json_text(result))
+            images = write_plots(result, out) if plots else []
+            atomic_write(out / "report.md", report_markdown(result, images))
     return result
 
 
@@ -282,7 +310,8 @@ def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> st
     lines = ["# Before/after comparison\n",
              f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
              f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
-             f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}).\n",
+             f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}); "
+             f"data `{result.get('data_fingerprint') or 'not recorded'}`.\n",
              _errored_note(result),
              "| figure | before | after | delta | 95% CI of delta | McNemar p |",
              "|---|---|---|---|---|---|"]

@@ -1,11 +1,15 @@
 """Append-only ``predictions.jsonl`` for runs that survive interrupts.
 
-Each row ``{"item_id", "raw_text", "model", "error"}`` is written as one whole
-line, flushed and fsync'd before the next item, so an interrupt loses at most
+Each row ``{"item_id", "raw_text", "model", "error", "data_fingerprint"}`` is
+written as one whole line, flushed and fsync'd before the next item, so an interrupt loses at most
 the items in flight. A write cut short leaves a last line without its newline:
 :func:`repair_tail` truncates it, and the item is simply asked again. After
 that repair the file is read with the scorer's reader
 (``rosetrain.data.release.read_predictions``), so both agree on what is valid.
+
+``data_fingerprint`` (``rosetrain.data.release.split_fingerprint``) names the
+data the answer belongs to: item ids repeat across specs and seeds, so a
+prediction is only ever reused or scored against the same metadata bytes.
 """
 from __future__ import annotations
 
@@ -14,16 +18,40 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from rosetrain.data.release import read_predictions
+from rosetrain.data.release import read_predictions, short_fingerprint
+from rosetrain.errors import RosetrainError
 from rosetrain.io import atomic_write
 from rosetrain.scoring.files import jsonl_text
 
-PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error")
+PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
 
 
 def prediction_row(item_id: str, raw_text: str | None, model: str,
-                   error: str | None = None) -> dict[str, Any]:
-    return {"item_id": item_id, "raw_text": raw_text, "model": model, "error": error}
+                   error: str | None = None, data_fingerprint: str | None = None
+                   ) -> dict[str, Any]:
+    row = {"item_id": item_id, "raw_text": raw_text, "model": model, "error": error}
+    if data_fingerprint is not None:  # without one, exactly the official four fields
+        row["data_fingerprint"] = data_fingerprint
+    return row
+
+
+def check_same_data(rows: Mapping[str, Mapping[str, Any]], fingerprint: str, source: Path,
+                    data: str, *, require: bool = False) -> None:
+    """Refuse predictions made on other data than ``fingerprint`` (the split ``data``).
+
+    Rows without a fingerprint (written by other tools) are accepted unless
+    ``require`` (a run folder rosetrain resumes must prove what data it holds).
+    """
+    for row in rows.values():
+        made_on = row.get("data_fingerprint")
+        if made_on == fingerprint or (made_on is None and not require):
+            continue
+        made = ("no data fingerprint (an older rosetrain or another tool)" if made_on is None
+                else f"data {short_fingerprint(made_on)}")
+        raise RosetrainError(
+            f"{source} holds predictions made on {made} (item {row['item_id']!r}), but {data} "
+            f"is data {short_fingerprint(fingerprint)}: the data changed or this is another "
+            "dataset; use another output folder, or the data they were made on")
 
 
 def repair_tail(path: str | os.PathLike) -> int:
@@ -68,17 +96,23 @@ class PredictionWriter:
     already have an answer and need no model call.
     """
 
-    def __init__(self, path: str | os.PathLike, *, retry_errors: bool = True):
+    def __init__(self, path: str | os.PathLike, *, retry_errors: bool = True,
+                 data_fingerprint: str | None = None, data: str = "the data"):
+        """With ``data_fingerprint``, rows made on other data (or on unknown data)
+        are refused before anything in the file changes."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.truncated_bytes = repair_tail(self.path)
         # Once the torn tail is gone the file is a plain predictions file: the
         # scorer's strict reader applies (bad line -> its number, duplicate id -> error).
         rows = read_predictions(self.path) if self.path.exists() else {}
+        if data_fingerprint is not None:
+            check_same_data(rows, data_fingerprint, self.path, data, require=True)
         kept = {i: row for i, row in rows.items() if not (retry_errors and row.get("error"))}
         if len(kept) != len(rows):
             atomic_write(self.path, jsonl_text(kept.values()))
         self.rows: dict[str, dict[str, Any]] = kept
+        self.data_fingerprint = data_fingerprint
         self._handle = open(self.path, "ab")
 
     @property
@@ -87,7 +121,8 @@ class PredictionWriter:
         return self.rows.keys()
 
     def write(self, row: Mapping[str, Any]) -> None:
-        row = {field: row.get(field) for field in PREDICTION_FIELDS}
+        row = prediction_row(row["item_id"], row.get("raw_text"), row.get("model"),
+                             row.get("error"), row.get("data_fingerprint") or self.data_fingerprint)
         if row["item_id"] in self.rows:  # a second row would make the file unreadable
             raise ValueError(f"item {row['item_id']!r} already has a prediction")
         line = json.dumps(row, ensure_ascii=False) + "\n"

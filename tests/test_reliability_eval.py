@@ -146,3 +146,112 @@ def test_an_endpoint_that_goes_away_mid_run_stops_the_run(split_dir, tmp_path):
     with pytest.raises(EndpointUnreachable, match="connection refused, 3 attempts"):
         runner.generate(records)
     runner.close()
+
+
+# --- 2. results know what data they belong to --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def other_split_dir(tmp_path_factory) -> Path:
+    """Same spec, another seed: the same item ids, other scenes."""
+    return generate_split(tmp_path_factory.mktemp("other") / "smoke", seed=11)
+
+
+def test_split_fingerprint_names_the_metadata_bytes(split_dir, other_split_dir):
+    from rosetrain.data.release import split_fingerprint
+
+    ids = lambda d: [r["item_id"] for r in read_jsonl(d / "metadata_test.jsonl")]  # noqa: E731
+    assert ids(split_dir) == ids(other_split_dir)  # why ids cannot tell datasets apart
+    assert split_fingerprint(split_dir, "test").startswith("sha256:")
+    assert split_fingerprint(split_dir, "test") != split_fingerprint(other_split_dir, "test")
+    # a folder and its one metadata file are the same data
+    assert split_fingerprint(split_dir, "test") == \
+        split_fingerprint(split_dir / "metadata_test.jsonl", "test")
+
+
+def test_eval_into_a_run_of_regenerated_data_is_refused(split_dir, other_split_dir, tmp_path):
+    import shutil
+
+    data, out = tmp_path / "data", tmp_path / "run"
+    shutil.copytree(split_dir, data)
+    evaluate("oracle", data, out_dir=out, runner=OracleRunner(), progress=False)
+    predictions = (out / "predictions.jsonl").read_bytes()
+    shutil.rmtree(data)
+    shutil.copytree(other_split_dir, data)  # "regenerated" in place with another seed
+    runner = OracleRunner()
+    with pytest.raises(RosetrainError, match=r"predictions\.jsonl holds predictions made on "
+                                             r"data [0-9a-f]{12} .* is data [0-9a-f]{12}: the data "
+                                             r"changed"):
+        evaluate("oracle", data, out_dir=out, runner=runner, progress=False)
+    assert runner.seen == 0 and (out / "predictions.jsonl").read_bytes() == predictions
+
+
+def test_eval_refuses_a_run_folder_without_fingerprints(split_dir, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "predictions.jsonl").write_text(json.dumps(
+        {"item_id": "test-0000000-T1", "raw_text": "COUNT(1)", "model": "oracle", "error": None})
+        + "\n")
+    with pytest.raises(RosetrainError, match="made on no data fingerprint"):
+        evaluate("oracle", split_dir, out_dir=out, runner=OracleRunner(), progress=False)
+
+
+def test_score_refuses_predictions_of_other_data(split_dir, other_split_dir, tmp_path, capsys):
+    evaluate("oracle", split_dir, out_dir=tmp_path / "run", runner=OracleRunner(), progress=False)
+    predictions = str(tmp_path / "run" / "predictions.jsonl")
+    code = cli_main(["score", "--data", str(other_split_dir), "--predictions", predictions,
+                     "--out", str(tmp_path / "scored")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "the data changed or this is another dataset" in err
+    assert not (tmp_path / "scored" / "evaluation_summary.json").exists()
+    # The data they were made on scores them, and the summary records that data.
+    assert cli_main(["score", "--data", str(split_dir / "metadata_test.jsonl"), "--predictions",
+                     predictions, "--out", str(tmp_path / "scored")]) == 0
+    summary = json.loads((tmp_path / "scored" / "evaluation_summary.json").read_text())
+    run_info = json.loads((tmp_path / "run" / "eval_run.json").read_text())
+    assert summary["data_fingerprint"] == run_info["data_fingerprint"]
+    assert summary["data_fingerprint"].startswith("sha256:")
+
+
+def test_compare_refuses_runs_of_other_data(split_dir, other_split_dir, tmp_path, capsys):
+    evaluate("oracle", split_dir, out_dir=tmp_path / "a", runner=OracleRunner(), progress=False)
+    evaluate("oracle", other_split_dir, out_dir=tmp_path / "b", runner=OracleRunner(),
+             progress=False)
+    code = cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out",
+                     str(tmp_path / "cmp"), "--no-plots"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "scored on different data" in err
+    assert not (tmp_path / "cmp" / "compare.json").exists()
+    result = compare_runs(tmp_path / "a", tmp_path / "a", plots=False)
+    assert result["data_fingerprint"] == json.loads(
+        (tmp_path / "a" / "eval_run.json").read_text())["data_fingerprint"]
+
+
+def test_a_second_eval_into_the_same_folder_is_refused(split_dir, tmp_path):
+    out = tmp_path / "run"
+    with serve_in_subprocess(split_dir, delay_s=0.2) as base_url:
+        args = [sys.executable, "-m", "rosetrain", "eval", "--runner", "openai", "--base-url",
+                base_url, "--model", "fake", "--data", str(split_dir), "--out", str(out),
+                "--concurrency", "1", "--request-timeout", "5", "--no-progress",
+                "--max-error-rate", "0.05"]
+        first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 cwd=ROOT)
+        try:
+            wait_for_lines(out / "predictions.jsonl", 1, first)
+            second = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+        finally:
+            _, first_err = first.communicate(timeout=120)
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.count("\n") == 1 and "another rosetrain process" in second.stderr
+    assert first.returncode == 0, first_err
+    ids = [p["item_id"] for p in read_jsonl(out / "predictions.jsonl")]
+    assert len(ids) == len(set(ids)) == 21
+
+
+def wait_for_lines(path: Path, lines: int, process: subprocess.Popen) -> None:
+    """Block until ``path`` holds ``lines`` complete lines (or the process ended)."""
+    import time
+
+    while process.poll() is None:
+        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+            return
+        time.sleep(0.01)

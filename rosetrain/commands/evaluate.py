@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rosetrain.data.release import select_records, with_image_paths
+from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
 from rosetrain.errors import RosetrainError
 from rosetrain.predictions import PredictionWriter, prediction_row
 
@@ -142,12 +142,11 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
     are more than ``max_error_rate`` of the items, the results are written and
     then a RosetrainError says so (a rerun asks those items again).
     """
-    from rosetrain.io import atomic_write
-    from rosetrain.scoring.batch import score_predictions, write_scored_run
-    from rosetrain.scoring.files import json_text
+    from rosetrain.io import output_lock
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
+    data = Data(str(data_dir), split, split_fingerprint(data_dir, split, bridges))
     kind = runner if isinstance(runner, str) else "custom"
     batch_size = batch_size or DEFAULT_BATCH_SIZE.get(kind, 8)
     if batch_size < 1:
@@ -164,16 +163,40 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
                            **dict(runner_options or {}))
 
     name = model if isinstance(runner, str) else runner.name
-    predictions, stats = predict_missing(build_runner, name, with_image_paths(records, image_root),
-                                         out / PREDICTIONS_FILE, batch_size=batch_size,
-                                         progress=progress, close=isinstance(runner, str))
-    rows = score_predictions(records, predictions)
-    summary = write_scored_run(out, records, rows)
-    atomic_write(out / RUN_FILE, json_text({
-        "model": name, "runner": kind, "data": str(data_dir), "split": split, "limit": limit,
-        "bridges": bridges, "batch_size": batch_size, "max_new_tokens": max_new_tokens,
-        **stats, "n_errors": summary["n_errors"]}))
+    settings = {"model": name, "runner": kind, "data": str(data_dir), "split": split,
+                "data_fingerprint": data.fingerprint, "limit": limit, "bridges": bridges,
+                "batch_size": batch_size, "max_new_tokens": max_new_tokens}
+    with output_lock(out, "this eval run"):  # a second eval into `out` is refused
+        predictions, stats = predict_missing(
+            build_runner, name, with_image_paths(records, image_root), out / PREDICTIONS_FILE,
+            batch_size=batch_size, progress=progress, close=isinstance(runner, str), data=data)
+        summary = score_run(out, records, predictions, data, {**settings, **stats})
     check_error_rate(summary, max_error_rate, out)
+    return summary
+
+
+@dataclass(frozen=True)
+class Data:
+    """The split a run belongs to: where it was read from and its content fingerprint."""
+
+    path: str
+    split: str
+    fingerprint: str
+
+    def __str__(self) -> str:
+        return f"{self.path} (split {self.split})"
+
+
+def score_run(out: Path, records: Sequence[Mapping[str, Any]], predictions: Mapping[str, Any],
+              data: Data, run_info: Mapping[str, Any]) -> dict[str, Any]:
+    """Score the predictions into ``out``; ``eval_run.json`` records what ran and how fast."""
+    from rosetrain.io import atomic_write
+    from rosetrain.scoring.batch import score_predictions, write_scored_run
+    from rosetrain.scoring.files import json_text
+
+    rows = score_predictions(records, predictions)
+    summary = write_scored_run(out, records, rows, data_fingerprint=data.fingerprint)
+    atomic_write(out / RUN_FILE, json_text({**run_info, "n_errors": summary["n_errors"]}))
     return summary
 
 
@@ -190,13 +213,16 @@ def check_error_rate(summary: Mapping[str, Any], max_error_rate: float, out: Pat
 
 
 def predict_missing(build_runner, name: str, records: Sequence[Mapping[str, Any]], path: Path, *,
-                    batch_size: int, progress: bool, close: bool) -> tuple[dict, dict]:
+                    batch_size: int, progress: bool, close: bool,
+                    data: Data | None = None) -> tuple[dict, dict]:
     """Predictions for ``records`` (id -> row) from ``path``, running the model
-    (built by ``build_runner()``, only if needed) for the items it lacks."""
+    (built by ``build_runner()``, only if needed) for the items it lacks.
+    With ``data``, rows made on other data are refused, never reused."""
     stats = {"items_run": 0, "items_failed": 0, "items_skipped": len(records),
              "seconds": 0.0, "items_per_s": None}
     path.parent.mkdir(parents=True, exist_ok=True)
-    with PredictionWriter(path) as writer:
+    fingerprint = data.fingerprint if data else None
+    with PredictionWriter(path, data_fingerprint=fingerprint, data=str(data)) as writer:
         _check_same_model(writer, name, path)
         if any(r["item_id"] not in writer.done for r in records):
             runner = build_runner()

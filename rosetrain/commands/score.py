@@ -48,13 +48,21 @@ def print_headline(summary: dict, out: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rosetrain.data.release import load_split, read_predictions
+    from pathlib import Path
+
+    from rosetrain.data.release import load_split, read_predictions, split_fingerprint
+    from rosetrain.io import output_lock
+    from rosetrain.predictions import check_same_data
     from rosetrain.scoring.batch import score_predictions, write_scored_run
 
     golds = load_split(args.data, args.split, bridges=args.bridges)
+    fingerprint = split_fingerprint(args.data, args.split, bridges=args.bridges)
     predictions = read_predictions(args.predictions)
+    check_same_data(predictions, fingerprint, Path(args.predictions),
+                    f"--data {args.data} (split {args.split})")
     rows = score_predictions(golds, predictions, allow_partial=args.allow_partial)
-    summary = write_scored_run(args.out, golds, rows)
+    with output_lock(args.out, "this scored run"):
+        summary = write_scored_run(args.out, golds, rows, data_fingerprint=fingerprint)
     print_headline(summary, args.out)
     if summary["coverage"] is not None and summary["coverage"] < 1:
         print(f"note: partial run, {summary['n']} of {summary['n_expected']} items scored",

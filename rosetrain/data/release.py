@@ -11,6 +11,7 @@ asked for (``bridges=True``), or when the folder holds only them. A path to a
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -69,6 +70,35 @@ def load_split(root: str | os.PathLike, split: str = "test",
             seen[item_id] = f"{path.name}:{number}"
             records.append(record)
     return records
+
+
+def split_fingerprint(root: str | os.PathLike, split: str = "test",
+                      bridges: bool | None = None) -> str:
+    """``sha256:<hex>`` over the bytes of the split's metadata files, in the order read.
+
+    Results carry it (predictions rows, summaries, eval_run.json, compare.json)
+    so they are never scored or compared against other data: item ids repeat
+    across specs and seeds, the metadata bytes do not. It covers exactly the
+    files :func:`load_split` reads with the same ``bridges`` (so a folder and
+    its one main ``.jsonl`` file agree); images are drawn from the metadata, so
+    the metadata is what names the data.
+    """
+    digest = hashlib.sha256()
+    for path in split_files(root, split, bridges):
+        file_digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    file_digest.update(block)
+        except OSError as err:
+            raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
+        digest.update(file_digest.digest())  # file boundaries count: a+b != ab
+    return f"sha256:{digest.hexdigest()}"
+
+
+def short_fingerprint(fingerprint: str | None) -> str:
+    """The first 12 hex digits, for messages."""
+    return "none" if fingerprint is None else fingerprint.split(":", 1)[-1][:12]
 
 
 def select_records(data_dir: str | Path, split: str, limit: int | None,

@@ -53,10 +53,14 @@ def score_predictions(golds: Sequence[Mapping[str, Any]], predictions: Mapping[s
 
 
 def write_scored_run(out_dir: str | os.PathLike, golds: Sequence[Mapping[str, Any]],
-                     rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Write per_item_eval.jsonl, evaluation_summary.json, summary.md and CSV tables."""
+                     rows: Sequence[Mapping[str, Any]],
+                     data_fingerprint: str | None = None) -> dict[str, Any]:
+    """Write per_item_eval.jsonl, evaluation_summary.json, summary.md and CSV tables.
+
+    ``data_fingerprint`` (of the split scored) goes into the summary, so that
+    ``rosetrain compare`` can refuse runs of different data."""
     out = Path(out_dir)
-    summary = summarize(golds, rows)
+    summary = {**summarize(golds, rows), "data_fingerprint": data_fingerprint}
     atomic_write(out / PER_ITEM_FILE, jsonl_text(rows))
     atomic_write(out / SUMMARY_FILE, json_text(summary))
     atomic_write(out / "summary.md", summary_markdown(summary))
