@@ -204,13 +204,21 @@ def model_reference(recipe: Recipe) -> str:
 # ----------------------------------------------------------------- run
 
 def last_checkpoint(output_dir: str | Path) -> str | None:
-    """The newest complete ``checkpoint-N`` (trainer_state.json is written last)."""
+    """The newest complete ``checkpoint-N``: the trainer writes trainer_state.json
+    last (not atomically), so a kill mid-save leaves a folder without a readable one."""
     folder = Path(output_dir)
     if not folder.is_dir():
         return None
     found = [(int(m.group(1)), p) for p in folder.iterdir()
-             if (m := _CHECKPOINT.match(p.name)) and (p / "trainer_state.json").is_file()]
+             if (m := _CHECKPOINT.match(p.name)) and is_complete_checkpoint(p)]
     return str(max(found)[1]) if found else None
+
+
+def is_complete_checkpoint(folder: Path) -> bool:
+    try:
+        return isinstance(json.loads((folder / "trainer_state.json").read_text()), dict)
+    except (OSError, ValueError):
+        return False
 
 
 def resume_from(recipe: Recipe) -> str | None:
@@ -218,6 +226,9 @@ def resume_from(recipe: Recipe) -> str | None:
         return None
     if recipe.resume == "auto":
         return last_checkpoint(recipe.output_dir)
+    if not is_complete_checkpoint(Path(recipe.resume)):
+        raise RecipeError(f"resume: {recipe.resume} is not a complete training checkpoint "
+                          f"(no readable trainer_state.json)")
     return recipe.resume
 
 
@@ -232,6 +243,7 @@ def check_resumable(recipe: Recipe) -> None:
     data...), resuming would mix two runs or fail deep inside the optimizer,
     so refuse, naming the keys that differ."""
     if recipe.resume != "auto":
+        resume_from(recipe)  # a named checkpoint must be complete
         return
     record = Path(recipe.output_dir) / RECIPE_RECORD
     checkpoint = last_checkpoint(recipe.output_dir)
@@ -259,10 +271,12 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     """Train (resuming when a checkpoint is there), then save the final model
     (adapter or full) with its processor, and a merged copy on request."""
     from rosetrain.train.callbacks import set_adapter_base
+    from rosetrain.train.checkpoints import restore_weights_strictly
 
     checkpoint = resume_from(recipe)
     if checkpoint:
         logger.warning("resuming from %s", checkpoint)
+        restore_weights_strictly(trainer)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     final = Path(recipe.output_dir) / FINAL_DIR
     trainer.save_model(str(final))
