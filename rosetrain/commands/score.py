@@ -2,8 +2,11 @@
 
     rosetrain score --data DIR --split test --predictions preds.jsonl --out runs/score
 
-Writes per_item_eval.jsonl, evaluation_summary.json, summary.md and CSV tables
-into --out. Imports only the standard library and rosetrain's scorer.
+Writes every file the official ROSE evaluator writes (per_item_eval.jsonl,
+error_cases.jsonl, evaluation_summary.json, summary_by_subset.csv,
+summary_by_template.csv, coverage_by_subset_template.csv, table1_row.txt,
+table2_row.txt) plus rosetrain's summary.md and CSV breakdowns into --out.
+Imports only the standard library, orjson and rosetrain's scorer.
 """
 from __future__ import annotations
 
@@ -22,6 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder for the scored run")
     parser.add_argument("--allow-partial", action="store_true",
                         help="score the items that have a prediction and report coverage")
+    parser.add_argument("--model", default=None,
+                        help="model name for the run (default: the one the predictions name, "
+                             "else the predictions file's name)")
+    parser.add_argument("--display-name", default=None,
+                        help="name at the start of table1_row.txt / table2_row.txt "
+                             "(default: the model name)")
+    parser.add_argument("--digits", type=int, default=1,
+                        help="decimals of the LaTeX table rows (default: 1)")
     bridges = parser.add_mutually_exclusive_group()
     bridges.add_argument("--bridges", dest="bridges", action="store_true", default=None,
                          help="also read the release's bridge files (metadata_<split>_*.jsonl)")
@@ -34,7 +45,7 @@ def print_headline(summary: dict, out: str) -> None:
     def pct(value):
         return "-" if value is None else f"{100 * value:.1f}"
 
-    print(f"scored {summary['n']} items (coverage {pct(summary['coverage'])}%) -> {out}")
+    print(f"scored {summary['n']} items (coverage {pct(summary['coverage_rate'])}%) -> {out}")
     if summary.get("n_errors"):
         first = summary["error_examples"][0]
         print(f"  ERRORS: {summary['n_errors']} items have no answer (the request failed) and "
@@ -50,21 +61,30 @@ def print_headline(summary: dict, out: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from rosetrain.data.release import load_split, read_predictions, split_fingerprint
+    from rosetrain.data.release import (load_split, read_predictions, split_files,
+                                        split_fingerprint)
     from rosetrain.io import output_lock
     from rosetrain.predictions import check_same_data
-    from rosetrain.scoring.batch import score_predictions, write_scored_run
+    from rosetrain.scoring.batch import run_model, score_predictions, write_scored_run
+    from rosetrain.scoring.official_files import RunInfo
 
     golds = load_split(args.data, args.split, bridges=args.bridges)
     fingerprint = split_fingerprint(args.data, args.split, bridges=args.bridges)
     predictions = read_predictions(args.predictions)
     check_same_data(predictions, fingerprint, Path(args.predictions),
                     f"--data {args.data} (split {args.split})")
-    rows = score_predictions(golds, predictions, allow_partial=args.allow_partial)
+    model = args.model or run_model(predictions, Path(args.predictions).stem)
+    rows = score_predictions(golds, predictions, allow_partial=args.allow_partial, model=model)
+    run_info = RunInfo(
+        model=model, display_name=args.display_name, split=args.split,
+        metadata_jsonl=str(split_files(args.data, args.split, args.bridges)[0].resolve()),
+        predictions_jsonl=str(Path(args.predictions).resolve()),
+        allow_partial=args.allow_partial, num_prediction_rows=len(predictions),
+        digits=args.digits)
     with output_lock(args.out, "this scored run"):
-        summary = write_scored_run(args.out, golds, rows, data_fingerprint=fingerprint)
+        summary = write_scored_run(args.out, golds, rows, run_info, data_fingerprint=fingerprint)
     print_headline(summary, args.out)
-    if summary["coverage"] is not None and summary["coverage"] < 1:
+    if summary["coverage_rate"] is not None and summary["coverage_rate"] < 1:
         print(f"note: partial run, {summary['n']} of {summary['n_expected']} items scored",
               file=sys.stderr)
     return 0

@@ -7,23 +7,33 @@ from typing import Any, Mapping, Sequence
 
 from rosetrain.errors import RosetrainError
 from rosetrain.io import atomic_write
-from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE, json_text, jsonl_text
+from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE, json_text, jsonl_bytes
 from rosetrain.scoring.gold import prepare_gold
 from rosetrain.scoring.item import score_item
 from rosetrain.scoring.metrics import summarize
+from rosetrain.scoring.official_files import ERROR_CASES_FILE, RunInfo, official_files
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 
-RAW_TEXT_KEPT = 1000  # characters of each response copied into per_item_eval.jsonl
 MISSING_SHOWN = 10
 
 
+def run_model(predictions: Mapping[str, Mapping], fallback: str | None) -> str | None:
+    """The model a run scores, as the official evaluator names it: the one model
+    the predictions name, else ``fallback`` (the predictions file's stem). Rows
+    naming several models are named together, comma-separated."""
+    names = sorted({str(p["model"]).strip() for p in predictions.values()
+                    if p.get("model") is not None and str(p["model"]).strip()})
+    return ",".join(names) if names else fallback
+
+
 def score_predictions(golds: Sequence[Mapping[str, Any]], predictions: Mapping[str, Mapping],
-                      allow_partial: bool = False) -> list[dict[str, Any]]:
+                      allow_partial: bool = False, model: str | None = None) -> list[dict[str, Any]]:
     """Per-item rows, in split order, for every gold item that has a prediction.
 
     A gold item without a prediction is an error listing the first missing ids,
     unless ``allow_partial``. Predictions for ids outside the split are an error
-    too (they usually mean the wrong split or file).
+    too (they usually mean the wrong split or file). A prediction without a
+    ``model`` key gets ``model`` (the official evaluator's default).
     """
     gold_ids = [str(g["item_id"]) for g in golds]
     missing = [i for i in gold_ids if i not in predictions]
@@ -41,28 +51,31 @@ def score_predictions(golds: Sequence[Mapping[str, Any]], predictions: Mapping[s
         prediction = predictions.get(str(gold["item_id"]))
         if prediction is None:
             continue
-        raw_text = prediction.get("raw_text")
-        row = score_item(prepare_gold(gold), raw_text)
-        row["model"] = prediction.get("model")
-        row["prediction_error"] = prediction.get("error")
-        text = raw_text if isinstance(raw_text, str) else None
-        row["raw_text"] = None if text is None else text[:RAW_TEXT_KEPT]
-        row["raw_text_chars"] = None if text is None else len(text)
-        rows.append(row)
+        rows.append(score_item(prepare_gold(gold), prediction.get("raw_text"),
+                               prediction.get("model", model), prediction.get("error")))
     return rows
 
 
 def write_scored_run(out_dir: str | os.PathLike, golds: Sequence[Mapping[str, Any]],
-                     rows: Sequence[Mapping[str, Any]],
+                     rows: Sequence[Mapping[str, Any]], run: RunInfo | None = None,
                      data_fingerprint: str | None = None) -> dict[str, Any]:
-    """Write per_item_eval.jsonl, evaluation_summary.json, summary.md and CSV tables.
+    """Write every file of the official evaluator (per_item_eval.jsonl,
+    error_cases.jsonl, evaluation_summary.json, summary_by_subset.csv,
+    summary_by_template.csv, coverage_by_subset_template.csv, table1_row.txt,
+    table2_row.txt) and rosetrain's own (summary.md, CSV breakdowns).
 
+    Per-item rows are written sorted by item id, as the official files are.
     ``data_fingerprint`` (of the split scored) goes into the summary, so that
-    ``rosetrain compare`` can refuse runs of different data."""
+    ``rosetrain compare`` can refuse runs of different data.
+    """
     out = Path(out_dir)
-    summary = {**summarize(golds, rows), "data_fingerprint": data_fingerprint}
-    atomic_write(out / PER_ITEM_FILE, jsonl_text(rows))
+    summary = {**summarize(golds, rows, run), "data_fingerprint": data_fingerprint}
+    ordered = sorted(rows, key=lambda r: str(r["item_id"]))
+    atomic_write(out / PER_ITEM_FILE, jsonl_bytes(ordered))
+    atomic_write(out / ERROR_CASES_FILE, jsonl_bytes([r for r in ordered if r["pass"] != 1]))
     atomic_write(out / SUMMARY_FILE, json_text(summary))
+    for name, text in official_files(summary, run).items():
+        atomic_write(out / name, text)
     atomic_write(out / "summary.md", summary_markdown(summary))
     for name, text in csv_tables(summary).items():
         atomic_write(out / name, text)

@@ -105,9 +105,10 @@ def _paired_item_id(gold: Mapping, template: str) -> str | None:
 class Gold:
     """Everything score_item needs about one task, with its sets built once."""
 
-    __slots__ = ("item_id", "mode", "rows", "cols", "gold_count", "gold_clicks", "all_targets",
-                 "region_type", "region_cells", "grid_cells", "out_region_targets", "is_local",
-                 "is_exclusion", "global_count", "static", "row_cache")
+    __slots__ = ("item_id", "template", "mode", "rows", "cols", "gold_count", "gold_clicks",
+                 "all_targets", "region_targets", "region_type", "region_cells", "grid_cells",
+                 "out_region_targets", "is_local", "is_exclusion", "global_count", "official",
+                 "extras")
 
     def __init__(self, gold: Mapping[str, Any]):
         if not isinstance(gold, Mapping):
@@ -137,33 +138,53 @@ class Gold:
         except RosetrainError as err:
             raise RosetrainError(f"gold item {item_id!r}: {err}") from None
         self.grid_cells = _grid_cells(self.rows, self.cols)
-        self.out_region_targets = self.all_targets - self.region_cells
+        # As the official evaluator: the region's targets are the listed ones (the
+        # gold clicks when unlisted), and the targets outside it all the others.
+        self.region_targets = (_cell_set(gold, "region_target_cells", item_id)
+                               if gold.get("region_target_cells") else self.gold_clicks)
+        self.out_region_targets = self.all_targets - self.region_targets
         self.is_local = self.region_type != GLOBAL
         self.is_exclusion = self.region_type == EXCLUSION
         self.global_count = len(self.all_targets)
-        self.row_cache: dict = {}  # item.py keeps the rows of the common outcomes here
-        # descriptive fields copied into every per-item row, so summaries can group
+        self.template = template
+        self.official = self._official_fields(gold)
+        self.extras = self._extra_fields(gold)
+
+    def _official_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
+        """The item's own fields of an official per-item row, by the official names."""
+        return {
+            "item_id": self.item_id, "scene_id": gold.get("scene_id"),
+            "image_id": gold.get("image_id"), "rose_subset": gold.get("rose_subset"),
+            "rose_split": gold.get("split"), "primitive_type": gold.get("primitive_type"),
+            "task_template": self.template, "task_mode": self.mode,
+            "region_type": self.region_type, "region_case": gold.get("region_case"),
+            "cue_type": gold.get("cue_type"), "difficulty": gold.get("difficulty"),
+            "rows": self.rows, "cols": self.cols, "region_cell_count": len(self.region_cells),
+            "gt_clicks": sorted_labels(self.gold_clicks),
+            "all_target_cells": sorted_labels(self.all_targets),
+            "region_target_cells": sorted_labels(self.region_targets),
+            "out_region_target_cells": sorted_labels(self.out_region_targets),
+            "ground_truth_formal_answer": gold.get("ground_truth_formal_answer"),
+        }
+
+    def _extra_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
+        """rosetrain's own descriptive fields (names the official rows do not use)."""
         heldout = gold.get("heldout_family")
-        self.static = {
-            "item_id": self.item_id,
-            "scene_id": str(gold.get("scene_id") or gold.get("image_id") or self.item_id),
-            "task_template": template,
-            "template_short": SHORT_NAME.get(template, template),
-            "task_mode": mode,
-            "bridge": template in BRIDGE_TEMPLATES,
-            "paired_item_id": _paired_item_id(gold, template),
-            "rose_subset": str(gold.get("rose_subset") or gold.get("family") or "unknown"),
+        return {
+            "template_short": SHORT_NAME.get(self.template, self.template),
+            "bridge": self.template in BRIDGE_TEMPLATES,
+            "paired_item_id": _paired_item_id(gold, self.template),
             "family": gold.get("family"),
             "heldout_family": None if heldout is None else bool(heldout),
-            "region_type": self.region_type,
-            "region_case": normalize_region_case(gold.get("region_case")),
-            "region_case_raw": gold.get("region_case"),
+            "region_case_group": normalize_region_case(gold.get("region_case")),
             "grid_size_profile": str(gold.get("grid_size_profile") or "unknown"),
-            "rows": self.rows,
-            "cols": self.cols,
             "target_count": self.global_count,
-            "gold_count": self.gold_count,
         }
+
+
+def sorted_labels(cells) -> list[str]:
+    """``"R4,C11"`` labels sorted as strings (the official rows' order)."""
+    return sorted([f"R{r},C{c}" for r, c in cells])
 
 
 def prepare_gold(gold: Mapping[str, Any] | Gold) -> Gold:

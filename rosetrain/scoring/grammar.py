@@ -1,53 +1,58 @@
 """Strict parsing of a model response into the ROSE answer grammar.
 
-The whole stripped response must be the grammar (docs/protocol.md):
-tokens are split on ``;``; keywords match case-insensitively; whitespace is
-tolerated around numbers and commas (inside the parentheses) and around
-tokens, nowhere else (``COUNT (3)`` is invalid).
+The rules are those of the official ROSE v0.1 evaluator (``demo/evaluate_rose.py``
+of the public ROSE-v0.1 repository), so that a reward never punishes an answer
+the benchmark accepts:
 
-- COUNT mode: exactly ``COUNT(n)``.
-- CLICK mode: ``DONE`` alone, or ``CLICK(Rr,Cc)`` tokens ending in ``DONE``.
-- CLICK_COUNT mode: ``SUBMIT(n)`` alone, or CLICK tokens ending in ``SUBMIT(n)``.
-Any other token (an empty one from a trailing ``;`` included) makes the answer
-invalid.
+- The response (``str()`` of it; None is empty) is stripped; surrounding prose
+  makes it invalid.
+- COUNT mode: the whole answer is one ``COUNT(n)`` (no ``;`` splitting).
+- CLICK / CLICK_COUNT: the answer is split on ``;``, each part stripped, and
+  empty parts dropped (``;;`` and a trailing ``;`` are fine). The last part
+  must be ``DONE`` (CLICK) or ``SUBMIT(n)`` (CLICK_COUNT); every other part a
+  ``CLICK(Rr,Cc)``.
+- Keywords match case-insensitively as Python's ``re.IGNORECASE`` does (so the
+  Kelvin sign matches ``K``, ``ſ`` matches ``S``); whitespace is allowed
+  between every part of a token (``CLICK ( R4 , C11 )``); numbers are any
+  Unicode decimal digits (``COUNT(١)``).
 
-Choices the protocol leaves open, made here once:
-- Keywords are ASCII letters only (no Unicode case folding: the Kelvin sign is
-  not a K); digits are ASCII ``0-9``; whitespace is Python's (``str.strip``).
-- Numbers are unsigned decimal integers; leading zeros are allowed. Numbers of
-  more than 18 digits are kept as ``HUGE_NUMBER`` (never a valid count or cell)
-  so no giant integer is ever built.
-- Responses longer than ``MAX_RESPONSE_CHARS`` are invalid without being
-  parsed: on grids of at most 18 x 18 cells no answer needs a hundredth of it,
-  and this bounds the work spent on a runaway generation.
+An invalid answer still carries what could be read from it, as the official
+evaluator keeps it: the CLICK tokens that did parse when only some other part
+was bad (``invalid_CLICK_token``), and the SUBMIT number when the last part
+was a valid ``SUBMIT(n)``. Error codes are the official ones: ``empty``,
+``expected_COUNT_only``, ``missing_DONE``, ``missing_SUBMIT``,
+``invalid_CLICK_token``; ``detail`` says the same in words.
 
-Every function here is linear in the input: the patterns have no nested
-ambiguous quantifiers (every ``\\s*`` sits between fixed characters that
-whitespace cannot match), so nothing backtracks catastrophically.
+A number past Python's int-string limit (4300 digits), where the official
+evaluator fails, is kept as ``HUGE_NUMBER`` (never a valid count or cell). Every pattern is linear in
+the input: each ``\\s*`` sits between fixed characters whitespace cannot match.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import NamedTuple
 
 from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, Cell
 
-MAX_RESPONSE_CHARS = 1_000_000
 HUGE_NUMBER = 10 ** 18
 
-_CLICK_BODY = r"[Cc][Ll][Ii][Cc][Kk]\(\s*[Rr]\s*[0-9]+\s*,\s*[Cc]\s*[0-9]+\s*\)"
-_CLICK_TOKEN = re.compile(r"[Cc][Ll][Ii][Cc][Kk]\(\s*[Rr]\s*([0-9]+)\s*,\s*[Cc]\s*([0-9]+)\s*\)")
-_COUNT_TOKEN = re.compile(r"[Cc][Oo][Uu][Nn][Tt]\(\s*([0-9]+)\s*\)")
-_SUBMIT_TOKEN = re.compile(r"[Ss][Uu][Bb][Mm][Ii][Tt]\(\s*([0-9]+)\s*\)")
-_DONE_TOKEN = re.compile(r"[Dd][Oo][Nn][Ee]")
+_I = re.IGNORECASE
+_CLICK_BODY = r"CLICK\s*\(\s*R\s*(\d+)\s*,\s*C\s*(\d+)\s*\)"
+_SUBMIT_BODY = r"SUBMIT\s*\(\s*(\d+)\s*\)"
+# One part of a split answer (already stripped, but the patterns tolerate edges).
+_CLICK_PART = re.compile(r"\s*" + _CLICK_BODY + r"\s*", _I)
+_SUBMIT_PART = re.compile(r"\s*" + _SUBMIT_BODY + r"\s*", _I)
+_DONE_PART = re.compile(r"\s*DONE\s*", _I)
+_COUNT_ANSWER = re.compile(r"\s*COUNT\s*\(\s*(\d+)\s*\)\s*", _I)
 
-# Whole-answer patterns: one C-level match for the common valid case; the
-# token-by-token path below only runs to explain an invalid answer.
-_CLICKS_THEN = r"(?:" + _CLICK_BODY + r"\s*;\s*)*"
-_CLICK_ANSWER = re.compile(_CLICKS_THEN + r"[Dd][Oo][Nn][Ee]")
-_CLICK_COUNT_ANSWER = re.compile(_CLICKS_THEN + r"[Ss][Uu][Bb][Mm][Ii][Tt]\(\s*([0-9]+)\s*\)")
+# Whole-answer patterns for the common valid case: one C-level match. Empty
+# parts are runs of ``;`` and whitespace, allowed before, between and after.
+_CLICKS_THEN = r"[\s;]*(?:CLICK\s*\(\s*R\s*\d+\s*,\s*C\s*\d+\s*\)\s*;[\s;]*)*"
+_CLICK_ANSWER = re.compile(_CLICKS_THEN + r"DONE[\s;]*", _I)
+_CLICK_COUNT_ANSWER = re.compile(_CLICKS_THEN + _SUBMIT_BODY + r"[\s;]*", _I)
 # In a valid answer ``(R`` only ever opens a CLICK's cell.
-_CELL = re.compile(r"\(\s*[Rr]\s*([0-9]+)\s*,\s*[Cc]\s*([0-9]+)")
+_CELL = re.compile(r"\(\s*R\s*(\d+)\s*,\s*C\s*(\d+)", _I)
 
 _TERMINAL = {CLICK: "DONE", CLICK_COUNT: "SUBMIT(n)"}
 
@@ -55,21 +60,27 @@ _TERMINAL = {CLICK: "DONE", CLICK_COUNT: "SUBMIT(n)"}
 class ParsedAnswer(NamedTuple):
     """A response read against one task mode.
 
-    ``clicks`` keeps the order and any duplicates of the response; ``count`` is
-    the n of ``COUNT(n)`` or ``SUBMIT(n)``; ``error`` says why an answer is invalid.
+    ``clicks`` keeps the order and duplicates of the CLICK tokens that parsed
+    (also in an invalid answer, as the official evaluator reads them);
+    ``count`` is the n of ``COUNT(n)`` or of a final ``SUBMIT(n)``; ``error``
+    is the official parse-error code (None when valid), ``detail`` the same in
+    words; ``invalid_tokens`` the parts the grammar rejected.
     """
 
     valid: bool
     error: str | None = None
     clicks: tuple[Cell, ...] = ()
     count: int | None = None
+    invalid_tokens: tuple[str, ...] = ()
+    detail: str | None = None
 
 
 def _number(digits: str) -> int:
-    if len(digits) <= 18:
+    try:
         return int(digits)
-    digits = digits.lstrip("0")
-    return int(digits or "0") if len(digits) <= 18 else HUGE_NUMBER
+    except ValueError:  # past Python's int-string limit (the official evaluator fails here)
+        digits = "".join(str(unicodedata.decimal(d)) for d in digits).lstrip("0")
+        return int(digits or "0") if len(digits) <= 18 else HUGE_NUMBER
 
 
 def _snippet(token: str) -> str:
@@ -77,82 +88,88 @@ def _snippet(token: str) -> str:
 
 
 _new_parsed = tuple.__new__  # builds a ParsedAnswer without NamedTuple's Python __new__
-_count_fullmatch = _COUNT_TOKEN.fullmatch
-_click_fullmatch = _CLICK_ANSWER.fullmatch
-_click_count_fullmatch = _CLICK_COUNT_ANSWER.fullmatch
-_find_cells = _CELL.findall
 
 
-def _invalid(error: str) -> ParsedAnswer:
-    return _new_parsed(ParsedAnswer, (False, error, (), None))
-
-
-def _cells(answer: str) -> tuple[Cell, ...]:
-    pairs = _find_cells(answer)
-    try:
-        return tuple([(int(r), int(c)) for r, c in pairs])
-    except ValueError:  # a number past Python's int-string limit (4300 digits)
-        return tuple([(_number(r), _number(c)) for r, c in pairs])
+def _cells(pairs) -> tuple[Cell, ...]:
+    return tuple([(_number(r), _number(c)) for r, c in pairs])
 
 
 def parse_answer(text: object, mode: str) -> ParsedAnswer:
     """Parse ``text`` strictly as an answer in ``mode`` (COUNT, CLICK or CLICK_COUNT).
 
-    Never raises on any response: None, non-strings, empty, prose, huge.
+    Never raises on any response (None, non-strings, empty, prose, huge).
     An unknown ``mode`` is a programming error and raises ValueError.
     """
-    # The hot path (a plain str that matches the grammar) is kept flat: it runs
-    # for every completion of every GRPO step and every evaluated item.
-    if type(text) is str and len(text) <= MAX_RESPONSE_CHARS:
+    # The hot path (a str that matches the grammar) is kept flat: it runs for
+    # every completion of every GRPO step and every evaluated item.
+    if type(text) is str:
         answer = text.strip()
         if mode == CLICK:
-            if _click_fullmatch(answer):
-                return _new_parsed(ParsedAnswer, (True, None, _cells(answer), None))
+            if _CLICK_ANSWER.fullmatch(answer):
+                return _new_parsed(ParsedAnswer,
+                                   (True, None, _cells(_CELL.findall(answer)), None, (), None))
         elif mode == COUNT:
-            match = _count_fullmatch(answer)
-            if match:
-                return _new_parsed(ParsedAnswer, (True, None, (), _number(match.group(1))))
-        elif mode == CLICK_COUNT:
-            match = _click_count_fullmatch(answer)
+            match = _COUNT_ANSWER.fullmatch(answer)
             if match:
                 return _new_parsed(ParsedAnswer,
-                                   (True, None, _cells(answer), _number(match.group(1))))
-    elif isinstance(text, str) and type(text) is not str:  # a str subclass: its plain value
-        return parse_answer(str.__str__(text), mode)
-    return _invalid(_why_invalid(text, mode))
+                                   (True, None, (), _number(match.group(1)), (), None))
+        elif mode == CLICK_COUNT:
+            match = _CLICK_COUNT_ANSWER.fullmatch(answer)
+            if match:
+                return _new_parsed(ParsedAnswer, (True, None, _cells(_CELL.findall(answer)),
+                                                  _number(match.group(1)), (), None))
+    return parse_by_parts(text, mode)
 
 
-def _why_invalid(text: object, mode: str) -> str:
-    """The parse error of a response the hot path did not accept."""
+def parse_by_parts(text: object, mode: str) -> ParsedAnswer:
+    """The part-by-part reading (valid or not); ``parse_answer`` agrees with it."""
     if mode not in (COUNT, CLICK, CLICK_COUNT):
         raise ValueError(f"unknown task mode {mode!r}")
     if text is None:
-        return "no response"
-    if not isinstance(text, str):
-        return f"response is a {type(text).__name__}, not text"
-    if len(text) > MAX_RESPONSE_CHARS:
-        return f"response longer than {MAX_RESPONSE_CHARS} characters"
-    answer = text.strip()
+        return ParsedAnswer(False, "empty", detail="no response")
+    try:
+        answer = (text if type(text) is str else str(text)).strip()
+    except Exception:  # an object whose str() fails is no answer
+        answer = ""
     if not answer:
-        return "empty response"
+        return ParsedAnswer(False, "empty", detail="empty response")
     if mode == COUNT:
-        if ";" in answer:
-            return "COUNT mode takes exactly one token, COUNT(n)"
-        return f"expected COUNT(n), got {_snippet(answer)}"
-    return _explain_click_error(answer, mode)
+        match = _COUNT_ANSWER.fullmatch(answer)
+        if match:
+            return ParsedAnswer(True, count=_number(match.group(1)))
+        return ParsedAnswer(False, "expected_COUNT_only", invalid_tokens=(answer,),
+                            detail=f"expected COUNT(n), got {_snippet(answer)}")
+    parts = [p.strip() for p in answer.split(";")]
+    parts = [p for p in parts if p]
+    return _parse_click_parts(parts, mode)
 
 
-def _explain_click_error(answer: str, mode: str) -> str:
-    """Why a CLICK / CLICK_COUNT answer failed the whole-answer pattern."""
-    tokens = answer.split(";")
-    for index, raw in enumerate(tokens[:-1], start=1):
-        token = raw.strip()
-        if not _CLICK_TOKEN.fullmatch(token):
-            return f"token {index} is not CLICK(Rr,Cc): {_snippet(token)}"
-    last = tokens[-1].strip()
-    if _CLICK_TOKEN.fullmatch(last):
-        return f"answer must end with {_TERMINAL[mode]}"
-    terminal = _DONE_TOKEN if mode == CLICK else _SUBMIT_TOKEN
-    if not terminal.fullmatch(last):
-        return f"last token is not {_TERMINAL[mode]}: {_snippet(last)}"
-    return "not a valid answer"  # unreachable while the two paths agree; never crash
+def _parse_click_parts(parts: list[str], mode: str) -> ParsedAnswer:
+    if not parts:  # only ';' and whitespace
+        code = "missing_DONE" if mode == CLICK else "empty"
+        return ParsedAnswer(False, code, detail="no token between the ';'")
+    count = None
+    if mode == CLICK:
+        ends_right = _DONE_PART.fullmatch(parts[-1]) is not None
+    else:
+        submit = _SUBMIT_PART.fullmatch(parts[-1])
+        ends_right = submit is not None
+        count = _number(submit.group(1)) if submit else None
+    if not ends_right:
+        code = "missing_DONE" if mode == CLICK else "missing_SUBMIT"
+        why = ("answer must end with" if _CLICK_PART.fullmatch(parts[-1])
+               else "last token is not")
+        return ParsedAnswer(False, code, invalid_tokens=tuple(parts),
+                            detail=f"{why} {_TERMINAL[mode]}: {_snippet(parts[-1])}")
+    clicks, invalid, first_bad = [], [], None
+    for index, part in enumerate(parts[:-1], start=1):
+        match = _CLICK_PART.fullmatch(part)
+        if match:
+            clicks.append((_number(match.group(1)), _number(match.group(2))))
+        else:
+            invalid.append(part)
+            first_bad = first_bad or index
+    if invalid:
+        return ParsedAnswer(False, "invalid_CLICK_token", tuple(clicks), count, tuple(invalid),
+                            f"token {first_bad} is not CLICK(Rr,Cc): {_snippet(invalid[0])}")
+    return ParsedAnswer(True, None, tuple(clicks), count)

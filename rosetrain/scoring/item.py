@@ -1,202 +1,239 @@
-"""Scoring one response against one gold task: PASS, VALID, SOFT and diagnostics.
+"""Scoring one response against one gold task: the per-item row.
 
-Rules (docs/protocol.md):
-- COUNT: PASS when valid and n equals the gold count; SOFT 1/(1+|error|).
-- CLICK: PASS when valid, no click outside the grid, no duplicate click, and
-  the click set equals the gold set; SOFT is the strict F1 (0 when invalid,
-  out-of-grid or duplicated; two empty sets score 1).
-- CLICK_COUNT: as CLICK, and SUBMIT equals the gold count and the number of
-  distinct clicks; SOFT is the mean of strict F1, count soft and consistency.
+A row holds every field of the official ROSE evaluator's ``per_item_eval.jsonl``
+row, under the same names and with the same value conventions (0/1 integers
+for flags, None where a field does not apply to the task mode, 0 for
+``global_default_error`` / ``exclusion_failure`` where they do not apply),
+then rosetrain's own fields (``EXTRA_FIELDS``).
 
-Diagnostics, for click answers: precision/recall/F1 over the distinct in-grid
-clicks (``click_*``; the ``*_strict`` ones are 0 when PASS is ruled out by
-format, grid or duplicates), region violations (clicks outside the region;
-``region_ok`` is False for an invalid answer), clicks on targets outside the
-region, near misses (a wrong click at L1 distance 1 from a missed target),
-over/under clicks (more/fewer distinct clicks than the gold count),
-``global_default_error`` (a local task answered with the whole-grid answer:
-the count or click set of *all* the scene's targets, when that differs from
-the gold), ``exclusion_failure`` (an EXCLUSION task where a target inside the
-excluded region was clicked) and ``submit_consistent`` (SUBMIT n equals the
-number of distinct clicks). ``pred_count`` is the n of COUNT(n) or SUBMIT(n),
-and for CLICK answers the number of distinct clicks (so ``count_exact`` there
-means "as many clicks as targets"). Fields that do not apply to a task are None.
+Rules (as the official evaluator):
+- PASS, COUNT: valid and n equals the gold count.
+- PASS, CLICK: valid, no click outside the grid, no duplicate click, and the
+  set of clicks equals the gold set; CLICK_COUNT also needs SUBMIT equal to
+  the gold count and to the number of distinct clicks.
+- SOFT: COUNT 1/(1+|error|) (0 unparsed); CLICK the strict F1 (0 when invalid,
+  out-of-grid or duplicated; two empty sets score 1); CLICK_COUNT the mean of
+  strict F1, count soft and click-submit consistency. An invalid CLICK_COUNT
+  answer whose last part is a valid ``SUBMIT(n)`` keeps count credit.
+- The click diagnostics (precision, recall, F1, region violations, near
+  misses, ...) are computed on the clicks that could be read, also when the
+  answer is invalid; only the ``*_strict`` figures and PASS need validity.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from rosetrain.protocol import CLICK_COUNT, COUNT
-from rosetrain.scoring.gold import Gold, prepare_gold
+from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, EXCLUSION, T2, T3, T4, T5
+from rosetrain.scoring.gold import Gold, prepare_gold, sorted_labels
 from rosetrain.scoring.grammar import ParsedAnswer, parse_answer
 
-# Fields of a per-item row in order (the descriptive fields of Gold.static first).
-RESULT_FIELDS = (
-    "pass", "format_valid", "parse_error", "unified_soft",
-    "pred_count", "count_error", "count_exact", "count_soft",
-    "n_clicks", "n_distinct_clicks", "duplicate_clicks", "out_of_grid_clicks",
-    "click_precision", "click_recall", "click_f1",
-    "click_precision_strict", "click_recall_strict", "click_f1_strict",
-    "true_positive_clicks", "false_positive_clicks", "missed_targets",
-    "region_ok", "region_violations", "out_region_target_clicks", "near_misses",
-    "over_click", "under_click", "global_default_error", "exclusion_failure",
-    "submit_consistent",
+NEAR_MISS_L1 = 1  # a missed target counts as a near miss with a click this close (L1)
+API_OK = (None, "", "None")  # prediction ``error`` values that mean "no API error"
+
+OFFICIAL_FIELDS = (
+    "item_id", "scene_id", "image_id", "model", "rose_subset", "rose_split", "primitive_type",
+    "task_template", "task_mode", "region_type", "region_case", "cue_type", "difficulty",
+    "rows", "cols", "region_cell_count", "raw_text", "api_error", "api_error_text",
+    "format_valid", "format_error", "parse_error", "invalid_action_tokens", "pass",
+    "unified_soft", "count_applicable", "click_applicable", "submit_applicable", "gt_count",
+    "pred_count", "count_exact", "count_mae", "count_bias", "count_soft", "gt_clicks",
+    "pred_clicks_all", "pred_clicks_valid", "pred_clicks_valid_unique", "pred_clicks_invalid",
+    "pred_click_count_raw", "pred_click_count_valid", "pred_click_count_unique",
+    "invalid_coordinate_count", "duplicate_click_count", "click_exact_set",
+    "click_exact_set_strict", "click_precision", "click_recall", "click_f1", "click_f1_strict",
+    "click_iou", "click_iou_strict", "submit_count", "submit_exact", "click_submit_consistency",
+    "region_violation_count", "region_ok", "outside_distractor_hit_count", "missed_target_count",
+    "false_positive_count", "over_click_count", "under_click_count", "near_miss_count",
+    "near_miss_rate", "global_default_error", "exclusion_failure", "all_target_cells",
+    "region_target_cells", "out_region_target_cells", "ground_truth_formal_answer",
 )
+EXTRA_FIELDS = ("template_short", "bridge", "paired_item_id", "family", "heldout_family",
+                "region_case_group", "grid_size_profile", "target_count", "parse_error_detail",
+                "raw_text_chars")
+RESULT_FIELDS = OFFICIAL_FIELDS + EXTRA_FIELDS
 
 
-def _soft_count(error: int) -> float:
-    return 1.0 / (1.0 + abs(error))
+def _prf(pred: set, gold: frozenset) -> tuple[float, float, float]:
+    """Precision, recall, F1; two empty sets are perfect, one empty set scores 0."""
+    if not pred or not gold:
+        return (1.0, 1.0, 1.0) if not pred and not gold else (0.0, 0.0, 0.0)
+    overlap = len(pred & gold)
+    precision, recall = overlap / len(pred), overlap / len(gold)
+    f1 = 2.0 * precision * recall / (precision + recall) if overlap else 0.0
+    return precision, recall, f1
 
 
-def _prf(true_pos: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
-    """Precision, recall, F1; an empty prediction of an empty gold is perfect."""
-    if n_pred == 0 and n_gold == 0:
-        return 1.0, 1.0, 1.0
-    if true_pos == 0:
-        return 0.0, 0.0, 0.0
-    precision, recall = true_pos / n_pred, true_pos / n_gold
-    return precision, recall, 2.0 * precision * recall / (precision + recall)
+def _iou(pred: set, gold: frozenset) -> float:
+    if not pred and not gold:
+        return 1.0
+    return len(pred & gold) / len(pred | gold)
 
 
-def _near_misses(wrong: set, missed: frozenset) -> int:
-    return sum(1 for r, c in wrong
-               if (r - 1, c) in missed or (r + 1, c) in missed
-               or (r, c - 1) in missed or (r, c + 1) in missed)
+def _near_misses(missed: frozenset, pred: set) -> int:
+    return sum(1 for r, c in missed
+               if any(abs(r - pr) + abs(c - pc) <= NEAR_MISS_L1 for pr, pc in pred))
 
 
-def _score_count(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
-    if parsed.valid:
-        error = parsed.count - gold.gold_count
-        soft = _soft_count(error)
-        default = (parsed.count == gold.global_count and error != 0) if gold.is_local else None
-    else:
-        error, soft, default = None, 0.0, (False if gold.is_local else None)
-    exact = error == 0
-    return {
-        **gold.static,
-        "pass": exact, "format_valid": parsed.valid, "parse_error": parsed.error,
-        "unified_soft": soft, "pred_count": parsed.count, "count_error": error,
-        "count_exact": exact, "count_soft": soft,
-        "n_clicks": None, "n_distinct_clicks": None, "duplicate_clicks": None,
-        "out_of_grid_clicks": None, "click_precision": None, "click_recall": None,
-        "click_f1": None, "click_precision_strict": None, "click_recall_strict": None,
-        "click_f1_strict": None, "true_positive_clicks": None, "false_positive_clicks": None,
-        "missed_targets": None, "region_ok": None, "region_violations": None,
-        "out_region_target_clicks": None, "near_misses": None, "over_click": None,
-        "under_click": None, "global_default_error": default, "exclusion_failure": None,
-        "submit_consistent": None,
-    }
+def _labels(cells) -> list[str]:
+    return [f"R{r},C{c}" for r, c in cells]
 
 
-def _score_invalid_click(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
-    return {
-        **gold.static,
-        "pass": False, "format_valid": False, "parse_error": parsed.error,
-        "unified_soft": 0.0, "pred_count": None, "count_error": None,
-        "count_exact": False, "count_soft": 0.0,
-        "n_clicks": None, "n_distinct_clicks": None, "duplicate_clicks": None,
-        "out_of_grid_clicks": None, "click_precision": 0.0, "click_recall": 0.0,
-        "click_f1": 0.0, "click_precision_strict": 0.0, "click_recall_strict": 0.0,
-        "click_f1_strict": 0.0, "true_positive_clicks": None, "false_positive_clicks": None,
-        "missed_targets": None, "region_ok": False, "region_violations": None,
-        "out_region_target_clicks": None, "near_misses": None, "over_click": None,
-        "under_click": None,
-        "global_default_error": False if gold.is_local else None,
-        "exclusion_failure": False if gold.is_exclusion else None,
-        "submit_consistent": False if gold.mode == CLICK_COUNT else None,
-    }
+def _api_error(error: object) -> int:
+    try:
+        return int(error not in API_OK)
+    except TypeError:  # an unhashable error object is an error
+        return 1
 
 
-def _score_click(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
-    if not parsed.valid:
-        return _score_invalid_click(gold, parsed)
+_LOCAL_MAIN = frozenset({T2, T3, T4, T5})
+
+
+def _global_default(gold: Gold, pred_set: set, pred_count: int | None) -> int:
+    """A local task answered with the whole grid's answer (count or click set)."""
+    if gold.template not in _LOCAL_MAIN:  # T1 and the bridges
+        return 0
+    count_global = (pred_count is not None and gold.gold_count != gold.global_count
+                    and pred_count == gold.global_count)
+    click_global = gold.gold_clicks != gold.all_targets and pred_set == gold.all_targets
+    if gold.mode == COUNT:
+        return int(count_global)
+    if gold.mode == CLICK:
+        return int(click_global)
+    return int(click_global or count_global)
+
+
+def _exclusion_failure(gold: Gold, pred_set: set, pred_count: int | None) -> int:
+    if gold.region_type != EXCLUSION:
+        return 0
+    if gold.mode != COUNT:
+        return int(bool(pred_set & gold.out_region_targets))
+    if pred_count is not None and gold.gold_count != gold.global_count:
+        return int(pred_count == gold.global_count)
+    return 0
+
+
+def _count_fields(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
+    """pred_count .. count_soft; COUNT and CLICK_COUNT only (None for CLICK)."""
+    if gold.mode == CLICK:
+        return {"pred_count": None, "count_exact": None, "count_mae": None,
+                "count_bias": None, "count_soft": None}
+    pred = parsed.count
+    if pred is None:
+        return {"pred_count": None, "count_exact": 0, "count_mae": None,
+                "count_bias": None, "count_soft": 0.0}
+    bias = pred - gold.gold_count
+    return {"pred_count": pred, "count_exact": int(bias == 0), "count_mae": abs(bias),
+            "count_bias": bias, "count_soft": 1.0 / (1.0 + float(abs(bias)))}
+
+
+_NO_CLICK_FIELDS = dict.fromkeys((
+    "invalid_coordinate_count", "duplicate_click_count", "click_exact_set",
+    "click_exact_set_strict", "click_precision", "click_recall", "click_f1", "click_f1_strict",
+    "click_iou", "click_iou_strict"))
+_NO_REGION_FIELDS = dict.fromkeys((
+    "region_violation_count", "region_ok", "outside_distractor_hit_count", "missed_target_count",
+    "false_positive_count", "over_click_count", "under_click_count", "near_miss_count",
+    "near_miss_rate"))
+
+
+def score_parsed(gold: Gold, parsed: ParsedAnswer, raw_text: object = None,
+                 model: object = None, error: object = None) -> dict[str, Any]:
+    """The per-item row of an already parsed answer (``raw_text``, ``model`` and
+    ``error`` are copied from the prediction into the row)."""
+    mode, rows, cols = gold.mode, gold.rows, gold.cols
     clicks = parsed.clicks
-    distinct = set(clicks)
-    n_distinct = len(distinct)
-    duplicates = len(clicks) - n_distinct
-    in_grid = distinct & gold.grid_cells
-    out_of_grid = n_distinct - len(in_grid)
-    gold_clicks = gold.gold_clicks
-    n_gold = len(gold_clicks)
-    true_pos = len(in_grid & gold_clicks)
-    precision, recall, f1 = _prf(true_pos, len(in_grid), n_gold)
-    if duplicates or out_of_grid:
-        strict = (0.0, 0.0, 0.0)
-        same_set = False
-    else:
-        strict = (precision, recall, f1)
-        same_set = true_pos == n_gold == n_distinct
-    wrong = in_grid - gold_clicks
-    missed = gold_clicks - in_grid
-    outside = n_distinct - len(distinct & gold.region_cells)
-    out_region_targets = len(distinct & gold.out_region_targets) if gold.out_region_targets else 0
+    valid_clicks = [c for c in clicks if 1 <= c[0] <= rows and 1 <= c[1] <= cols]
+    invalid_clicks = [c for c in clicks if not (1 <= c[0] <= rows and 1 <= c[1] <= cols)]
+    pred_set = set(valid_clicks)
+    duplicates = len(valid_clicks) - len(pred_set)
+    clean = parsed.valid and not invalid_clicks and not duplicates
+    gold_set = gold.gold_clicks
+    counts = _count_fields(gold, parsed)
+    submit = parsed.count if mode == CLICK_COUNT else None
+    consistent = None if mode != CLICK_COUNT else int(submit is not None and submit == len(pred_set))
 
-    if gold.mode == CLICK_COUNT:
-        submitted = parsed.count
-        consistent = submitted == n_distinct
-        error = submitted - gold.gold_count
-        count_soft = _soft_count(error)
-        passed = same_set and error == 0 and consistent
-        soft = (strict[2] + count_soft + consistent) / 3.0
+    if mode == COUNT:
+        passed = int(parsed.valid and parsed.count == gold.gold_count)
+        click = dict(_NO_CLICK_FIELDS)
+        soft = counts["count_soft"]
     else:
-        submitted, consistent = n_distinct, None
-        error = n_distinct - gold.gold_count
-        count_soft = _soft_count(error)
-        passed = same_set
-        soft = strict[2]
-    return {
-        **gold.static,
-        "pass": passed, "format_valid": True, "parse_error": None,
-        "unified_soft": soft, "pred_count": submitted, "count_error": error,
-        "count_exact": error == 0, "count_soft": count_soft,
-        "n_clicks": len(clicks), "n_distinct_clicks": n_distinct,
-        "duplicate_clicks": duplicates, "out_of_grid_clicks": out_of_grid,
-        "click_precision": precision, "click_recall": recall, "click_f1": f1,
-        "click_precision_strict": strict[0], "click_recall_strict": strict[1],
-        "click_f1_strict": strict[2], "true_positive_clicks": true_pos,
-        "false_positive_clicks": len(wrong), "missed_targets": len(missed),
-        "region_ok": outside == 0, "region_violations": outside,
-        "out_region_target_clicks": out_region_targets,
-        "near_misses": _near_misses(wrong, missed) if wrong and missed else 0,
-        "over_click": n_distinct > n_gold, "under_click": n_distinct < n_gold,
-        "global_default_error": (distinct == gold.all_targets and distinct != gold_clicks)
-                                if gold.is_local else None,
-        "exclusion_failure": out_region_targets > 0 if gold.is_exclusion else None,
-        "submit_consistent": consistent,
+        precision, recall, f1 = _prf(pred_set, gold_set)
+        iou = _iou(pred_set, gold_set)
+        same = pred_set == gold_set
+        passed = int(clean and same and (mode == CLICK or (submit == gold.gold_count and consistent)))
+        click = {"invalid_coordinate_count": len(invalid_clicks), "duplicate_click_count": duplicates,
+                 "click_exact_set": int(same), "click_exact_set_strict": int(clean and same),
+                 "click_precision": precision, "click_recall": recall, "click_f1": f1,
+                 "click_f1_strict": f1 if clean else 0.0, "click_iou": iou,
+                 "click_iou_strict": iou if clean else 0.0}
+        soft = click["click_f1_strict"]
+        if mode == CLICK_COUNT:
+            soft = (soft + counts["count_soft"] + float(consistent)) / 3.0
+
+    row = {
+        "item_id": gold.official["item_id"], "scene_id": gold.official["scene_id"],
+        "image_id": gold.official["image_id"], "model": model,
+        **_slice(gold.official, "rose_subset", "region_cell_count"),
+        "raw_text": raw_text, "api_error": _api_error(error), "api_error_text": error,
+        "format_valid": int(parsed.valid), "format_error": int(not parsed.valid),
+        "parse_error": parsed.error, "invalid_action_tokens": list(parsed.invalid_tokens),
+        "pass": passed, "unified_soft": soft,
+        "count_applicable": int(mode != CLICK), "click_applicable": int(mode != COUNT),
+        "submit_applicable": int(mode == CLICK_COUNT), "gt_count": gold.gold_count,
+        **counts,
+        "gt_clicks": gold.official["gt_clicks"],
+        "pred_clicks_all": _labels(clicks), "pred_clicks_valid": _labels(valid_clicks),
+        "pred_clicks_valid_unique": sorted_labels(pred_set),
+        "pred_clicks_invalid": _labels(invalid_clicks),
+        "pred_click_count_raw": len(clicks), "pred_click_count_valid": len(valid_clicks),
+        "pred_click_count_unique": len(pred_set),
+        **click,
+        "submit_count": submit,
+        "submit_exact": None if mode != CLICK_COUNT else int(submit is not None
+                                                               and submit == gold.gold_count),
+        "click_submit_consistency": consistent,
+        **(_NO_REGION_FIELDS if mode == COUNT else _region_fields(gold, pred_set)),
+        "global_default_error": _global_default(gold, pred_set, counts["pred_count"]),
+        "exclusion_failure": _exclusion_failure(gold, pred_set, counts["pred_count"]),
+        **_slice(gold.official, "all_target_cells", "ground_truth_formal_answer"),
+        **gold.extras,
+        "parse_error_detail": parsed.detail,
+        "raw_text_chars": len(raw_text) if isinstance(raw_text, str) else None,
     }
-
-
-def _score_fully(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
-    return _score_count(gold, parsed) if gold.mode == COUNT else _score_click(gold, parsed)
-
-
-def score_parsed(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
-    """The per-item row for an already parsed answer (the GRPO reward path)."""
-    # Gold answers and invalid answers are most rows of a real run, and their
-    # rows are fixed per gold (up to the parse error): each is built once by
-    # the full path, kept on the Gold, and copied.
-    if parsed[0]:  # valid
-        if gold.mode == COUNT:
-            is_gold = parsed[3] == gold.gold_count
-        else:
-            clicks = parsed[2]
-            is_gold = (len(clicks) == len(gold.gold_clicks) and gold.gold_clicks.issuperset(clicks)
-                       and (gold.mode != CLICK_COUNT or parsed[3] == gold.gold_count))
-        if not is_gold:
-            return _score_fully(gold, parsed)
-        key = "gold"
-    else:
-        key = "invalid"
-    row = gold.row_cache.get(key)
-    if row is None:
-        row = gold.row_cache[key] = _score_fully(gold, parsed)
-    row = row.copy()
-    if key == "invalid":
-        row["parse_error"] = parsed[1]
     return row
 
 
-def score_item(gold: Mapping[str, Any] | Gold, raw_text: object) -> dict[str, Any]:
+def _region_fields(gold: Gold, pred_set: set) -> dict[str, Any]:
+    gold_set = gold.gold_clicks
+    missed = gold_set - pred_set
+    violations = len(pred_set - gold.region_cells)
+    near = _near_misses(missed, pred_set) if missed and pred_set else 0
+    return {
+        "region_violation_count": violations, "region_ok": int(not violations),
+        "outside_distractor_hit_count": len(pred_set & gold.out_region_targets),
+        "missed_target_count": len(missed), "false_positive_count": len(pred_set - gold_set),
+        "over_click_count": max(0, len(pred_set) - gold.gold_count),
+        "under_click_count": max(0, gold.gold_count - len(pred_set)),
+        "near_miss_count": near, "near_miss_rate": near / max(1, len(gold_set)),
+    }
+
+
+_OFFICIAL_ITEM_KEYS = ("item_id", "scene_id", "image_id", "rose_subset", "rose_split",
+                       "primitive_type", "task_template", "task_mode", "region_type",
+                       "region_case", "cue_type", "difficulty", "rows", "cols",
+                       "region_cell_count", "all_target_cells",
+                       "region_target_cells", "out_region_target_cells",
+                       "ground_truth_formal_answer")
+
+
+def _slice(fields: Mapping[str, Any], first: str, last: str) -> dict[str, Any]:
+    """The consecutive item fields ``first``..``last`` of ``_OFFICIAL_ITEM_KEYS``."""
+    start, stop = _OFFICIAL_ITEM_KEYS.index(first), _OFFICIAL_ITEM_KEYS.index(last) + 1
+    return {k: fields[k] for k in _OFFICIAL_ITEM_KEYS[start:stop]}
+
+
+def score_item(gold: Mapping[str, Any] | Gold, raw_text: object, model: object = None,
+               error: object = None) -> dict[str, Any]:
     """Score one response. ``gold`` is a release record, an HF row or a ``Gold``.
 
     Any ``raw_text`` (None, empty, prose, unicode, megabytes) gives a row; only a
@@ -204,7 +241,7 @@ def score_item(gold: Mapping[str, Any] | Gold, raw_text: object) -> dict[str, An
     """
     if type(gold) is not Gold:
         gold = prepare_gold(gold)
-    return score_parsed(gold, parse_answer(raw_text, gold.mode))
+    return score_parsed(gold, parse_answer(raw_text, gold.mode), raw_text, model, error)
 
 
 def score_many(golds: Iterable[Mapping[str, Any] | Gold], raw_texts: Iterable[object]) -> list[dict]:

@@ -16,31 +16,37 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
+from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, EXCLUSION, GLOBAL, MAIN_TEMPLATES,
                                 SHORT_NAME, T1, T1B, T2, T2B, T3, T4, T5, TEMPLATES)
 from rosetrain.scoring.errored import error_examples, split_errored
 from rosetrain.scoring.gold import Gold
+from rosetrain.scoring.official_files import RunInfo, expected_items, official_summary
 
 Row = Mapping[str, Any]
 
-# per-template diagnostic rates: name -> test on a row (None: not applicable)
+def _positive(field: str) -> Callable[[Row], Any]:
+    """``field > 0`` as a flag (None where the field does not apply)."""
+    return lambda r: None if r[field] is None else r[field] > 0
+
+
+# per-template diagnostic rates: name -> value of a row (None: not applicable),
+# on the official per-item fields
 DIAGNOSTICS: dict[str, Callable[[Row], Any]] = {
     "count_exact": lambda r: r["count_exact"],
     "click_f1": lambda r: r["click_f1"],
     "click_f1_strict": lambda r: r["click_f1_strict"],
     "region_ok": lambda r: r["region_ok"] if r["region_type"] != GLOBAL else None,
-    "global_default_error": lambda r: r["global_default_error"],
-    "exclusion_failure": lambda r: r["exclusion_failure"],
-    "submit_consistent": lambda r: r["submit_consistent"],
-    "over_click": lambda r: r["over_click"],
-    "under_click": lambda r: r["under_click"],
-    "any_near_miss": lambda r: None if r["near_misses"] is None else r["near_misses"] > 0,
-    "any_out_region_target_click": lambda r: (None if r["out_region_target_clicks"] is None
-                                              else r["out_region_target_clicks"] > 0),
-    "any_duplicate_click": lambda r: (None if r["duplicate_clicks"] is None
-                                      else r["duplicate_clicks"] > 0),
-    "any_out_of_grid_click": lambda r: (None if r["out_of_grid_clicks"] is None
-                                        else r["out_of_grid_clicks"] > 0),
+    "global_default_error": lambda r: (r["global_default_error"]
+                                       if r["region_type"] != GLOBAL else None),
+    "exclusion_failure": lambda r: (r["exclusion_failure"]
+                                    if r["region_type"] == EXCLUSION else None),
+    "submit_consistent": lambda r: r["click_submit_consistency"],
+    "over_click": _positive("over_click_count"),
+    "under_click": _positive("under_click_count"),
+    "any_near_miss": _positive("near_miss_count"),
+    "any_out_region_target_click": _positive("outside_distractor_hit_count"),
+    "any_duplicate_click": _positive("duplicate_click_count"),
+    "any_out_of_grid_click": _positive("invalid_coordinate_count"),
 }
 
 
@@ -108,16 +114,16 @@ def headline(table: Mapping[str, Mapping]) -> dict[str, Any]:
 
 
 def _overall(table: Mapping[str, Mapping], rows: Sequence[Row]) -> dict[str, Any]:
-    main = [t for t in MAIN_TEMPLATES if t in table] or list(table)
-    click_templates = [t for t in main if table[t]["diagnostics"]["click_f1_strict"] is not None]
-    local_click = [t for t in (T3, T4, T5) if t in table]
+    """VALID and SOFT as Table 1 (item means per subset, then over subsets), C-F1 and
+    R-OK as Table 2 (all click rows per subset, then over subsets), on the main
+    templates (all rows when there is none)."""
+    main = [r for r in rows if r["task_template"] in MAIN_TEMPLATES] or list(rows)
+    clicks = [r for r in main if r["click_applicable"] == 1]
     return {
-        "valid": _mean_of(table, main, "valid"),
-        "soft": _mean_of(table, main, "soft"),
-        "c_f1": mean(subset_macro([r for r in rows if r["task_template"] == t], "click_f1_strict")
-                     for t in click_templates),
-        "r_ok": mean(subset_macro([r for r in rows if r["task_template"] == t], "region_ok")
-                     for t in local_click),
+        "valid": subset_macro(main, "format_valid"),
+        "soft": subset_macro(main, "unified_soft"),
+        "c_f1": subset_macro(clicks, "click_f1_strict"),
+        "r_ok": subset_macro(clicks, "region_ok"),
     }
 
 
@@ -143,9 +149,9 @@ def _heldout_label(row: Row) -> str:
 
 BREAKDOWNS: dict[str, tuple[Callable[[Row], Any], Callable[[Row], bool]]] = {
     # name -> (group key, which rows take part)
-    "by_subset": (lambda r: r["rose_subset"], lambda r: True),
+    "by_subset_groups": (lambda r: r["rose_subset"], lambda r: True),
     # only local tasks have a meaningful zero/partial/all case
-    "by_region_case": (lambda r: r["region_case"], lambda r: r["region_type"] != GLOBAL),
+    "by_region_case": (lambda r: r["region_case_group"], lambda r: r["region_type"] != GLOBAL),
     "by_grid_profile": (lambda r: r["grid_size_profile"], lambda r: True),
     "by_target_count": (lambda r: str(r["target_count"]), lambda r: True),
     "by_heldout_family": (_heldout_label, lambda r: True),
@@ -210,7 +216,8 @@ def bridge_figures(rows: Sequence[Row]) -> dict[str, Any] | None:
     given_card = [_matched_t3(r, t3_by_id, t3_by_scene) for r in by_template.get(T2B, [])
                   if r["pass"]]
     given_card = [r["pass"] for r in given_card if r is not None]
-    own_count = [r["pass"] for r in t3_rows if r["count_exact"]]
+    own_count = [r["pass"] for r in t3_rows
+                 if r["format_valid"] and r["pred_click_count_unique"] == r["gt_count"]]
     return {
         "g_clk": subset_macro(by_template[T1B], "pass") if T1B in by_template else None,
         "g_clk_n": len(by_template.get(T1B, [])),
@@ -223,26 +230,29 @@ def bridge_figures(rows: Sequence[Row]) -> dict[str, Any] | None:
     }
 
 
-def _gold_id(gold: Mapping | Gold) -> str:
-    return gold.item_id if isinstance(gold, Gold) else str(gold.get("item_id"))
+def summarize(golds: Iterable[Mapping | Gold], results: Sequence[Row],
+              run: RunInfo | None = None) -> dict[str, Any]:
+    """``evaluation_summary.json``: the official evaluator's keys, then rosetrain's.
 
-
-def summarize(golds: Iterable[Mapping | Gold], results: Sequence[Row]) -> dict[str, Any]:
-    """``evaluation_summary.json`` from the split's golds and the scored rows.
-
-    ``golds`` only set the expected item ids (coverage); every figure comes from
-    ``results``, whose rows carry the descriptive fields to group by. Rows whose
-    request failed are counted in ``n_errors`` and left out of every figure
-    (``rosetrain.scoring.errored``): ``n`` and ``coverage`` count answered items.
+    ``golds`` only set the expected items (coverage); every figure comes from
+    ``results``, whose rows carry the descriptive fields to group by. ``run``
+    names the model, split and files in the official keys. The official keys
+    count every row as the official evaluator does; rosetrain's own figures
+    leave out rows whose request failed (``rosetrain.scoring.errored``), counted
+    in ``n_errors``: ``n`` and ``coverage_rate`` count answered items.
     """
+    all_rows = results
     results, errored = split_errored(results)
-    expected = {_gold_id(g) for g in golds}
-    scored_ids = {r["item_id"] for r in results}
+    expected = expected_items(golds)
+    expected_ids = {g["item_id"] for g in expected}
+    scored_ids = {str(r["item_id"]) for r in results}
     table = template_table(results)
     summary: dict[str, Any] = {
+        **official_summary(expected, all_rows, run),
         "n": len(results),
-        "n_expected": len(expected),
-        "coverage": len(scored_ids & expected) / len(expected) if expected else None,
+        "n_expected": len(expected_ids),
+        "coverage_rate": (len(scored_ids & expected_ids) / len(expected_ids)
+                          if expected_ids else None),
         "n_errors": len(errored),
         "error_examples": error_examples(errored),
         "templates": table,

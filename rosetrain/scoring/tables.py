@@ -11,7 +11,7 @@ from rosetrain.scoring.metrics import BREAKDOWNS, DIAGNOSTICS
 HEADLINE = (("avg_pass", "Avg PASS"), ("counting_avg", "Counting Avg"),
             ("action_avg", "Action Avg"), ("gap", "Gap (counting - action)"),
             ("valid", "VALID"), ("soft", "SOFT"), ("c_f1", "C-F1"), ("r_ok", "R-OK"),
-            ("coverage", "Coverage"))
+            ("coverage_rate", "Coverage"))
 BRIDGE_FIGURES = (("g_clk", "G-Clk (T1B PASS)"), ("card", "Card (T2B PASS)"),
                   ("loc_given_card", "Loc\\|Card (T3 PASS given T2B PASS)"),
                   ("lclk_given_own_count", "L-Clk given its own click count right"))
@@ -86,7 +86,7 @@ def summary_markdown(summary: Mapping) -> str:
     """summary.md: headline, templates, diagnostics and breakdowns (PASS etc. in %)."""
     parts = ["# Evaluation summary\n\n",
              f"{summary['n']} items scored of {summary['n_expected']} "
-             f"(coverage {pct(summary['coverage'])}%). Figures in %.\n\n",
+             f"(coverage {pct(summary['coverage_rate'])}%). Figures in %.\n\n",
              _errors_note(summary),
              _markdown_table(["figure", "value"],
                              [[label, pct(summary.get(key))] for key, label in HEADLINE])]

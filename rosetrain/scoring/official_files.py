@@ -1,0 +1,144 @@
+"""The official evaluator's outputs: the official keys of ``evaluation_summary.json``
+and its other files, with the same names, columns and keys.
+
+The paper figures come from the main tasks: bridge rows (T1B, T2B), which the
+release keeps in separate metadata files the official evaluator does not read,
+are left out of them (unless a run holds nothing else, as when a bridge file
+is scored on its own); rosetrain reports bridges under ``bridges``.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from typing import Any, Iterable, Mapping, Sequence
+
+from rosetrain.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES
+from rosetrain.scoring import official as O
+from rosetrain.scoring.gold import Gold
+
+Row = Mapping[str, Any]
+
+EVALUATOR = "rosetrain (ROSE release evaluator v1 semantics)"
+ERROR_CASES_FILE = "error_cases.jsonl"
+METRIC_NOTES = {
+    "PASS": "1 when the answer follows the formal grammar and its count, click set and "
+            "submission are all exactly right, else 0.",
+    "VALID": "1 when the answer follows the formal grammar, whatever its content.",
+    "SOFT": "COUNT: 1/(1+|count error|); CLICK: strict click-set F1; CLICK_COUNT: mean of "
+            "strict click F1, count soft and click-submit consistency.",
+    "Table 1": "Item means per ROSE subset; Avg. PASS, Avg. SOFT and VALID are the mean over "
+               "the subsets that have rows.",
+    "Table 2": "Each template's PASS, C-F1 and R-OK are the mean per ROSE subset, then over "
+               "subsets; Avg. PASS is the mean of the five template PASS values.",
+}
+PARTIAL_NOTE = ("A partial run's figures check the pipeline; they are not comparable with "
+                "results on the full test split.")
+
+
+@dataclasses.dataclass
+class RunInfo:
+    """What the official summary says about the run besides its figures."""
+
+    model: str | None = None
+    display_name: str | None = None
+    split: str | None = None
+    metadata_jsonl: str | None = None
+    predictions_jsonl: str | None = None
+    allow_partial: bool = False
+    num_prediction_rows: int | None = None
+    digits: int = 1
+
+    @property
+    def table_name(self) -> str:
+        return self.display_name or self.model or ""
+
+
+def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> list[dict[str, Any]]:
+    """The id, subset and template of each gold item (release record, HF row or Gold)."""
+    items = []
+    for gold in golds:
+        fields = gold.official if isinstance(gold, Gold) else gold
+        items.append({"item_id": str(fields.get("item_id")),
+                      "rose_subset": fields.get("rose_subset"),
+                      "task_template": fields.get("task_template")})
+    return items
+
+
+def paper_rows(rows: Sequence[Row]) -> list[Row]:
+    """The rows the official figures cover: the main tasks (all rows if none)."""
+    main = [r for r in rows if r["task_template"] not in BRIDGE_TEMPLATES]
+    return main or list(rows)
+
+
+def _coverage(golds: Sequence[Row], rows: Sequence[Row], info: RunInfo) -> dict[str, Any]:
+    expected_ids = {str(g["item_id"]) for g in golds}
+    scored_ids = {str(r["item_id"]) for r in rows}
+    missing, extra = sorted(expected_ids - scored_ids), sorted(scored_ids - expected_ids)
+    by_subset, by_template = O.coverage(golds, rows)
+    return {
+        "complete_submission": not missing and not extra, "allow_partial": info.allow_partial,
+        "num_expected": len(expected_ids),
+        "num_prediction_rows": len(rows) if info.num_prediction_rows is None
+        else info.num_prediction_rows,
+        "num_evaluated": len(rows), "num_missing": len(missing), "num_extra": len(extra),
+        "coverage_rate": len(rows) / len(expected_ids) if expected_ids else None,
+        "by_subset": by_subset, "by_template": by_template,
+        "missing_item_ids": missing, "extra_item_ids": extra,
+    }
+
+
+def official_summary(golds: Sequence[Row], rows: Sequence[Row],
+                     info: RunInfo | None = None) -> dict[str, Any]:
+    """The official keys of ``evaluation_summary.json`` (figures as fractions)."""
+    info = info or RunInfo()
+    rows = paper_rows(rows)
+    golds = paper_rows(golds)
+    coverage = _coverage(golds, rows, info)
+    paper = {"table1": O.table1(rows), "table2": O.table2(rows),
+             "scene_conditioned_action_available_rows": O.scene_conditioned(rows)}
+    return {
+        "evaluator": EVALUATOR, "model": info.model, "display_name": info.table_name,
+        "split": info.split, "dataset_repo_id": None, "metadata_jsonl": info.metadata_jsonl,
+        "predictions_jsonl": info.predictions_jsonl, "coverage": coverage,
+        "overall": O.group_figures(rows), "by_subset": O.grouped(rows, "rose_subset"),
+        "by_template": O.grouped(rows, "task_template"),
+        "by_task_mode": O.grouped(rows, "task_mode"),
+        "by_region_type": O.grouped(rows, "region_type"),
+        "paper_metrics": paper, "paper_metrics_percent": O.in_percent(paper),
+        "metric_notes": {**METRIC_NOTES, "partial_warning":
+                         None if coverage["complete_submission"] else PARTIAL_NOTE},
+    }
+
+
+def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """CSV as the official files are: a BOM, CRLF lines, columns in order of first use."""
+    if not rows:
+        return ""
+    fields = list(dict.fromkeys(key for row in rows for key in row))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    return "\ufeff" + buffer.getvalue()
+
+
+def official_files(summary: Mapping[str, Any], info: RunInfo | None = None) -> dict[str, str]:
+    """File name -> text of the official CSV and table-row files."""
+    info = info or RunInfo()
+    subsets = [{"rose_subset": s, "subset_short": s.removeprefix("ROSE-"),
+                **summary["by_subset"].get(s, {"n": 0})} for s in O.ROSE_SUBSETS]
+    templates = [{"task_template": t, "task_short": O.TABLE_SHORT[t],
+                  **summary["by_template"].get(t, {"n": 0})} for t in MAIN_TEMPLATES]
+    coverage = summary["coverage"]
+    covered = ([{"group": "subset", **e} for e in coverage["by_subset"]]
+               + [{"group": "template", **e} for e in coverage["by_template"]])
+    paper = summary["paper_metrics"]
+    name = summary["display_name"] or ""
+    return {
+        "summary_by_subset.csv": _csv(subsets),
+        "summary_by_template.csv": _csv(templates),
+        "coverage_by_subset_template.csv": _csv(covered),
+        "table1_row.txt": O.table1_row(name, paper["table1"], info.digits) + "\n",
+        "table2_row.txt": O.table2_row(name, paper["table2"], info.digits) + "\n",
+    }
