@@ -14,14 +14,17 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
 from rosetrain.errors import RosetrainError
 from rosetrain.examples import build_example
-from rosetrain.io import atomic_write, iter_jsonl
+from rosetrain.data.manifest import (image_names, manifest_path, metadata_name, parquet_name,
+                                     part_records, parts_dir, read_manifest, refuse_foreign_files,
+                                     remove_owned_files, remove_stale_temps)
+from rosetrain.data.paths import check_split_name, confined_path
+from rosetrain.io import atomic_write, iter_jsonl, output_lock
 from rosetrain.scene import sample_scene
 from rosetrain.spec import Spec, check_training_spec, load_spec
 
@@ -52,48 +55,101 @@ class GenerateJob:
     def num_shards(self) -> int:
         return -(-self.scenes // self.shard_scenes)
 
+    def shard_indices(self, shard: int) -> range:
+        start = shard * self.shard_scenes
+        return range(start, min(self.scenes, start + self.shard_scenes))
+
     def part_path(self, shard: int) -> Path:
-        return self.out_dir / ".parts" / self.split / f"part-{shard:05d}.jsonl"
+        return parts_dir(self.out_dir, self.split) / f"part-{shard:05d}.jsonl"
 
     def parquet_path(self, shard: int) -> Path:
-        return self.out_dir / "hf" / self.split / f"shard-{shard:05d}-of-{self.num_shards:05d}.parquet"
+        return self.out_dir / parquet_name(self.split, shard, self.num_shards)
 
     @property
     def metadata_path(self) -> Path:
-        return self.out_dir / f"metadata_{self.split}.jsonl"
+        return self.out_dir / metadata_name(self.split)
 
     @property
     def manifest_path(self) -> Path:
-        return self.out_dir / ".parts" / f"{self.split}.manifest.json"
+        return manifest_path(self.out_dir, self.split)
 
 
 def spec_sha256(spec: Spec) -> str:
     return hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
 
 
+def settings(job: GenerateJob) -> dict[str, Any]:
+    """What the manifest records before any shard is written."""
+    return {"spec": job.spec.path, "spec_sha256": spec_sha256(job.spec), "seed": job.seed,
+            "scenes": job.scenes, "shard_size": job.shard_scenes, "formats": list(job.formats),
+            "split": job.split}
+
+
 def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
-    """Check the job against what is already on disk; return the shards to make."""
-    manifest = {"spec": job.spec.path, "spec_sha256": spec_sha256(job.spec), "seed": job.seed,
-                "scenes": job.scenes, "shard_size": job.shard_scenes, "formats": list(job.formats),
-                "split": job.split}
-    if job.manifest_path.exists() and not overwrite:
-        old = json.loads(job.manifest_path.read_text())
-        changed = [k for k in MANIFEST_KEYS if old.get(k) != manifest[k]]
-        if changed:
-            raise RosetrainError(
-                f"{job.out_dir} already holds split {job.split!r} made with other settings "
-                f"({', '.join(f'{k}: {old.get(k)!r} -> {manifest[k]!r}' for k in changed)}); "
-                f"pass --overwrite or choose another --out")
-    elif overwrite or (job.metadata_path.exists() and not job.manifest_path.exists()):
-        _clear_split(job)
-    atomic_write(job.manifest_path, json.dumps(manifest, indent=2))
-    return [s for s in range(job.num_shards) if not job.part_path(s).exists()]
+    """Check the job against what is already on disk; return the shards to make.
+
+    Only a split with rosetrain's manifest is resumed or (``overwrite``) removed;
+    anything else in the way is refused (see :mod:`rosetrain.data.manifest`).
+    The caller holds the folder's lock."""
+    manifest = read_manifest(job.manifest_path, job.split)
+    if manifest is not None and overwrite:
+        remove_owned_files(job.out_dir, manifest)
+        manifest = None
+    if manifest is None:
+        refuse_foreign_files(job.out_dir, job.split)
+    else:
+        _refuse_other_settings(job, manifest)
+    remove_stale_temps(job.out_dir, job.split)
+    atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
+    return [shard for shard in range(job.num_shards) if not shard_is_whole(job, shard)]
 
 
-def _clear_split(job: GenerateJob) -> None:
-    for path in (job.out_dir / ".parts" / job.split, job.out_dir / "hf" / job.split):
-        shutil.rmtree(path, ignore_errors=True)
-    job.metadata_path.unlink(missing_ok=True)
+def _refuse_other_settings(job: GenerateJob, old: dict[str, Any]) -> None:
+    new = settings(job)
+    changed = [k for k in MANIFEST_KEYS if old.get(k) != new[k]]
+    if changed:
+        raise RosetrainError(
+            f"{job.out_dir} already holds split {job.split!r} made with other settings "
+            f"({', '.join(f'{k}: {old.get(k)!r} -> {new[k]!r}' for k in changed)}); "
+            f"pass --overwrite or choose another --out")
+
+
+def shard_is_whole(job: GenerateJob, shard: int) -> bool:
+    """A shard is done when its part lists exactly its scenes and every file the
+    part names is there and complete: a 0-byte or cut-off part, a deleted or
+    truncated image, a missing or cut-off Parquet shard all mean "make it again"."""
+    try:
+        records = part_records(job.part_path(shard))
+    except (OSError, ValueError):
+        return False
+    if {r.get("scene_index") for r in records} != set(job.shard_indices(shard)):
+        return False
+    if "release" in job.formats and not all(
+            _png_is_whole(job.out_dir, name) for name in set(image_names(records))):
+        return False
+    return "hf" not in job.formats or _parquet_rows(job.parquet_path(shard)) == len(records)
+
+
+PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # every PNG ends with this empty IEND chunk
+
+
+def _png_is_whole(out_dir: Path, name: str) -> bool:
+    try:
+        with open(confined_path(out_dir, name, "part"), "rb") as handle:
+            handle.seek(-len(PNG_END), os.SEEK_END)
+            return handle.read() == PNG_END
+    except (OSError, RosetrainError):
+        return False
+
+
+def _parquet_rows(path: Path) -> int | None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException):
+        return None
 
 
 def write_shard(job: GenerateJob, shard: int) -> int:
@@ -102,8 +158,7 @@ def write_shard(job: GenerateJob, shard: int) -> int:
 
     from rosetrain.data.hf import SCHEMA, hf_row, png_bytes, rows_to_table
 
-    start = shard * job.shard_scenes
-    indices = range(start, min(job.scenes, start + job.shard_scenes))
+    indices = job.shard_indices(shard)
     if job.exclude:  # prove disjointness before writing anything of this shard
         for index in indices:
             scene = sample_scene(job.spec, job.seed, index, job.split)
@@ -148,29 +203,46 @@ def write_shard(job: GenerateJob, shard: int) -> int:
 
 
 def finish(job: GenerateJob) -> int:
-    """Join the parts into the split's metadata file; returns the number of rows."""
-    n_rows = 0
+    """Join the parts into the split's metadata file, then list every file of
+    the split in its manifest; returns the number of rows."""
+    n_rows, files = 0, {metadata_name(job.split)}
     tmp = job.metadata_path.with_name(f".{job.metadata_path.name}.tmp")
     with open(tmp, "wb") as out:
         for shard in range(job.num_shards):
-            data = job.part_path(shard).read_bytes()
+            part = job.part_path(shard)
+            data = part.read_bytes()
             n_rows += data.count(b"\n")
             out.write(data)
+            files.add(part.relative_to(job.out_dir).as_posix())
+            if "hf" in job.formats:
+                files.add(parquet_name(job.split, shard, job.num_shards))
+            if "release" in job.formats:
+                files.update(image_names(part_records(part)))
     os.replace(tmp, job.metadata_path)
+    atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
     return n_rows
 
 
 def run_job(job: GenerateJob, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Make the split's missing shards and join them, holding the folder's lock
+    (a second generate into the same folder is refused, never interleaved)."""
     from tqdm import tqdm
 
-    todo = prepare(job, overwrite)
-    done_scenes = job.scenes - sum(min(job.shard_scenes, job.scenes - s * job.shard_scenes) for s in todo)
-    bar = tqdm(total=job.scenes, initial=done_scenes, unit="scene", disable=not progress,
-               desc=f"generate {job.split}")
-    with bar:
-        for count in _map(job, todo):
-            bar.update(count)
-    n_rows = finish(job)
+    if not job.manifest_path.exists():
+        refuse_foreign_files(job.out_dir, job.split)  # before the lock file is made in a foreign folder
+    try:
+        with output_lock(job.out_dir, "this output folder"):
+            todo = prepare(job, overwrite)
+            done_scenes = job.scenes - sum(len(job.shard_indices(s)) for s in todo)
+            bar = tqdm(total=job.scenes, initial=done_scenes, unit="scene", disable=not progress,
+                       desc=f"generate {job.split}")
+            with bar:
+                for count in _map(job, todo):
+                    bar.update(count)
+            n_rows = finish(job)
+    except OSError as err:  # disk full, permission denied, a file where a folder should be
+        raise RosetrainError(f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
+                             f"fix that and run the same command again to resume") from None
     return {"split": job.split, "scenes": job.scenes, "rows": n_rows, "out": str(job.out_dir),
             "metadata": str(job.metadata_path)}
 
@@ -228,14 +300,24 @@ def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
         raise RosetrainError(f"--formats: {bad or formats!r}; valid: {', '.join(FORMATS)}")
-    if scenes < 1:
-        raise RosetrainError(f"--scenes must be >= 1, got {scenes}")
+    check_split_name(split)
+    _check_positive_int(scenes, "--scenes")
+    _check_positive_int(num_proc, "--num-proc")
+    if shard_size is not None:
+        _check_positive_int(shard_size, "--shard-size")
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise RosetrainError(f"--out: {out_dir} is a file, not a folder")
     heldout_family, exclude = heldout_guard(spec)
     for path in exclude_metadata:
-        if not Path(path).exists():
-            raise RosetrainError(f"--exclude: {path} does not exist")
+        if not Path(path).is_file():
+            raise RosetrainError(f"--exclude: {path} is not a metadata .jsonl file")
         exclude |= read_fingerprints(Path(path))
     return GenerateJob(spec=spec, out_dir=Path(out_dir), split=split, scenes=scenes,
-                       seed=spec.seed if seed is None else seed, num_proc=max(1, num_proc),
+                       seed=spec.seed if seed is None else seed, num_proc=num_proc,
                        formats=formats, shard_size=shard_size, exclude=frozenset(exclude),
                        heldout_family=heldout_family)
+
+
+def _check_positive_int(value: object, flag: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RosetrainError(f"{flag} must be a whole number >= 1, got {value!r}")

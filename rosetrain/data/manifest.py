@@ -1,0 +1,194 @@
+"""What ``rosetrain generate`` owns in an output folder, and nothing more.
+
+Each split it writes has a manifest, ``.parts/<split>.manifest.json``: the
+settings the split was made with and, once the split is finished, the list of
+every file written for it. rosetrain replaces or deletes only the files a
+manifest lists (for a split still being written: the shard parts under
+``.parts/<split>/`` that the manifest governs, and the files those parts
+name). A file found without a manifest is someone else's: a folder holding an
+official ROSE release, or any other split rosetrain did not write, is refused,
+``--overwrite`` included. A manifest that cannot be read is an error, never a
+reason to guess. Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from rosetrain.data.paths import confined_path
+from rosetrain.errors import RosetrainError
+
+PARTS_DIR = ".parts"
+IMAGE_FIELDS = ("image", "base_image")
+
+
+def manifest_path(out_dir: Path, split: str) -> Path:
+    return out_dir / PARTS_DIR / f"{split}.manifest.json"
+
+
+def parts_dir(out_dir: Path, split: str) -> Path:
+    return out_dir / PARTS_DIR / split
+
+
+def metadata_name(split: str) -> str:
+    return f"metadata_{split}.jsonl"
+
+
+def parquet_name(split: str, shard: int, num_shards: int) -> str:
+    return f"hf/{split}/shard-{shard:05d}-of-{num_shards:05d}.parquet"
+
+
+# ----------------------------------------------------------------- reading
+
+def read_manifest(path: Path, split: str) -> dict[str, Any] | None:
+    """The manifest at ``path`` (None when there is none); an unreadable,
+    malformed or foreign one is an error naming it."""
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise _corrupt(path, f"cannot be read as JSON: {err}") from None
+    if not isinstance(manifest, dict):
+        raise _corrupt(path, "not a JSON object")
+    if manifest.get("split") != split:
+        raise _corrupt(path, f"it names split {manifest.get('split')!r}, not {split!r}")
+    files = manifest.get("files")
+    if files is not None and not (isinstance(files, list) and all(isinstance(f, str) for f in files)):
+        raise _corrupt(path, "'files' must be a list of paths")
+    for key in ("scenes", "shard_size"):
+        if not _positive_int(manifest.get(key)):
+            raise _corrupt(path, f"{key!r} must be a positive integer, got {manifest.get(key)!r}")
+    return manifest
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _corrupt(path: Path, problem: str) -> RosetrainError:
+    return RosetrainError(
+        f"{path}: corrupt rosetrain manifest ({problem}); without it rosetrain cannot tell which "
+        f"files it wrote, so it changes nothing: remove that split's files and this manifest "
+        f"yourself, or choose another --out")
+
+
+def part_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a shard part; OSError or ValueError when it is not whole
+    (empty, cut off mid-line, a line that is not a JSON object)."""
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        raise ValueError(f"{path}: empty or cut off")
+    records = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    if not all(isinstance(record, dict) for record in records):
+        raise ValueError(f"{path}: a line is not a JSON object")
+    return records
+
+
+def image_names(records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    for record in records:
+        for field in IMAGE_FIELDS:
+            if isinstance(record.get(field), str):
+                yield record[field]
+
+
+# ----------------------------------------------------------------- ownership
+
+def owned_files(out_dir: Path, manifest: dict[str, Any]) -> list[Path]:
+    """Every file the manifest's split owns, each checked to lie inside ``out_dir``
+    (a tampered manifest must not name files elsewhere)."""
+    names = manifest.get("files")
+    if names is None:
+        names = _files_of_unfinished_split(out_dir, manifest)
+    where = f"{manifest_path(out_dir, manifest['split'])}: files"
+    return [confined_path(out_dir, name, where) for name in names]
+
+
+def _files_of_unfinished_split(out_dir: Path, manifest: dict[str, Any]) -> list[str]:
+    """A split killed before it finished lists no files yet: its shard parts
+    name its images, and its Parquet shards are named by its settings."""
+    split = manifest["split"]
+    num_shards = -(-manifest["scenes"] // manifest["shard_size"])
+    names = [metadata_name(split)]
+    names += [parquet_name(split, shard, num_shards) for shard in range(num_shards)]
+    for part in sorted(parts_dir(out_dir, split).glob("part-*.jsonl")):
+        names.append(part.relative_to(out_dir).as_posix())
+        try:
+            names += image_names(part_records(part))
+        except (OSError, ValueError):
+            continue  # a damaged part names nothing we can trust
+    return names
+
+
+def remove_owned_files(out_dir: Path, manifest: dict[str, Any]) -> None:
+    """``--overwrite``: delete the split's own files, its manifest last (a kill
+    midway leaves a manifest that still covers what is left). Refused, with
+    nothing deleted, when the split's folders also hold files it does not own."""
+    owned = owned_files(out_dir, manifest)
+    refuse_foreign_files(out_dir, manifest["split"], owned)
+    folders = set()
+    for path in owned:
+        path.unlink(missing_ok=True)
+        folders.add(path.parent)
+    manifest_path(out_dir, manifest["split"]).unlink()
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        if folder != out_dir and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def refuse_foreign_files(out_dir: Path, split: str, owned: Iterable[Path] = ()) -> None:
+    """Refuse a folder holding, besides the ``owned`` files, anything rosetrain
+    would replace or mix with this split (a file in its ``hf/`` or parts
+    folder, which readers would take for shards) or a metadata file that no
+    manifest of the folder claims (a foreign release)."""
+    owned = set(owned)
+    found = [path for name in (f"hf/{split}", f"{PARTS_DIR}/{split}") if (out_dir / name).is_dir()
+             for path in sorted((out_dir / name).rglob("*")) if path not in owned]
+    claimed = _claimed_metadata(out_dir)
+    found += [path for path in sorted(out_dir.glob("metadata_*.jsonl"))
+              if path.name not in claimed and path not in owned]
+    if found:
+        names = ", ".join(path.relative_to(out_dir).as_posix() for path in found[:3])
+        raise RosetrainError(
+            f"{out_dir}: holds {names}{' ...' if len(found) > 3 else ''}, which rosetrain generate "
+            f"did not write (no manifest {PARTS_DIR}/{split}.manifest.json lists it); it may be a "
+            f"ROSE release, which rosetrain never replaces or deletes, --overwrite included: "
+            f"choose an empty --out, or move those files away")
+
+
+def _claimed_metadata(out_dir: Path) -> set[str]:
+    claimed = set()
+    for path in (out_dir / PARTS_DIR).glob("*.manifest.json"):
+        manifest = read_manifest(path, path.name[:-len(".manifest.json")])
+        if manifest is None:
+            continue
+        claimed.add(metadata_name(manifest["split"]))
+        claimed.update(Path(name).name for name in manifest.get("files") or ()
+                       if "/" not in name and name.startswith("metadata_"))
+    return claimed
+
+
+# ----------------------------------------------------------------- temp files
+
+def remove_stale_temps(out_dir: Path, split: str) -> None:
+    """Temp files a killed run left behind (the caller holds the folder's lock,
+    so no live writer owns them): only names rosetrain's writers make."""
+    quoted = re.escape(split)
+    atomic = r"\.\d+-\d+\.tmp"  # rosetrain.io.atomic_write: .<name>.<pid>-<thread>.tmp
+    patterns = [
+        (out_dir, rf"\.metadata_{quoted}\.jsonl\.tmp"),
+        (out_dir / PARTS_DIR, rf"\.{quoted}\.manifest\.json{atomic}"),
+        (parts_dir(out_dir, split), rf"\.part-\d{{5}}\.jsonl{atomic}"),
+        (out_dir / "hf" / split, r"shard-\d{5}-of-\d{5}\.tmp\d+"),
+    ]
+    images = out_dir / "images"
+    if images.is_dir():
+        patterns += [(folder, rf"\.{quoted}-\d{{7,}}(-cue)?\.png{atomic}")
+                     for folder in images.iterdir() if folder.is_dir()]
+    for folder, pattern in patterns:
+        if folder.is_dir():
+            for path in folder.iterdir():
+                if re.fullmatch(pattern, path.name) and path.is_file():
+                    path.unlink()

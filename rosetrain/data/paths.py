@@ -1,0 +1,50 @@
+"""Names and paths that come from users or from metadata files, checked before
+rosetrain reads or writes anything with them.
+
+A split name becomes part of file names (``metadata_<split>.jsonl``,
+``hf/<split>/``): it must be a plain name, or ``--split ..`` would point the
+writer (and ``--overwrite``) at the folder above. An ``image`` path in a
+metadata file is data, not an instruction: it must stay inside the dataset
+folder, or a crafted file could make ``eval`` send any file on the machine to
+an endpoint. Standard library only.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+from rosetrain.errors import RosetrainError
+
+# letters, digits, '_', '-', '.'; starts with a letter, digit or '_' (so never '.', '..' or a flag)
+_SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+MAX_SPLIT_NAME = 100
+
+
+def check_split_name(split: object, what: str = "--split") -> str:
+    """``split`` if it is a plain name; otherwise an error naming ``what``."""
+    if not isinstance(split, str) or not _SPLIT_NAME.match(split) or len(split) > MAX_SPLIT_NAME:
+        raise RosetrainError(
+            f"{what}: {split!r} is not a plain split name (letters, digits, '_', '-' and '.', "
+            f"starting with a letter, digit or '_'; no '/', not empty, not '.' or '..')")
+    return split
+
+
+def confined_path(root: str | Path, relative: object, where: str) -> Path:
+    """``root / relative`` when it stays inside ``root``; an error naming ``where``
+    (file, line, field) when ``relative`` is absolute, climbs out with ``..``,
+    or resolves outside ``root`` through a symlink."""
+    root = Path(root)
+    if not isinstance(relative, str) or not relative.strip():
+        raise RosetrainError(f"{where}: expected a relative path inside {root}, got {relative!r:.200}")
+    parts = PurePosixPath(relative).parts
+    if PurePosixPath(relative).is_absolute() or Path(relative).is_absolute() or ".." in parts:
+        raise RosetrainError(f"{where}: {relative!r:.200} leaves the dataset folder {root} "
+                             "(paths must be relative, without '..')")
+    try:
+        inside = (root / relative).resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError) as err:  # a symlink loop, an embedded NUL byte
+        raise RosetrainError(f"{where}: {relative!r:.200} is not a usable path ({err})") from None
+    if not inside:
+        raise RosetrainError(f"{where}: {relative!r:.200} resolves outside the dataset folder "
+                             f"{root} (through a symlink); rosetrain reads images only inside it")
+    return root / relative
