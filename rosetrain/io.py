@@ -47,15 +47,18 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     object fails naming the file and the line."""
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")  # bytes: an undecodable line fails with its number
     except OSError as err:
         raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+        for number, data in enumerate(handle, start=1):
+            if not data.strip():
                 continue
             try:
-                row = _loads(line)
+                row = _loads(data.decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise RosetrainError(f"{path}:{number}: not UTF-8 text ({err.reason} at byte "
+                                     f"{err.start} of the line)") from None
             except ValueError as err:
                 raise RosetrainError(f"{path}:{number}: not valid JSON ({err})") from None
             if not isinstance(row, dict):
@@ -81,6 +84,10 @@ def read_yaml_mapping(path: str | os.PathLike, what: str, error: type[Exception]
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{what} file not found: {path}") from None
+    except OSError as err:  # a folder, no permission
+        raise error(f"{what} file {path}: cannot read ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise error(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except yaml.YAMLError as err:
         raise error(f"{path}: not valid YAML: {err}") from None
     if not isinstance(raw, Mapping):

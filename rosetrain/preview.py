@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from PIL import Image, ImageDraw
 
 from rosetrain import protocol as P
+from rosetrain.errors import RosetrainError
 from rosetrain.regions import cells_in_region
 
 TILE = 256            # each scene is scaled to fit a TILE x TILE box
@@ -28,7 +29,7 @@ def _tile(root: Path, tasks: list[dict], template: str | None) -> Image.Image:
     first = tasks[0]
     base = next((t.get("base_image") or t["image"] for t in tasks if t["task_template"] != P.T4), None)
     base = base or first.get("base_image") or first["image"]
-    image = Image.open(root / base).convert("RGB")
+    image = _open_rgb(root / base)
     cell = first["cell_size"]
     draw = ImageDraw.Draw(image)
     for text in first["all_target_cells"]:
@@ -49,6 +50,14 @@ def _tile(root: Path, tasks: list[dict], template: str | None) -> Image.Image:
               f"{first['rows']}x{first['cols']} targets={len(first['all_target_cells'])}"
     ImageDraw.Draw(tile).multiline_text((4, TILE + 1), caption, fill="black", spacing=1)
     return tile
+
+
+def _open_rgb(path: Path) -> Image.Image:
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except OSError as err:  # missing, unreadable, or not an image
+        raise RosetrainError(f"{path}: cannot read image ({err.strerror or err})") from None
 
 
 def _outline_cells(draw: ImageDraw.ImageDraw, cells: set, size: int, color, width: int) -> None:

@@ -35,10 +35,18 @@ class SpecError(RosetrainError):
     pass
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # YAML's true is not a count
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _range(value: Any, field: str) -> tuple[int, int]:
-    if isinstance(value, int):
+    if _is_int(value):
         return value, value
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(_is_int(v) for v in value):
         low, high = value
         if low > high:
             raise ValueError(f"{field}: low {low} > high {high}")
@@ -57,7 +65,7 @@ def _weights(value: Any, field: str, allowed: tuple[str, ...] | None = None) -> 
     for name, weight in value.items():
         if allowed is not None and name not in allowed:
             raise ValueError(f"{field}: unknown name {name!r}; valid: {', '.join(allowed)}")
-        if not isinstance(weight, (int, float)) or weight < 0 or math.isnan(weight):
+        if not _is_number(weight) or weight < 0 or math.isnan(weight):
             raise ValueError(f"{field}.{name}: weight must be a number >= 0, got {weight!r}")
         weights[str(name)] = float(weight)
     total = sum(weights.values())
@@ -84,10 +92,11 @@ class CueSpec:
     def __post_init__(self):
         if self.style not in CUE_STYLES:
             raise ValueError(f"cue.style: {self.style!r} is not one of {', '.join(CUE_STYLES)}")
-        if len(self.color) != 3 or not all(0 <= int(c) <= 255 for c in self.color):
-            raise ValueError(f"cue.color: expected [r, g, b] in 0..255, got {self.color!r}")
-        if not 1 <= self.width <= 32:
-            raise ValueError(f"cue.width: expected 1..32, got {self.width}")
+        if not (isinstance(self.color, (list, tuple)) and len(self.color) == 3
+                and all(_is_int(c) and 0 <= c <= 255 for c in self.color)):
+            raise ValueError(f"cue.color: expected 3 integers [r, g, b] in 0..255, got {self.color!r}")
+        if not _is_int(self.width) or not 1 <= self.width <= 32:
+            raise ValueError(f"cue.width: expected an integer 1..32, got {self.width!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +124,7 @@ class LevelSpec:
     def __post_init__(self):
         from rosetrain.families import FAMILIES
 
+        self._check_scalar_types()
         if not self.families:
             raise ValueError("families: at least one family is required")
         for name in self.families:
@@ -134,9 +144,10 @@ class LevelSpec:
         if self.exceptions[0] < 0:
             raise ValueError(f"exceptions: must be >= 0, got {list(self.exceptions)}")
         smallest_grid = min(self.grid_choices("rows")) * min(self.grid_choices("cols"))
-        if self.exceptions[1] >= smallest_grid:
+        if self.exceptions[1] > smallest_grid // 2:  # never capped while sampling: refused here
             raise ValueError(f"exceptions: up to {self.exceptions[1]} exceptions do not leave a majority "
-                             f"in the smallest grid ({smallest_grid} cells); use fewer exceptions or larger grids")
+                             f"in the smallest grid ({smallest_grid} cells allow at most "
+                             f"{smallest_grid // 2}); use fewer exceptions or larger grids")
         if not 0 <= self.negative_rate <= 1:
             raise ValueError(f"negative_rate: expected 0..1, got {self.negative_rate}")
         if self.prompt_style not in PROMPT_STYLES:
@@ -148,6 +159,21 @@ class LevelSpec:
             raise ValueError(f"image_multiple: expected 1..64, got {self.image_multiple}")
         if not 0 <= self.noise <= 64:
             raise ValueError(f"noise: expected 0..64, got {self.noise}")
+
+    def _check_scalar_types(self) -> None:
+        """Named errors for values of the wrong type (a string weight, ``true`` as a count),
+        before any comparison would fail with Python's wording or silently accept them."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name: expected a non-empty string, got {self.name!r}")
+        for field in ("weight", "negative_rate", "noise"):
+            if not _is_number(getattr(self, field)):
+                raise ValueError(f"{field}: expected a number, got {getattr(self, field)!r}")
+        for field in ("scenes", "tasks_per_scene", "image_multiple"):
+            value = getattr(self, field)
+            if value is not None and not _is_int(value):
+                raise ValueError(f"{field}: expected an integer, got {value!r}")
+        if self.scenes is not None and self.scenes < 1:
+            raise ValueError(f"scenes: expected at least 1, got {self.scenes}")
 
     def grid_choices(self, axis: str) -> range:
         fixed = getattr(self, axis)
@@ -201,11 +227,23 @@ def _build_level(raw: Mapping[str, Any], where: str) -> LevelSpec:
         if field in kwargs:
             kwargs[field] = _weights(kwargs[field], field)
     if "cue" in kwargs:
-        cue = dict(kwargs["cue"] or {})
-        if "color" in cue:
-            cue["color"] = tuple(cue["color"])
-        kwargs["cue"] = CueSpec(**cue)
+        kwargs["cue"] = _cue(kwargs["cue"])
     return LevelSpec(**kwargs)
+
+
+def _cue(raw: Any) -> CueSpec:
+    if raw is None:
+        return CueSpec()
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"cue: expected a mapping (style, color, width), got {raw!r}")
+    valid = [f.name for f in dataclasses.fields(CueSpec)]
+    unknown = sorted(str(key) for key in raw if key not in valid)
+    if unknown:
+        raise ValueError(f"cue: unknown field {unknown[0]!r}; valid: {', '.join(valid)}")
+    cue = dict(raw)
+    if isinstance(cue.get("color"), list):
+        cue["color"] = tuple(cue["color"])
+    return CueSpec(**cue)
 
 
 def _families(raw: Any) -> dict[str, FamilySpec]:
@@ -216,11 +254,14 @@ def _families(raw: Any) -> dict[str, FamilySpec]:
         raise ValueError("families: expected a list of names or a mapping name -> weight/config")
     out = {}
     for name, value in raw.items():
-        if isinstance(value, (int, float)):
+        if _is_number(value):
             out[name] = FamilySpec(weight=float(value))
         elif isinstance(value, Mapping):
             config = dict(value)
-            out[name] = FamilySpec(weight=float(config.pop("weight", 1.0)), config=config)
+            weight = config.pop("weight", 1.0)
+            if not _is_number(weight):
+                raise ValueError(f"families.{name}.weight: expected a number, got {weight!r}")
+            out[name] = FamilySpec(weight=float(weight), config=config)
         else:
             raise ValueError(f"families.{name}: expected a weight or a mapping, got {value!r}")
     return out
@@ -259,7 +300,13 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
             raise ValueError(f"levels[{i}]: expected a mapping")
         merged = {**base_fields, **level_raw}
         merged.setdefault("name", f"level{i}" if len(level_dicts) > 1 else "default")
-        levels.append(_build_level(merged, f"levels[{i}] ({merged['name']}): "))
+        where = f"levels[{i}] ({merged['name']}): " if len(level_dicts) > 1 else ""
+        try:
+            levels.append(_build_level(merged, where))
+        except (ValueError, TypeError) as err:
+            message = str(err)
+            raise ValueError(message if message.startswith(where) else where + message) from None
+    _refuse_duplicate_names(levels)
     curriculum = top.get("curriculum", "mixture")
     if curriculum not in ("mixture", "staged"):
         raise ValueError(f"curriculum: {curriculum!r} is not one of mixture, staged")
@@ -267,9 +314,10 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         raise ValueError("levels: a staged curriculum needs `scenes` on every level but the last")
     _weights({lv.name: lv.weight for lv in levels}, "levels (weights)")
     spec = Spec(name=str(top.get("name", Path(str(path)).stem)), path=str(path), role=role,
-                namespace=namespace, seed=int(top.get("seed", 0)), levels=tuple(levels),
+                namespace=namespace, seed=_top_int(top, "seed", 0, minimum=0), levels=tuple(levels),
                 curriculum=curriculum, heldout_family=top.get("heldout_family"),
-                heldout_spec=top.get("heldout_spec"), heldout_scenes=int(top.get("heldout_scenes", 2000)),
+                heldout_spec=_top_str(top, "heldout_spec"),
+                heldout_scenes=_top_int(top, "heldout_scenes", 2000, minimum=0),
                 description=str(top.get("description", "")))
     if spec.heldout_family is not None:
         from rosetrain.families import FAMILIES
@@ -279,6 +327,30 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         if spec.heldout_family not in FAMILIES:
             raise ValueError(f"heldout_family: unknown family {spec.heldout_family!r}; valid: {', '.join(FAMILIES)}")
     return spec
+
+
+def _refuse_duplicate_names(levels: list[LevelSpec]) -> None:
+    # a mixture would never draw the second level, a staged curriculum would use the first one's settings
+    first: dict[str, int] = {}
+    for i, level in enumerate(levels):
+        if level.name in first:
+            raise ValueError(f"levels[{i}]: name {level.name!r} is already the name of "
+                             f"levels[{first[level.name]}]; give every level its own name")
+        first[level.name] = i
+
+
+def _top_int(top: Mapping[str, Any], field: str, default: int, minimum: int) -> int:
+    value = top.get(field, default)
+    if not _is_int(value) or value < minimum:
+        raise ValueError(f"{field}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _top_str(top: Mapping[str, Any], field: str) -> str | None:
+    value = top.get(field)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{field}: expected a string, got {value!r}")
+    return value
 
 
 def check_families_available(spec: Spec) -> None:

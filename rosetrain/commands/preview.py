@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+PREVIEW_FIELDS = ("scene_id", "cell_size", "image")  # beyond what the release loader requires
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("data", help="a split folder in the ROSE release layout")
@@ -16,17 +18,29 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import io
 
+    from rosetrain.data.paths import check_split_name
+    from rosetrain.data.release import select_records
     from rosetrain.errors import RosetrainError
-    from rosetrain.io import atomic_write, read_jsonl
+    from rosetrain.io import atomic_write
     from rosetrain.preview import contact_sheet
 
-    metadata = Path(args.data) / f"metadata_{args.split}.jsonl"
-    if not metadata.exists():
-        raise RosetrainError(f"{metadata} does not exist (generate the split first)")
+    check_split_name(args.split)
+    for flag, value in (("--limit", args.limit), ("--columns", args.columns)):
+        if value < 1:
+            raise RosetrainError(f"{flag} must be at least 1, got {value}")
+    records, root = select_records(args.data, args.split, None, bridges=False)
+    for record in records:
+        missing = [field for field in PREVIEW_FIELDS if record.get(field) is None]
+        if missing:
+            raise RosetrainError(f"{args.data}: item {record['item_id']!r} lacks {', '.join(missing)}, "
+                                 f"which a preview needs")
     out = Path(args.out or Path(args.data) / f"preview_{args.split}.png")
-    sheet = contact_sheet(args.data, read_jsonl(metadata), args.limit, args.columns, args.template)
+    sheet = contact_sheet(root, records, args.limit, args.columns, args.template)
     buffer = io.BytesIO()
     sheet.save(buffer, format="PNG")
-    atomic_write(out, buffer.getvalue())
+    try:
+        atomic_write(out, buffer.getvalue())
+    except OSError as err:
+        raise RosetrainError(f"--out {out}: cannot write ({err.strerror or err})") from None
     print(out)
     return 0

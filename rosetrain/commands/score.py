@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rosetrain.data.release import (load_split, read_predictions, split_files,
                                         split_fingerprint)
+    from rosetrain.errors import RosetrainError
     from rosetrain.io import output_lock
     from rosetrain.predictions import check_same_data
     from rosetrain.scoring.batch import run_model, score_predictions, write_scored_run
@@ -82,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
         allow_partial=args.allow_partial, num_prediction_rows=len(predictions),
         digits=args.digits)
     with output_lock(args.out, "this scored run"):
-        summary = write_scored_run(args.out, golds, rows, run_info, data_fingerprint=fingerprint)
+        try:
+            summary = write_scored_run(args.out, golds, rows, run_info, data_fingerprint=fingerprint)
+        except OSError as err:  # a folder we may not write, a full disk
+            raise RosetrainError(f"--out {err.filename or args.out}: cannot write "
+                                 f"({err.strerror or err})") from None
     print_headline(summary, args.out)
     if summary["coverage_rate"] is not None and summary["coverage_rate"] < 1:
         print(f"note: partial run, {summary['n']} of {summary['n_expected']} items scored",

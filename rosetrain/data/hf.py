@@ -146,15 +146,21 @@ def stream_dataset(spec_path: str, split: str = "train", seed: int = 0, start: i
     permutes the shards, the same way in every round. Deterministic for a
     given (spec, seed) and number of consumers.
 
+    Refused: a spec with ``role: heldout``.
     Skipped: scenes whose fingerprint is in ``exclude_fingerprints``, and
     always those of the held-out spec the spec names (``heldout_spec``), so a
     training stream never yields a held-out scene.
     """
     from rosetrain.data.generate import heldout_guard
     from rosetrain.data.shards import interleaved_dataset
+    from rosetrain.errors import RosetrainError
     from rosetrain.spec import load_spec
 
     spec = load_spec(spec_path)
+    if spec.role == "heldout":
+        raise RosetrainError(f"{spec_path}: role: heldout; a held-out spec is never streamed for "
+                             f"training (its scenes are what the model is evaluated on): stream a "
+                             f"spec with role: train that names it as heldout_spec")
     heldout_family, heldout = heldout_guard(spec)
     return interleaved_dataset(
         iter_rows, features=hf_features(),

@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from rosetrain.data.paths import check_split_name, confined_path
+from rosetrain.data.validate import check_record
 from rosetrain.errors import RosetrainError
 from rosetrain.io import iter_jsonl
 
@@ -33,6 +35,7 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
     root = Path(root)
     if root.is_file():
         return [root]
+    check_split_name(split)
     if not root.is_dir():
         raise RosetrainError(f"{root}: no such folder or .jsonl file")
     for folder in (root, root / split):  # the release layout, or one folder per split
@@ -51,8 +54,11 @@ def load_split(root: str | os.PathLike, split: str = "test",
                bridges: bool | None = None) -> list[dict[str, Any]]:
     """Every record of ``split`` in file order (see :func:`split_files` for ``bridges``).
 
-    A bad line, a record missing a required field, or an item id seen twice is
-    an error naming the file and line.
+    A bad line, a record missing a required field or contradicting itself
+    (:func:`rosetrain.data.validate.check_record`: clicks outside the grid, a
+    count that disagrees with its targets, an unknown template, an image path
+    leaving the folder), or an item id seen twice is an error naming the file
+    and line.
     """
     records: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
@@ -64,6 +70,7 @@ def load_split(root: str | os.PathLike, split: str = "test",
             if missing:
                 raise RosetrainError(f"{path}:{number}: record lacks required field(s) "
                                      f"{', '.join(missing)}")
+            check_record(record, path, number)
             item_id = str(record["item_id"])
             if item_id in seen:
                 raise RosetrainError(f"{path}:{number}: item_id {item_id!r} already at {seen[item_id]}")
@@ -116,8 +123,10 @@ def select_records(data_dir: str | Path, split: str, limit: int | None,
 
 
 def with_image_paths(records: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]]:
-    """Copies whose ``image`` (relative to the split folder) opens from any working dir."""
-    return [{**r, "image": str(root / r["image"])} for r in records]
+    """Copies whose ``image`` (relative to the split folder, and inside it) opens
+    from any working dir."""
+    return [{**r, "image": str(confined_path(root, r.get("image"), f"item {r.get('item_id')!r}: image"))}
+            for r in records]
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:

@@ -71,6 +71,8 @@ def check_inputs(recipe: Recipe) -> Inputs:
         exclude = {r["scene_fingerprint"] for r in heldout if r.get("scene_fingerprint")}
         if recipe.data.folder is not None:
             D.check_no_overlap(D.folder_fingerprints(recipe.data), heldout, recipe.data, recipe.eval)
+        else:
+            D.check_stream_apart(recipe.data, heldout, recipe.eval)
         heldout = D.pick_items(heldout, recipe.eval.items)
     elif recipe.eval.every_steps:
         raise RecipeError(f"{recipe.source}: eval.every_steps is set but eval.folder is not")

@@ -81,6 +81,24 @@ def folder_fingerprints(data: DataConfig) -> set[str]:
     return found
 
 
+def check_stream_apart(data: DataConfig, records: list[Mapping[str, Any]], config: EvalConfig) -> None:
+    """A stream drawn from the held-out split's own random scenes (its spec's
+    namespace with the split's seed: the same ``item_seed`` at the same scene
+    index) would be the held-out split itself: refused, as an overlapping folder
+    is. Single scenes that merely look alike are skipped by the stream instead."""
+    from rosetrain.scene import derived_seed
+    from rosetrain.spec import load_spec
+
+    spec = load_spec(data.spec, check_fonts=False)
+    for record in records:
+        index = record.get("scene_index")
+        if isinstance(index, int) and record.get("item_seed") == derived_seed(spec.namespace, data.seed, index):
+            raise RecipeError(
+                f"data.spec: {data.spec} with data.seed {data.seed} streams the scenes of the held-out "
+                f"split {config.folder} ({config.split}), e.g. scene {record.get('scene_id')}; "
+                f"change data.seed, or train on a spec with its own namespace")
+
+
 # ----------------------------------------------------------------- held-out items
 
 def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:

@@ -1,0 +1,108 @@
+"""Checks on one gold record of a metadata file, before anything scores or reads it.
+
+A gold record is trusted by every number rosetrain reports, so a record that
+contradicts itself (a click outside the grid, a count that disagrees with the
+targets in its region, a template the scorer does not know) is an error naming
+the file, the line and the field, never a silent score. Its image paths must
+stay inside the folder of the metadata file. Standard library only.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from rosetrain import protocol as P
+from rosetrain.data.paths import confined_path
+from rosetrain.errors import RosetrainError
+from rosetrain.regions import cells_in_region
+
+IMAGE_FIELDS = ("image", "base_image")
+
+
+def check_record(record: Mapping[str, Any], path: Path, number: int) -> None:
+    """Raise naming ``path:number`` and the field when the gold record is inconsistent."""
+    where = f"{path}:{number}"
+    template = record.get("task_template")
+    if template not in P.TEMPLATES:
+        raise RosetrainError(f"{where}: task_template: unknown template {template!r}; "
+                             f"known: {', '.join(P.TEMPLATES)}")
+    rows, cols = (_whole(record, field, where, minimum=1) for field in ("rows", "cols"))
+    count = _whole(record, "ground_truth_count", where, minimum=0)
+    clicks = _cells(record, "ground_truth_clicks", where, rows, cols)
+    targets = _cells(record, "all_target_cells", where, rows, cols)
+    if count != len(clicks):
+        raise RosetrainError(f"{where}: ground_truth_count: {count} disagrees with the "
+                             f"{len(clicks)} cell(s) of ground_truth_clicks")
+    _check_region(record, where, rows, cols, clicks, targets)
+    for field in IMAGE_FIELDS:
+        if record.get(field) is not None:
+            confined_path(path.parent, record[field], f"{where}: {field}")
+
+
+def _whole(record: Mapping[str, Any], field: str, where: str, minimum: int) -> int:
+    value = record.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise RosetrainError(f"{where}: {field}: expected an integer >= {minimum}, got {value!r:.100}")
+    return value
+
+
+def _cells(record: Mapping[str, Any], field: str, where: str, rows: int, cols: int) -> set[P.Cell]:
+    """A list of distinct ``"R4,C11"`` cells (or ``[4, 11]`` pairs) inside the grid."""
+    value = record.get(field)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise RosetrainError(f"{where}: {field}: a string that is not a JSON list") from None
+    if not isinstance(value, list):
+        raise RosetrainError(f"{where}: {field}: expected a list of cells like 'R4,C11', got {value!r:.100}")
+    cells = [_cell(item, field, where) for item in value]
+    for cell in cells:
+        if not (1 <= cell[0] <= rows and 1 <= cell[1] <= cols):
+            raise RosetrainError(f"{where}: {field}: {P.cell_str(cell)} lies outside the "
+                                 f"{rows}x{cols} grid")
+    if len(set(cells)) != len(cells):
+        raise RosetrainError(f"{where}: {field}: lists a cell twice")
+    return set(cells)
+
+
+def _cell(item: object, field: str, where: str) -> P.Cell:
+    try:
+        if isinstance(item, str):
+            return P.parse_cell_str(item)
+        row, col = item
+        if isinstance(row, int) and isinstance(col, int) and not isinstance(row, bool) \
+                and not isinstance(col, bool):
+            return row, col
+    except (TypeError, ValueError):
+        pass
+    raise RosetrainError(f"{where}: {field}: {item!r:.50} is not a cell like 'R4,C11'")
+
+
+def _check_region(record: Mapping[str, Any], where: str, rows: int, cols: int,
+                  clicks: set[P.Cell], targets: set[P.Cell]) -> None:
+    """The gold clicks are exactly the scene's targets inside the task's region."""
+    params = record.get("region_params")
+    if params is None:
+        params = record.get("region_params_json") or {}
+    if isinstance(params, str):
+        try:
+            params = json.loads(params) if params.strip() else {}
+        except ValueError:
+            raise RosetrainError(f"{where}: region_params_json: not valid JSON") from None
+    if not isinstance(params, Mapping):
+        raise RosetrainError(f"{where}: region_params: expected an object, got {params!r:.100}")
+    try:
+        region = cells_in_region(str(record.get("region_type")), params, rows, cols)
+    except RosetrainError as err:
+        raise RosetrainError(f"{where}: region_type/region_params: {err}") from None
+    expected = targets & set(region)
+    if clicks != expected:
+        wrong = sorted(clicks ^ expected)[0]
+        raise RosetrainError(f"{where}: ground_truth_clicks: {len(clicks)} cell(s), but the region "
+                             f"holds {len(expected)} of all_target_cells (they differ at "
+                             f"{P.cell_str(wrong)})")
+    if "region_target_cells" in record and \
+            _cells(record, "region_target_cells", where, rows, cols) != expected:
+        raise RosetrainError(f"{where}: region_target_cells: disagrees with the targets in the region")
