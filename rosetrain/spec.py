@@ -197,6 +197,7 @@ class Spec:
     heldout_spec: str | None = None    # role train: the held-out spec to stay disjoint from
     heldout_scenes: int = 2000         # how many held-out scenes the overlap check covers
     description: str = ""
+    layout: str = "rosetrain"          # rose: ROSE subset names, bridges in their own files
 
     @property
     def families(self) -> set[str]:
@@ -208,7 +209,8 @@ class Spec:
 
 _LEVEL_FIELDS = {f.name for f in dataclasses.fields(LevelSpec)}
 _SPEC_FIELDS = {"name", "role", "namespace", "seed", "levels", "curriculum", "heldout_family",
-                "heldout_spec", "heldout_scenes", "description"}
+                "heldout_spec", "heldout_scenes", "description", "layout"}
+LAYOUTS = ("rosetrain", "rose")
 
 
 def _build_level(raw: Mapping[str, Any], where: str) -> LevelSpec:
@@ -318,7 +320,10 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
                 curriculum=curriculum, heldout_family=top.get("heldout_family"),
                 heldout_spec=_top_str(top, "heldout_spec"),
                 heldout_scenes=_top_int(top, "heldout_scenes", 2000, minimum=0),
-                description=str(top.get("description", "")))
+                description=str(top.get("description", "")),
+                layout=str(top.get("layout", "rosetrain")))
+    if spec.layout not in LAYOUTS:
+        raise ValueError(f"layout: {spec.layout!r} is not one of {', '.join(LAYOUTS)}")
     if spec.heldout_family is not None:
         from rosetrain.families import FAMILIES
 

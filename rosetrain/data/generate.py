@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
+from rosetrain.data.bridges import bridge_paths, route_lines
 from rosetrain.errors import RosetrainError
 from rosetrain.examples import build_example
 from rosetrain.data.manifest import (image_names, manifest_path, metadata_name, parquet_name,
@@ -203,22 +204,30 @@ def write_shard(job: GenerateJob, shard: int) -> int:
 
 
 def finish(job: GenerateJob) -> int:
-    """Join the parts into the split's metadata file, then list every file of
+    """Join the parts into the split's metadata file (and, with ``layout: rose``,
+    its bridge rows into the release's bridge files), then list every file of
     the split in its manifest; returns the number of rows."""
     n_rows, files = 0, {metadata_name(job.split)}
-    tmp = job.metadata_path.with_name(f".{job.metadata_path.name}.tmp")
-    with open(tmp, "wb") as out:
+    bridges = bridge_paths(job.out_dir, job.split) if job.spec.layout == "rose" else {}
+    finals = {None: job.metadata_path, **bridges}
+    temps = {key: path.with_name(f".{path.name}.tmp") for key, path in finals.items()}
+    handles = {key: open(path, "wb") for key, path in temps.items()}
+    try:
         for shard in range(job.num_shards):
             part = job.part_path(shard)
-            data = part.read_bytes()
-            n_rows += data.count(b"\n")
-            out.write(data)
+            n_rows += route_lines(part.read_bytes(), handles[None],
+                                  {key: h for key, h in handles.items() if key})
             files.add(part.relative_to(job.out_dir).as_posix())
             if "hf" in job.formats:
                 files.add(parquet_name(job.split, shard, job.num_shards))
             if "release" in job.formats:
                 files.update(image_names(part_records(part)))
-    os.replace(tmp, job.metadata_path)
+    finally:
+        for handle in handles.values():
+            handle.close()
+    for key, path in finals.items():  # both bridge files always, as in the release
+        os.replace(temps[key], path)
+    files.update(path.name for path in bridges.values())
     atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
     return n_rows
 

@@ -178,7 +178,7 @@ def remove_stale_temps(out_dir: Path, split: str) -> None:
     quoted = re.escape(split)
     atomic = r"\.\d+-\d+\.tmp"  # rosetrain.io.atomic_write: .<name>.<pid>-<thread>.tmp
     patterns = [
-        (out_dir, rf"\.metadata_{quoted}\.jsonl\.tmp"),
+        (out_dir, rf"\.metadata_{quoted}(_[a-z_]+_bridge)?\.jsonl\.tmp"),  # bridges: layout rose
         (out_dir / PARTS_DIR, rf"\.{quoted}\.manifest\.json{atomic}"),
         (parts_dir(out_dir, split), rf"\.part-\d{{5}}\.jsonl{atomic}"),
         (out_dir / "hf" / split, r"shard-\d{5}-of-\d{5}\.tmp\d+"),
