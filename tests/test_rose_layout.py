@@ -85,3 +85,10 @@ def test_layout_is_checked(tmp_path):
     with pytest.raises(Exception, match="layout"):
         load_spec(spec, check_fonts=False)
     assert load_spec(ROOT / "generators" / "rose-protocol.yaml").layout == "rose"
+
+
+def test_a_rerun_owns_its_bridge_files(rose_split):
+    before = (rose_split / "metadata_test_global_click_bridge.jsonl").read_bytes()
+    main(["generate", "--spec", str(ROOT / "generators" / "rose-protocol.yaml"),
+          "--out", str(rose_split), "--split", "test", "--scenes", "25", "--quiet"])
+    assert (rose_split / "metadata_test_global_click_bridge.jsonl").read_bytes() == before
