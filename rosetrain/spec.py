@@ -65,8 +65,8 @@ def _weights(value: Any, field: str, allowed: tuple[str, ...] | None = None) -> 
     for name, weight in value.items():
         if allowed is not None and name not in allowed:
             raise ValueError(f"{field}: unknown name {name!r}; valid: {', '.join(allowed)}")
-        if not _is_number(weight) or weight < 0 or math.isnan(weight):
-            raise ValueError(f"{field}.{name}: weight must be a number >= 0, got {weight!r}")
+        if not _is_number(weight) or weight < 0 or not math.isfinite(weight):
+            raise ValueError(f"{field}.{name}: weight must be a finite number >= 0, got {weight!r}")
         weights[str(name)] = float(weight)
     total = sum(weights.values())
     if total <= 0:
@@ -292,9 +292,11 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
     if (namespace == RESERVED_NAMESPACE) != (role == "heldout"):
         raise ValueError(f"namespace: {namespace!r} with role {role!r}: the namespace "
                          f"{RESERVED_NAMESPACE!r} belongs to held-out specs and only to them")
-    level_dicts = top.get("levels") or [{}]
-    if not isinstance(level_dicts, list):
-        raise ValueError("levels: expected a list of level mappings")
+    level_dicts = top.get("levels")
+    if level_dicts is None:
+        level_dicts = [{}]  # no levels: the top-level fields are the one level
+    if not isinstance(level_dicts, list) or not level_dicts:
+        raise ValueError(f"levels: expected a non-empty list of level mappings, got {level_dicts!r}")
     base_fields = {k: v for k, v in raw.items()}
     levels = []
     for i, level_raw in enumerate(level_dicts):
@@ -316,7 +318,7 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         raise ValueError("levels: a staged curriculum needs `scenes` on every level but the last")
     _weights({lv.name: lv.weight for lv in levels}, "levels (weights)")
     spec = Spec(name=str(top.get("name", Path(str(path)).stem)), path=str(path), role=role,
-                namespace=namespace, seed=_top_int(top, "seed", 0, minimum=0), levels=tuple(levels),
+                namespace=namespace, seed=_top_int(top, "seed", 0), levels=tuple(levels),
                 curriculum=curriculum, heldout_family=top.get("heldout_family"),
                 heldout_spec=_top_str(top, "heldout_spec"),
                 heldout_scenes=_top_int(top, "heldout_scenes", 2000, minimum=0),
@@ -344,10 +346,11 @@ def _refuse_duplicate_names(levels: list[LevelSpec]) -> None:
         first[level.name] = i
 
 
-def _top_int(top: Mapping[str, Any], field: str, default: int, minimum: int) -> int:
+def _top_int(top: Mapping[str, Any], field: str, default: int, minimum: int | None = None) -> int:
     value = top.get(field, default)
-    if not _is_int(value) or value < minimum:
-        raise ValueError(f"{field}: expected an integer >= {minimum}, got {value!r}")
+    if not _is_int(value) or (minimum is not None and value < minimum):
+        raise ValueError(f"{field}: expected an integer{'' if minimum is None else f' >= {minimum}'}, "
+                         f"got {value!r}")
     return value
 
 
@@ -378,7 +381,10 @@ def check_training_spec(spec: Spec) -> Spec | None:
     """A training spec may not use the held-out family. Returns the held-out spec."""
     if spec.role != "train" or not spec.heldout_spec:
         return None
-    heldout = load_spec(spec.resolve(spec.heldout_spec), check_fonts=False)
+    try:
+        heldout = load_spec(spec.resolve(spec.heldout_spec), check_fonts=False)
+    except SpecError as err:
+        raise SpecError(f"{spec.path}: heldout_spec: {err}") from None
     if heldout.role != "heldout":
         raise SpecError(f"{spec.path}: heldout_spec: {heldout.path} has role {heldout.role!r}, not 'heldout'")
     if heldout.heldout_family and heldout.heldout_family in spec.families:

@@ -139,6 +139,9 @@ LEVELS = "levels:\n  - {name: easy}\n  - {name: hard, rows: [5, 6]}\n  - {name: 
     ([("rows: [3, 6]", "rows: [true, 6]")], "rows: expected an int or [low, high]"),
     ([("  attribute: 1", "  attribute: {weight: heavy}")], "families.attribute.weight: expected a number"),
     ([("negative_rate: 0.2", "negative_rate: 0.2\n" + LEVELS)], "levels[2]: name 'easy' is already"),
+    ([("negative_rate: 0.2", "negative_rate: 0.2\nlevels: []")], "levels: expected a non-empty list"),
+    ([("  attribute: 1", "  attribute: .inf")], "families.attribute: weight must be a finite number"),
+    ([("role: eval", "role: train\nheldout_spec: no-such.yaml")], "heldout_spec: spec file not found"),
 ])
 def test_a_bad_spec_value_is_refused_naming_the_field(tmp_path, capsys, replacements, message):
     spec = spec_with(tmp_path, *replacements)
@@ -201,6 +204,20 @@ def test_preview_inputs_and_output_in_the_wrong_shape(tmp_path, split, capsys):
     assert "--limit" in one_error_line(capsys)
     assert main(["preview", str(split), "--split", "../test", "--out", str(tmp_path / "p.png")]) == 2
     assert "--split" in one_error_line(capsys)
+    assert main(["preview", str(split), "--split", "test", "--template", "T3", "--out",
+                 str(tmp_path / "p.png")]) == 2
+    assert "--template: unknown template 'T3'" in one_error_line(capsys)
+
+
+def test_exclude_needs_a_split_it_can_check_against(tmp_path, capsys):
+    spec = write_spec(tmp_path, SMALL_SPEC)
+    official = tmp_path / "metadata_test.jsonl"
+    official.write_text('{"item_id": "CHITEM_000001__GCLK", "scene_id": "CHSCENE_000001"}\n')
+    assert main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--scenes", "2",
+                 "--exclude", str(official), "--quiet"]) == 2
+    err = one_error_line(capsys)
+    assert "--exclude" in err and "no scene_fingerprint" in err
+    assert not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------- held-out scenes

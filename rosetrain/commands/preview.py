@@ -23,8 +23,11 @@ def run(args) -> int:
     from rosetrain.errors import RosetrainError
     from rosetrain.io import atomic_write
     from rosetrain.preview import contact_sheet
+    from rosetrain.protocol import TEMPLATES
 
     check_split_name(args.split)
+    if args.template is not None and args.template not in TEMPLATES:
+        raise RosetrainError(f"--template: unknown template {args.template!r}; known: {', '.join(TEMPLATES)}")
     for flag, value in (("--limit", args.limit), ("--columns", args.columns)):
         if value < 1:
             raise RosetrainError(f"{flag} must be at least 1, got {value}")

@@ -320,7 +320,11 @@ def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int
     for path in exclude_metadata:
         if not Path(path).is_file():
             raise RosetrainError(f"--exclude: {path} is not a metadata .jsonl file")
-        exclude |= read_fingerprints(Path(path))
+        fingerprints = read_fingerprints(Path(path))
+        if not fingerprints:  # e.g. the official release: nothing to prove disjointness with
+            raise RosetrainError(f"--exclude: {path} has no scene_fingerprint in any row (not a split "
+                                 f"rosetrain generated), so no overlap with it can be checked")
+        exclude |= fingerprints
     return GenerateJob(spec=spec, out_dir=Path(out_dir), split=split, scenes=scenes,
                        seed=spec.seed if seed is None else seed, num_proc=num_proc,
                        formats=formats, shard_size=shard_size, exclude=frozenset(exclude),
