@@ -31,7 +31,7 @@ def run(args) -> int:
     for flag, value in (("--limit", args.limit), ("--columns", args.columns)):
         if value < 1:
             raise RosetrainError(f"{flag} must be at least 1, got {value}")
-    records, root = select_records(args.data, args.split, None, bridges=False)
+    records, root = select_records(args.data, args.split, None)
     for record in records:
         missing = [field for field in PREVIEW_FIELDS if record.get(field) is None]
         if missing:
