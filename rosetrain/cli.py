@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     except RosetrainError as err:
         print(f"rosetrain {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # the machine refused: disk full, permission denied, I/O error
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"rosetrain {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\nrosetrain {args.command}: interrupted; run the same command again to resume",
               file=sys.stderr)

@@ -255,3 +255,102 @@ def wait_for_lines(path: Path, lines: int, process: subprocess.Popen) -> None:
         if path.exists() and path.read_bytes().count(b"\n") >= lines:
             return
         time.sleep(0.01)
+
+
+# --- 3. every eval/score/compare failure is one readable line -----------------------------------
+
+def one_line_error(capsys, command: str) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"rosetrain {command}: error: "), err
+    return err
+
+
+@pytest.fixture
+def scored_run(split_dir, tmp_path) -> Path:
+    evaluate("oracle", split_dir, out_dir=tmp_path / "run", runner=OracleRunner(), progress=False)
+    return tmp_path / "run"
+
+
+def test_undecodable_bytes_in_predictions_name_the_line(split_dir, tmp_path, capsys):
+    bad = tmp_path / "predictions.jsonl"
+    bad.write_bytes(b'{"item_id": "test-0000000-T1", "raw_text": "COUNT(1)"}\n'
+                    b'{"item_id": "test-0000000-T2", "raw_text": "COUNT(\xff)"}\n')
+    assert cli_main(["score", "--data", str(split_dir), "--predictions", str(bad),
+                     "--out", str(tmp_path / "s")]) == 2
+    assert f"{bad}:2: not UTF-8 text" in one_line_error(capsys, "score")
+
+
+def test_a_folder_where_a_file_is_expected(split_dir, scored_run, tmp_path, capsys):
+    assert cli_main(["score", "--data", str(split_dir), "--predictions", str(scored_run),
+                     "--out", str(tmp_path / "s")]) == 2
+    assert "is a folder; expected a predictions .jsonl file" in one_line_error(capsys, "score")
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    assert cli_main(["score", "--data", str(split_dir), "--predictions",
+                     str(scored_run / "predictions.jsonl"), "--out", str(afile)]) == 2
+    assert f"{afile}: cannot create" in one_line_error(capsys, "score")
+    assert cli_main(["compare", str(scored_run), str(scored_run), "--out", str(afile)]) == 2
+    assert f"{afile}: cannot create" in one_line_error(capsys, "compare")
+    assert afile.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("failure", [(28, "No space left on device"), (13, "Permission denied")])
+def test_disk_full_or_permission_denied_while_writing(split_dir, scored_run, tmp_path, capsys,
+                                                      monkeypatch, failure):
+    """The machine refuses a write (root ignores file modes, so the refusal is simulated)."""
+    import rosetrain.io
+
+    def refuse(src, dst):
+        raise OSError(failure[0], failure[1], str(dst))
+
+    monkeypatch.setattr(rosetrain.io.os, "replace", refuse)
+    out = tmp_path / "scored"
+    assert cli_main(["score", "--data", str(split_dir), "--predictions",
+                     str(scored_run / "predictions.jsonl"), "--out", str(out)]) == 2
+    err = one_line_error(capsys, "score")
+    assert f"{out / 'per_item_eval.jsonl'}: {failure[1]}" in err
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]  # no temp file left
+
+
+def test_disk_full_while_saving_predictions(split_dir, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import rosetrain.predictions
+
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(rosetrain.predictions.os, "fsync", disk_full)
+    with serve_in_subprocess(split_dir) as base_url:
+        assert cli_main(["eval", "--runner", "openai", "--base-url", base_url, "--model", "m",
+                         "--data", str(split_dir), "--out", str(tmp_path / "run"),
+                         "--no-progress"]) == 2
+    assert "No space left on device" in one_line_error(capsys, "eval")
+
+
+@pytest.mark.parametrize("config", [None, "{}"])
+def test_a_folder_that_is_not_a_model(split_dir, tmp_path, capsys, config):
+    model = tmp_path / "not-a-model"
+    model.mkdir()
+    if config is not None:
+        (model / "config.json").write_text(config)
+    assert cli_main(["eval", "--model", str(model), "--data", str(split_dir),
+                     "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = one_line_error(capsys, "eval")
+    assert str(model) in err and ("not a model" in err or "model_type" in err)
+
+
+def test_a_hub_id_that_cannot_be_fetched_offline(split_dir, tmp_path):
+    """No network (an endpoint that refuses): one line at once, not a minute of retries."""
+    import os
+
+    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+           "HF_HUB_CACHE": str(tmp_path / "empty-cache"), "PYTHONPATH": str(ROOT)}
+    env.pop("HF_HUB_OFFLINE", None)
+    result = subprocess.run([sys.executable, "-m", "rosetrain", "eval", "--model",
+                             "some-org/some-model", "--data", str(split_dir), "--out",
+                             str(tmp_path / "run"), "--no-progress"],
+                            capture_output=True, text=True, env=env, cwd=ROOT)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "not in the local Hugging Face cache and the Hub cannot be reached" in result.stderr

@@ -136,6 +136,9 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     line number; an item id given twice fails naming the id and both lines.
     """
     path = Path(path)
+    if path.is_dir():
+        raise RosetrainError(f"{path}: is a folder; expected a predictions .jsonl file "
+                             "(an eval run keeps it as predictions.jsonl)")
     if not path.is_file():
         raise RosetrainError(f"{path}: no such predictions file")
     rows: dict[str, dict[str, Any]] = {}

@@ -9,6 +9,7 @@ same way and the adapter applied with peft. bf16 on a GPU, fp32 on the CPU;
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,9 @@ def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
     if path.exists():
         if not path.is_dir():
             raise RosetrainError(f"model: {text} is a file, not a model folder")
+        if not any((path / name).is_file() for name in ("config.json", ADAPTER_CONFIG)):
+            raise RosetrainError(f"model: {text} is a folder but not a model (it has no "
+                                 f"config.json or {ADAPTER_CONFIG})")
         return "local", path
     first = text.split("/", 1)[0]
     looks_local = (not _HUB_ID.match(text) or text.startswith((".", "~"))
@@ -77,8 +81,41 @@ def load_model_and_processor(name_or_path: str | Path, *, device: str | None = N
     device, dtype = default_device_and_dtype(device, dtype)
     if path is not None and (path / ADAPTER_CONFIG).exists():
         return _load_adapter(path, device, dtype, trust_remote_code, merge_lora)
+    if kind == "hub" and not hub_reachable():
+        kind = "cache"  # the Hub cannot answer: load from the local cache only, at once
+        _hub_offline()
     model = _load_model(str(name_or_path), kind, dtype, trust_remote_code).to(device)
     return model, _load_processor(str(name_or_path), kind, trust_remote_code)
+
+
+def _hub_offline() -> None:
+    """Offline mode for the rest of this process: every Hugging Face call reads the
+    local cache instead of retrying an endpoint that cannot answer (for a minute)."""
+    from huggingface_hub import constants
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants.HF_HUB_OFFLINE = True  # read at call time by huggingface_hub.is_offline_mode
+
+
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether the Hugging Face endpoint answers a TCP connect (False when offline,
+    or HF_HUB_OFFLINE is set). Without it, a Hub id that is not cached would be
+    retried for a minute before failing; with it, cached models load without
+    waiting for the network."""
+    import socket
+    import urllib.parse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    parts = urllib.parse.urlsplit(constants.ENDPOINT)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True
 
 
 def _load_adapter(path: Path, device: str, dtype: Any, trust_remote_code: bool,
@@ -100,9 +137,14 @@ def _load_model(name: str, kind: str, dtype: Any, trust_remote_code: bool):
     from transformers import AutoModelForImageTextToText
 
     try:
-        return AutoModelForImageTextToText.from_pretrained(name, dtype=dtype,
-                                                           trust_remote_code=trust_remote_code)
-    except OSError as err:
+        return AutoModelForImageTextToText.from_pretrained(
+            name, dtype=dtype, trust_remote_code=trust_remote_code,
+            local_files_only=kind == "cache")
+    except (OSError, ValueError) as err:  # ValueError: a config.json that names no model type
+        if kind == "cache":
+            raise RosetrainError(f"model: {name} is not in the local Hugging Face cache and the "
+                                 "Hub cannot be reached (offline); download it on a connected "
+                                 "machine, or give a local model folder") from None
         where = "folder" if kind == "local" else "Hub id (or local cache)"
         raise RosetrainError(f"model: cannot load {name} as a {where}: {err}".splitlines()[0]) from None
 
@@ -111,8 +153,9 @@ def _load_processor(name: str, kind: str, trust_remote_code: bool):
     from transformers import AutoProcessor
 
     try:
-        processor = AutoProcessor.from_pretrained(name, trust_remote_code=trust_remote_code)
-    except OSError as err:
+        processor = AutoProcessor.from_pretrained(name, trust_remote_code=trust_remote_code,
+                                                  local_files_only=kind == "cache")
+    except (OSError, ValueError) as err:
         raise RosetrainError(f"model: cannot load the processor of {name}: {err}".splitlines()[0]) from None
     tokenizer = getattr(processor, "tokenizer", processor)
     tokenizer.padding_side = "left"  # batched generation appends on the right

@@ -59,7 +59,12 @@ class PermanentError(Exception):
 def image_data_url(record: Mapping[str, Any]) -> str:
     path = image_path(record)
     mime = mimetypes.guess_type(path.name)[0] or "image/png"
-    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise RosetrainError(f"item {record.get('item_id')}: cannot read image {path} "
+                             f"({err.strerror})") from None
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def openai_messages(record: Mapping[str, Any]) -> list[dict[str, Any]]:
