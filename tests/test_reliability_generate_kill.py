@@ -60,9 +60,9 @@ def child_env() -> dict[str, str]:
     ("write", r"\.png$", 11),                  # midway through the second shard
     ("rename", r"\.parquet$", 2),              # the second Parquet shard, written, not in place
     ("write", r"part-00001\.jsonl$", 1),       # the second shard's done marker, half written
-    ("rename", r"metadata_test\.jsonl$", 1),   # joining: the metadata not yet in place
-    ("write", r"manifest\.json$", 2),          # the metadata in place, the file list not yet
-], ids=["manifest", "first-image", "mid-shard", "parquet", "part", "metadata", "file-list"])
+    ("write", r"manifest\.json$", 2),          # every shard done, the file list half written
+    ("rename", r"metadata_test\.jsonl$", 1),   # the file list written, the metadata not in place
+], ids=["manifest", "first-image", "mid-shard", "parquet", "part", "file-list", "metadata"])
 def test_killed_at_any_write_the_rerun_gives_the_same_bytes(tmp_path, world, kind, pattern, nth):
     spec, out = world
     assert run_generate(spec, tmp_path / "fresh") == 0
@@ -101,3 +101,18 @@ def test_killed_with_its_workers_the_rerun_gives_the_same_bytes(tmp_path, world)
     assert run_generate(spec, out, scenes="40") == 0
     assert tree(out) == expected
     assert outside(tmp_path) == before
+
+
+def test_killed_while_writing_bridge_files_overwrite_still_owns_them(tmp_path, world):
+    """layout: rose writes bridge rows into their own metadata files; a kill between
+    them leaves files that the manifest already lists, so --overwrite removes them."""
+    spec = ROOT / "generators" / "rose-protocol.yaml"
+    out = world[1]
+    assert run_generate(spec, tmp_path / "fresh", scenes="8") == 0
+    expected = tree(tmp_path / "fresh")
+    killed = subprocess.run([sys.executable, str(KILLER), "rename", r"matched_local_count_bridge", "1",
+                             "--", *generate_args(spec, out)], env=child_env(), capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert (out / "metadata_test_global_click_bridge.jsonl").exists()
+    assert run_generate(spec, out, "--overwrite", scenes="8") == 0
+    assert tree(out) == expected

@@ -101,7 +101,8 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
     else:
         _refuse_other_settings(job, manifest)
     remove_stale_temps(job.out_dir, job.split)
-    atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
+    if manifest is None:  # a resumed split keeps its manifest: same settings, same files
+        atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
     return [shard for shard in range(job.num_shards) if not shard_is_whole(job, shard)]
 
 
@@ -204,31 +205,43 @@ def write_shard(job: GenerateJob, shard: int) -> int:
 
 
 def finish(job: GenerateJob) -> int:
-    """Join the parts into the split's metadata file (and, with ``layout: rose``,
-    its bridge rows into the release's bridge files), then list every file of
-    the split in its manifest; returns the number of rows."""
-    n_rows, files = 0, {metadata_name(job.split)}
+    """List every file of the split in its manifest, then join the parts into the
+    split's metadata file (and, with ``layout: rose``, its bridge rows into the
+    release's bridge files); returns the number of rows. The list comes first, so
+    a kill in between never leaves an output that no manifest claims."""
     bridges = bridge_paths(job.out_dir, job.split) if job.spec.layout == "rose" else {}
     finals = {None: job.metadata_path, **bridges}
+    files = _shard_files(job) | {path.name for path in finals.values()}
+    atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
+    return _join_parts(job, finals)
+
+
+def _shard_files(job: GenerateJob) -> set[str]:
+    """Every finished shard's files: its part, its Parquet shard, the images its part names."""
+    files = set()
+    for shard in range(job.num_shards):
+        part = job.part_path(shard)
+        files.add(part.relative_to(job.out_dir).as_posix())
+        if "hf" in job.formats:
+            files.add(parquet_name(job.split, shard, job.num_shards))
+        if "release" in job.formats:
+            files.update(image_names(part_records(part)))
+    return files
+
+
+def _join_parts(job: GenerateJob, finals: dict[str | None, Path]) -> int:
     temps = {key: path.with_name(f".{path.name}.tmp") for key, path in finals.items()}
     handles = {key: open(path, "wb") for key, path in temps.items()}
+    n_rows = 0
     try:
         for shard in range(job.num_shards):
-            part = job.part_path(shard)
-            n_rows += route_lines(part.read_bytes(), handles[None],
+            n_rows += route_lines(job.part_path(shard).read_bytes(), handles[None],
                                   {key: h for key, h in handles.items() if key})
-            files.add(part.relative_to(job.out_dir).as_posix())
-            if "hf" in job.formats:
-                files.add(parquet_name(job.split, shard, job.num_shards))
-            if "release" in job.formats:
-                files.update(image_names(part_records(part)))
     finally:
         for handle in handles.values():
             handle.close()
     for key, path in finals.items():  # both bridge files always, as in the release
         os.replace(temps[key], path)
-    files.update(path.name for path in bridges.values())
-    atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
     return n_rows
 
 
