@@ -195,6 +195,25 @@ def test_a_failed_write_is_one_line_and_the_rerun_resumes(tmp_path, spec, fresh,
     assert tree(out) == fresh
 
 
+def die_in_a_worker(job, shard):
+    import os
+
+    os._exit(1)  # as a worker killed by the OOM killer ends: no exception, no result
+
+
+def test_a_worker_that_dies_is_one_line_and_the_rerun_resumes(tmp_path, spec, fresh, capsys,
+                                                              monkeypatch):
+    import rosetrain.data.generate as gen
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(gen, "write_shard", die_in_a_worker)
+    assert run_generate(spec, out, "--num-proc=2") == 2
+    assert "worker process died" in one_error_line(capsys)
+    monkeypatch.undo()
+    assert run_generate(spec, out) == 0
+    assert tree(out) == fresh
+
+
 @pytest.mark.parametrize("flag, value", [("--shard-size", "0"), ("--shard-size", "-3"),
                                          ("--num-proc", "0"), ("--scenes", "0")])
 def test_non_positive_sizes_are_refused(tmp_path, spec, capsys, flag, value):

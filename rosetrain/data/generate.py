@@ -3,9 +3,12 @@
 The unit of work is a shard of consecutive scenes. A worker renders a shard's
 images, then writes its metadata part and its Parquet shard under temp names
 and renames them: a shard exists whole or not at all. A rerun skips finished
-shards; the last step joins the parts into ``metadata_<split>.jsonl``.
-Shard boundaries depend only on the number of scenes, never on ``num_proc``,
-so the bytes on disk are the same however many processes made them.
+shards (checking that each one's files are all there and whole); the last
+step lists the split's files in its manifest and joins the parts into
+``metadata_<split>.jsonl``. Shard boundaries depend only on the number of
+scenes, never on ``num_proc``, so the bytes on disk are the same however many
+processes made them. What a run may replace or delete, and what it refuses to
+touch, is decided by the manifest (:mod:`rosetrain.data.manifest`).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import hashlib
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -279,9 +283,13 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
         try:
             for future in futures:
                 yield future.result()
-        except BaseException:
+        except BaseException as err:
             for future in futures:
                 future.cancel()
+            if isinstance(err, BrokenProcessPool):  # a worker was killed: the OOM killer, a user
+                raise RosetrainError("a generate worker process died (killed, or out of memory); run "
+                                     "the same command again to resume, with a smaller --num-proc "
+                                     "if memory is short") from None
             raise
 
 
