@@ -242,3 +242,14 @@ def test_a_stream_of_the_heldout_splits_own_scenes_is_refused(tmp_path):
     with pytest.raises(RecipeError, match="streams the scenes of the held-out split"):
         check_stream_apart(DataConfig(spec=str(spec), seed=3), records, heldout)
     check_stream_apart(DataConfig(spec=str(spec), seed=4), records, heldout)  # other scenes: fine
+
+
+def test_a_folder_generated_from_a_heldout_spec_is_never_training_data(tmp_path):
+    from rosetrain.train.data import check_folder
+    from rosetrain.train.recipe import DataConfig, RecipeError
+
+    spec = spec_with(tmp_path, ("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout"))
+    assert main(["generate", "--spec", str(spec), "--out", str(tmp_path / "held"), "--split", "test",
+                 "--scenes", "2", "--formats", "hf", "--num-proc", "1", "--quiet"]) == 0
+    with pytest.raises(RecipeError, match="role: heldout"):
+        check_folder(DataConfig(folder=str(tmp_path / "held"), split="test"))

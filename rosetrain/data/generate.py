@@ -87,7 +87,7 @@ def settings(job: GenerateJob) -> dict[str, Any]:
     """What the manifest records before any shard is written."""
     return {"spec": job.spec.path, "spec_sha256": spec_sha256(job.spec), "seed": job.seed,
             "scenes": job.scenes, "shard_size": job.shard_scenes, "formats": list(job.formats),
-            "split": job.split}
+            "split": job.split, "role": job.spec.role}  # role: training refuses held-out folders
 
 
 def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:

@@ -30,6 +30,21 @@ def check_folder(data: DataConfig) -> None:
     if not parquet_files(data.folder, data.split):
         raise RecipeError(f"data.folder: {data.folder} has no Parquet shards under hf/{data.split}/ "
                           f"(write them with `rosetrain generate ... --formats release,hf`)")
+    _refuse_heldout_folder(data)
+
+
+def _refuse_heldout_folder(data: DataConfig) -> None:
+    """A split generated from a ``role: heldout`` spec (its manifest says so) is
+    never training data, whatever the recipe evaluates on."""
+    from rosetrain.data.manifest import manifest_path, read_manifest
+
+    try:
+        manifest = read_manifest(manifest_path(Path(data.folder), data.split), data.split)
+    except RosetrainError as err:
+        raise RecipeError(f"data.folder: {err}") from None
+    if manifest is not None and manifest.get("role") == "heldout":
+        raise RecipeError(f"data.folder: {data.folder} (split {data.split}) was generated from the "
+                          f"held-out spec {manifest.get('spec')} (role: heldout); never train on it")
 
 
 def check_spec(data: DataConfig) -> None:
