@@ -8,6 +8,11 @@ together, both runs with the same draw), stratified by subset so every resample
 keeps the subset sizes that ROSE's per-subset averaging assumes; figures are
 recomputed exactly as the summary does (per subset, then over subsets).
 Templates also get an exact McNemar p-value on their discordant pairs.
+Every ``ci95`` (and ``ci95_before``/``ci95_after``) is a two-entry list, so
+readers can index it; both entries are None where the figure is undefined
+(e.g. action_avg of runs without action templates). Items whose request
+failed in either run are left out of the pairs and counted in
+``errored_excluded``; runs scored on different data are refused.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from rosetrain.data.release import short_fingerprint
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
                                 REGION_CASES, SHORT_NAME)
-from rosetrain.io import atomic_write, output_lock
+from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
 from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import SUMMARY_FILE, json_text, read_scored_rows
 from rosetrain.scoring.gold import normalize_region_case
@@ -192,10 +197,15 @@ def bootstrap(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000,
             for name, runs in out.items()}
 
 
-def _interval(values: np.ndarray) -> list[float] | None:
-    values = values[~np.isnan(values)]
+NO_INTERVAL = (None, None)
+
+
+def _interval(values: np.ndarray | None) -> list[float | None]:
+    """[low, high] over the resamples where the figure is defined; [None, None]
+    when it is defined in none. Always two entries: readers index it."""
+    values = np.array([]) if values is None else values[~np.isnan(values)]
     if values.size == 0:
-        return None
+        return list(NO_INTERVAL)
     low, high = np.percentile(values, [2.5, 97.5])
     return [float(low), float(high)]
 
@@ -215,7 +225,7 @@ def mcnemar_p(pairs: Sequence[tuple[Mapping, Mapping]]) -> tuple[float, int, int
 def _entry(before: float | None, after: float | None, samples: Mapping[str, np.ndarray]) -> dict:
     delta = None if before is None or after is None else after - before
     return {"before": before, "after": after, "delta": delta,
-            "ci95": None if delta is None else _interval(samples["after"] - samples["before"]),
+            "ci95": _interval(None if delta is None else samples["after"] - samples["before"]),
             "ci95_before": _interval(samples["before"]), "ci95_after": _interval(samples["after"])}
 
 
@@ -282,6 +292,7 @@ def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
               **compare_pairs(pairs, resamples, seed)}
     if out_dir is not None:
         with output_lock(out_dir, "this comparison") as out:
+            remove_atomic_temps(out)  # half-written files of a killed run
             atomic_write(out / "compare.json", json_text(result))
             images = write_plots(result, out) if plots else []
             atomic_write(out / "report.md", report_markdown(result, images))
@@ -294,8 +305,10 @@ def _pct(value: float | None, signed: bool = False) -> str:
     return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
 
 
-def _ci(interval: Sequence[float] | None) -> str:
-    return "-" if interval is None else f"[{_pct(interval[0], True)}, {_pct(interval[1], True)}]"
+def _ci(interval: Sequence[float | None] | None) -> str:
+    if interval is None or interval[0] is None:
+        return "-"
+    return f"[{_pct(interval[0], True)}, {_pct(interval[1], True)}]"
 
 
 def _errored_note(result: Mapping[str, Any]) -> str:
@@ -377,7 +390,7 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
             out = []
             for k in keys:
                 value, interval = result[k][run], result[k][f"ci95_{run}"]
-                out.append((0.0, 0.0) if interval is None else
+                out.append((0.0, 0.0) if interval[0] is None else
                            (max(0.0, value - interval[0]), max(0.0, interval[1] - value)))
             return out
 

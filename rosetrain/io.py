@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +41,20 @@ def _loads(line: str) -> Any:
         return orjson.loads(line)
     except ValueError:
         return json.loads(line)
+
+
+_ATOMIC_TEMP = re.compile(r"^\..+\.\d+-\d+\.tmp$")  # the temp names atomic_write uses
+
+
+def remove_atomic_temps(folder: str | os.PathLike) -> list[Path]:
+    """Delete the temp files a killed :func:`atomic_write` left in ``folder`` (not
+    below it); return them. Call it only while holding ``folder``'s
+    :func:`output_lock`: then no live writer owns any of them."""
+    folder = Path(folder)
+    stale = [p for p in folder.iterdir() if _ATOMIC_TEMP.match(p.name) and p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:

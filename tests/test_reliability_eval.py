@@ -354,3 +354,99 @@ def test_a_hub_id_that_cannot_be_fetched_offline(split_dir, tmp_path):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
     assert "not in the local Hugging Face cache and the Hub cannot be reached" in result.stderr
+
+
+# --- 4. a killed eval resumes to the result of an uninterrupted one ------------------------------
+
+KILLER = Path(__file__).with_name("kill_eval.py")
+# files that name the moment they were made, not the result
+NOT_RESULTS = {"eval_run.json", ".rosetrain.lock", "predictions.jsonl"}
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def results(out: Path) -> dict[str, bytes]:
+    """The run folder's files, with the folder's own path taken out (the summary names it)."""
+    return {name: data.replace(str(out).encode(), b"<OUT>")
+            for name, data in tree(out).items() if name not in NOT_RESULTS}
+
+
+def predictions_by_id(out: Path) -> dict[str, dict]:
+    return {row["item_id"]: row for row in read_jsonl(out / "predictions.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def endpoint(split_dir):
+    with serve_in_subprocess(split_dir, slow_s=0.2, delay_s=0.01) as base_url:
+        yield base_url
+
+
+def eval_command(base_url: str, data: Path, out: Path) -> list[str]:
+    return ["--runner", "openai", "--base-url", base_url, "--model", "fake", "--data", str(data),
+            "--out", str(out), "--concurrency", "3", "--request-timeout", "5", "--no-progress",
+            "--max-error-rate", "0.05"]  # the item the endpoint always refuses
+
+
+@pytest.mark.parametrize("kind, which", [
+    ("torn-line", "1"),                        # the first prediction, half saved
+    ("saved-line", "1"),
+    ("torn-line", "11"),                       # midway
+    ("saved-line", "21"),                      # every answer saved, nothing scored yet
+    ("torn-file", "per_item_eval.jsonl"),      # scoring, half written
+    ("before-rename", "evaluation_summary.json"),
+    ("torn-file", "summary.md"),
+    ("before-rename", "eval_run.json"),        # the very last write
+])
+def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint, tmp_path,
+                                                           kind, which):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(split_dir, data)
+    (tmp_path / "bystander.txt").write_text("must not change")
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    reference, out = tmp_path / "reference" / "run", tmp_path / "killed" / "run"
+    assert cli_main(["eval", *eval_command(endpoint, data, reference)]) == 0
+    before = {k: v for k, v in tree(tmp_path).items() if not k.startswith("killed/")}
+
+    killed = subprocess.run([sys.executable, str(KILLER), kind, which, "--",
+                             *eval_command(endpoint, data, out)],
+                            capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert killed.returncode == -9, killed.stderr  # the kill point was reached
+    rerun = subprocess.run([sys.executable, "-m", "rosetrain", "eval",
+                            *eval_command(endpoint, data, out)],
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+
+    assert results(out) == results(reference)
+    assert predictions_by_id(out) == predictions_by_id(reference)
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    after = {k: v for k, v in tree(tmp_path).items() if not k.startswith("killed/")}
+    assert after == before  # nothing outside the output folder changed
+
+
+# --- 5. compare's intervals can always be indexed ----------------------------------------------
+
+def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(split_dir, tmp_path,
+                                                                            capsys):
+    """Runs holding only counting items: action_avg and gap are undefined, and
+    their ci95 is [None, None], never None (the demo and its report index it)."""
+    for name in ("a", "b"):
+        evaluate("oracle", split_dir, out_dir=tmp_path / name, runner=OracleRunner(), limit=2,
+                 progress=False)  # T1 and T2 of the first scene
+    assert cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "b"),
+                     "--out", str(tmp_path / "cmp")]) == 0
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert result["action_avg"]["delta"] is None and result["counting_avg"]["delta"] == 0.0
+    entries = list(result["templates"].values()) + [result[k] for k in
+                                                    ("counting_avg", "action_avg", "gap", "avg_pass")]
+    for entry in entries:
+        for key in ("ci95", "ci95_before", "ci95_after"):
+            low, high = entry[key]  # what the demo's report does
+            assert (low is None) == (high is None) == (entry["before"] is None)
+    assert result["gap"]["ci95"] == [None, None]
+    assert "| **gap** | - | - | - | - | |" in (tmp_path / "cmp" / "report.md").read_text()
+    assert "gap" in capsys.readouterr().out

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     rows += [(key, result[key]) for key in HEADLINE_KEYS]
     for name, e in rows:
         ci = e["ci95"]
-        ci_text = "-" if ci is None else f"[{_pct(ci[0], True)}, {_pct(ci[1], True)}]"
+        ci_text = "-" if ci[0] is None else f"[{_pct(ci[0], True)}, {_pct(ci[1], True)}]"
         p = f"  McNemar p {e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
         print(f"  {name:13s} {_pct(e['before']):>5s} -> {_pct(e['after']):>5s}  "
               f"delta {_pct(e['delta'], True):>6s}  CI {ci_text}{p}")

@@ -142,7 +142,7 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
     are more than ``max_error_rate`` of the items, the results are written and
     then a RosetrainError says so (a rerun asks those items again).
     """
-    from rosetrain.io import output_lock
+    from rosetrain.io import output_lock, remove_atomic_temps
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
@@ -167,6 +167,7 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
                 "data_fingerprint": data.fingerprint, "limit": limit, "bridges": bridges,
                 "batch_size": batch_size, "max_new_tokens": max_new_tokens}
     with output_lock(out, "this eval run"):  # a second eval into `out` is refused
+        remove_atomic_temps(out)  # half-written files of a killed run
         predictions, stats = predict_missing(
             build_runner, name, with_image_paths(records, image_root), out / PREDICTIONS_FILE,
             batch_size=batch_size, progress=progress, close=isinstance(runner, str), data=data)

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.data.release import (load_split, read_predictions, split_files,
                                         split_fingerprint)
     from rosetrain.errors import RosetrainError
-    from rosetrain.io import output_lock
+    from rosetrain.io import output_lock, remove_atomic_temps
     from rosetrain.predictions import check_same_data
     from rosetrain.scoring.batch import run_model, score_predictions, write_scored_run
     from rosetrain.scoring.official_files import RunInfo
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         allow_partial=args.allow_partial, num_prediction_rows=len(predictions),
         digits=args.digits)
     with output_lock(args.out, "this scored run"):
+        remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
             summary = write_scored_run(args.out, golds, rows, run_info, data_fingerprint=fingerprint)
         except OSError as err:  # a folder we may not write, a full disk
