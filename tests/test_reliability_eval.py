@@ -450,3 +450,16 @@ def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(spli
     assert result["gap"]["ci95"] == [None, None]
     assert "| **gap** | - | - | - | - | |" in (tmp_path / "cmp" / "report.md").read_text()
     assert "gap" in capsys.readouterr().out
+
+
+def test_resuming_with_settings_that_change_answers_is_refused(split_dir, endpoint, tmp_path,
+                                                               capsys):
+    out = tmp_path / "run"
+    args = ["eval", *eval_command(endpoint, split_dir, out), "--limit", "3"]
+    assert cli_main(args + ["--max-new-tokens", "64"]) == 0
+    assert json.loads((out / "eval_run.json").read_text())["finished"] is True
+    capsys.readouterr()
+    # a larger --limit with the same settings resumes; another max_new_tokens does not
+    assert cli_main(args[:-1] + ["5", "--max-new-tokens", "16"]) == 2
+    assert "made with max_new_tokens 64, this run asks for 16" in one_line_error(capsys, "eval")
+    assert cli_main(args[:-1] + ["5", "--max-new-tokens", "64"]) == 0

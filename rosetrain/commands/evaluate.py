@@ -142,7 +142,8 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
     are more than ``max_error_rate`` of the items, the results are written and
     then a RosetrainError says so (a rerun asks those items again).
     """
-    from rosetrain.io import output_lock, remove_atomic_temps
+    from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
+    from rosetrain.scoring.files import json_text
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
@@ -168,12 +169,40 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
                 "batch_size": batch_size, "max_new_tokens": max_new_tokens}
     with output_lock(out, "this eval run"):  # a second eval into `out` is refused
         remove_atomic_temps(out)  # half-written files of a killed run
+        check_same_settings(out, settings)
+        atomic_write(out / RUN_FILE, json_text({**settings, "finished": False}))
         predictions, stats = predict_missing(
             build_runner, name, with_image_paths(records, image_root), out / PREDICTIONS_FILE,
             batch_size=batch_size, progress=progress, close=isinstance(runner, str), data=data)
         summary = score_run(out, records, predictions, data, {**settings, **stats})
     check_error_rate(summary, max_error_rate, out)
     return summary
+
+
+# Settings that change a model's answers: predictions made with others are not reused.
+ANSWER_SETTINGS = ("runner", "max_new_tokens")
+
+
+def check_same_settings(out: Path, settings: Mapping[str, Any]) -> None:
+    """Refuse to resume a run folder whose predictions were made with other
+    answer-changing settings (the model and the data are checked row by row)."""
+    import json
+
+    previous_file = out / RUN_FILE
+    if not (out / PREDICTIONS_FILE).is_file() or not previous_file.is_file():
+        return
+    try:
+        previous = json.loads(previous_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise RosetrainError(f"{previous_file}: not readable JSON; it records how the "
+                             "predictions beside it were made; use another --out") from None
+    if not isinstance(previous, dict) or previous.get("runner") == "custom":
+        return  # a runner object's own settings are not known here
+    for key in ANSWER_SETTINGS:
+        if key in previous and previous[key] != settings[key]:
+            raise RosetrainError(
+                f"{out}: its predictions were made with {key} {previous[key]!r}, this run asks "
+                f"for {settings[key]!r}; use another --out, or the same {key}")
 
 
 @dataclass(frozen=True)
@@ -203,7 +232,8 @@ def score_run(out: Path, records: Sequence[Mapping[str, Any]], predictions: Mapp
                     metadata_jsonl=str(split_files(run_info["data"], run_info["split"],
                                                    run_info["bridges"])[0]))
     summary = write_scored_run(out, records, rows, names, data_fingerprint=data.fingerprint)
-    atomic_write(out / RUN_FILE, json_text({**run_info, "n_errors": summary["n_errors"]}))
+    atomic_write(out / RUN_FILE, json_text({**run_info, "n_errors": summary["n_errors"],
+                                            "finished": True}))
     return summary
 
 
