@@ -30,16 +30,16 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 TRAINING_KEYS = ("output_dir", "seed", "max_steps", "num_train_epochs", "gradient_accumulation_steps",
                  "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "logging_steps",
                  "save_steps", "save_total_limit", "report_to", "run_name")
-# Model types whose text model uses multimodal rotary positions (M-RoPE).
-MROPE_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_omni", "glm4v")
 
 
 @dataclasses.dataclass
 class Inputs:
-    """Everything checked before training: held-out items and scenes to skip."""
+    """Everything checked before training: held-out items, scenes to skip, and
+    the TRL config the trainer gets."""
 
     heldout: list[dict[str, Any]]
     exclude_fingerprints: set[str]
+    args: Any = None
 
 
 def has_gpu() -> bool:
@@ -51,8 +51,11 @@ def has_gpu() -> bool:
 # ----------------------------------------------------------------- checks
 
 def check_inputs(recipe: Recipe) -> Inputs:
-    """Fail on a bad model path, unusable data, or a held-out split that
-    overlaps training, each with a message naming it; nothing is loaded."""
+    """Fail on a bad model path, unusable data, a held-out split that overlaps
+    training, or settings TRL, torch or peft would reject (``preflight``), each
+    with a message naming it; no weights are loaded."""
+    from rosetrain.train.preflight import check_run
+
     from rosetrain.models.loading import ADAPTER_CONFIG, adapter_base, resolve_model_source
 
     _kind, path = resolve_model_source(recipe.model)
@@ -76,7 +79,7 @@ def check_inputs(recipe: Recipe) -> Inputs:
         heldout = D.pick_items(heldout, recipe.eval.items)
     elif recipe.eval.every_steps:
         raise RecipeError(f"{recipe.source}: eval.every_steps is set but eval.folder is not")
-    return Inputs(heldout=heldout, exclude_fingerprints=exclude)
+    return Inputs(heldout=heldout, exclude_fingerprints=exclude, args=check_run(recipe))
 
 
 def check_vllm(recipe: Recipe) -> None:
@@ -91,29 +94,21 @@ def check_vllm(recipe: Recipe) -> None:
         raise RecipeError("grpo.vllm: colocate needs a CUDA GPU; set grpo.vllm: null on this machine")
 
 
-def check_mrope_batch(recipe: Recipe, model: Any) -> None:
-    """docs/tiny-models.md: on M-RoPE models keep per_device_train_batch_size == num_generations."""
-    model_type = getattr(model.config, "model_type", "")
-    if (recipe.method == "grpo" and model_type in MROPE_MODEL_TYPES
-            and recipe.train_batch_size != recipe.grpo.num_generations):
-        raise RecipeError(
-            f"{recipe.source}: per_device_train_batch_size ({recipe.train_batch_size}) must equal "
-            f"grpo.num_generations ({recipe.grpo.num_generations}) for {model_type} (M-RoPE) models; "
-            f"leave per_device_train_batch_size unset to follow num_generations")
-
-
 # ----------------------------------------------------------------- TRL config
 
-def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, Any]):
-    """The TRL config: recipe keys, then the method's, then the recipe's ``trl:`` extras."""
+def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, Any],
+                method_origins: Mapping[str, str] = {}):
+    """The TRL config: recipe keys, then the method's, then the recipe's ``trl:`` extras.
+    ``method_origins`` names the recipe key behind each method field, so that an
+    error of the config names the recipe key to change."""
     gpu = has_gpu()
     kwargs: dict[str, Any] = {key: getattr(recipe, key) for key in TRAINING_KEYS}
     kwargs.update(
         learning_rate=recipe.lr,
         per_device_train_batch_size=recipe.train_batch_size,
         dataloader_num_workers=recipe.num_workers,
-        # TRL defaults both on; on a CPU they only cost time (2.2x per step, docs/tiny-models.md)
-        bf16=gpu and _bf16_supported() if recipe.bf16 is None else recipe.bf16,
+        # TRL defaults both on; on a CPU they only cost time (2.2x per step)
+        bf16=gpu and bf16_supported() if recipe.bf16 is None else recipe.bf16,
         # transformers 5 renamed gradient_checkpointing; the new name avoids a warning
         activation_checkpointing=gpu if recipe.gradient_checkpointing is None else recipe.gradient_checkpointing,
         dataloader_pin_memory=gpu,
@@ -123,6 +118,11 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
     if kwargs["activation_checkpointing"]:
         kwargs["activation_checkpointing_kwargs"] = {"use_reentrant": False}  # works with LoRA and DDP
     kwargs.update(method_kwargs)
+    origins = {**{key: key for key in kwargs}, "activation_checkpointing": "gradient_checkpointing",
+               # TRL derives these from the batch settings
+               "generation_batch_size": "per_device_train_batch_size",
+               "steps_per_generation": "gradient_accumulation_steps",
+               "schedulertype": "lr_scheduler_type", **method_origins}
     fields = {f.name for f in dataclasses.fields(config_class)}
     for key, value in recipe.trl.items():
         if key not in fields:
@@ -131,17 +131,22 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
                               + (f" (close: {', '.join(close)})" if close else ""))
         if key in valid_keys(Recipe):
             raise RecipeError(f"{recipe.source}: trl.{key}: set it as the recipe key {key!r} instead")
-        kwargs[key] = value
+        kwargs[key], origins[key] = value, f"trl.{key}"
     try:
         return config_class(**kwargs)
     except (TypeError, ValueError) as err:
-        raise RecipeError(f"{recipe.source}: {config_class.__name__} rejected the settings: {err}") from None
+        from rosetrain.train.preflight import name_recipe_keys
+
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        keys = name_recipe_keys(message, origins)
+        raise RecipeError(f"{recipe.source}: {', '.join(keys) + ': ' if keys else ''}"
+                          f"{config_class.__name__} rejects these settings: {message}") from None
 
 
-def _bf16_supported() -> bool:
+def bf16_supported() -> bool:
     import torch
 
-    return torch.cuda.is_bf16_supported()
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
 
 
 # ----------------------------------------------------------------- model
@@ -153,7 +158,7 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
 
     from rosetrain.models.loading import load_model_and_processor
 
-    dtype = torch.bfloat16 if has_gpu() and _bf16_supported() else torch.float32
+    dtype = torch.bfloat16 if bf16_supported() else torch.float32
     if recipe.cpu_threads is not None and not has_gpu():
         torch.set_num_threads(recipe.cpu_threads)
     model, processor = load_model_and_processor(recipe.model, device="cpu", dtype=dtype,

@@ -33,15 +33,23 @@ def grpo_kwargs(recipe: Recipe) -> dict[str, Any]:
     return kwargs
 
 
+def trl_config(recipe: Recipe):
+    from trl import GRPOConfig
+
+    _, weights = build_rewards(recipe.rewards)
+    origins = {**{key: f"grpo.{key}" for key in grpo_kwargs(recipe)}, "use_vllm": "grpo.vllm",
+               "vllm_mode": "grpo.vllm", "reward_weights": "rewards"}
+    return C.make_config(GRPOConfig, recipe, {**grpo_kwargs(recipe), "reward_weights": weights}, origins)
+
+
 def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
     """Check everything, then return (trainer, processor): nothing has trained yet."""
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     inputs = inputs or C.check_inputs(recipe)
-    reward_funcs, weights = build_rewards(recipe.rewards)
-    args = C.make_config(GRPOConfig, recipe, {**grpo_kwargs(recipe), "reward_weights": weights})
+    reward_funcs, _ = build_rewards(recipe.rewards)
+    args = inputs.args
     model, processor = C.load_policy(recipe)
-    C.check_mrope_batch(recipe, model)
     processor.tokenizer.padding_side = "left"  # generation appends on the right
     train_dataset = C.D.train_dataset(recipe.data, inputs.exclude_fingerprints, recipe.seed)
     callbacks = C.callbacks_for(recipe, inputs, processor)

@@ -16,13 +16,22 @@ from rosetrain.train.recipe import Recipe
 logger = logging.getLogger("rosetrain.train")
 
 
+# Not recipe keys: rosetrain's SFT rows need them (see above).
+SFT_SETTINGS = {"max_length": None, "packing": False, "completion_only_loss": True}
+
+
+def trl_config(recipe: Recipe):
+    from trl import SFTConfig
+
+    return C.make_config(SFTConfig, recipe, SFT_SETTINGS)
+
+
 def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
     """Check everything, then return (trainer, processor): nothing has trained yet."""
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     inputs = inputs or C.check_inputs(recipe)
-    args = C.make_config(SFTConfig, recipe, {"max_length": None, "packing": False,
-                                             "completion_only_loss": True})
+    args = inputs.args
     model, processor = C.load_policy(recipe)
     train_dataset = C.D.train_dataset(recipe.data, inputs.exclude_fingerprints, recipe.seed)
     callbacks = C.callbacks_for(recipe, inputs, processor)

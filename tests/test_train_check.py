@@ -1,0 +1,131 @@
+"""``train --check`` rejects, before any weights load and in one line naming the
+recipe key, everything the real run would reject: TRL's config, the optimizer
+and schedule, bf16 without a GPU, GRPO batch shapes, the model folder or Hub id,
+LoRA targets, the output folder."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rosetrain.cli import main as cli_main
+
+SPEC = """
+name: t-check
+role: train
+namespace: t-check
+seed: 1
+rows: [3, 4]
+cols: [3, 4]
+cell_size: [28, 28]
+image_multiple: 28
+exceptions: [1, 3]
+negative_rate: 0.1
+families: [attribute]
+"""
+
+
+@pytest.fixture(scope="module")
+def data_folder(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("check-data")
+    (root / "train.yaml").write_text(SPEC)
+    assert cli_main(["generate", "--spec", str(root / "train.yaml"), "--out", str(root / "data"),
+                     "--split", "train", "--scenes", "2", "--formats", "release,hf",
+                     "--num-proc", "1", "--quiet"]) == 0
+    return root / "data"
+
+
+@pytest.fixture
+def recipe(tmp_path, data_folder, tiny_model_dir) -> Path:
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({
+        "method": "sft", "model": str(tiny_model_dir), "output_dir": str(tmp_path / "run"),
+        "data": {"folder": str(data_folder)}, "max_steps": 2, "per_device_train_batch_size": 2,
+        "learning_rate": 1e-3, "lora": None, "cpu_threads": 1}))
+    return path
+
+
+def check(recipe: Path, *overrides: str, method: str = "sft") -> tuple[int, str]:
+    import sys
+    from io import StringIO
+
+    err, stderr = StringIO(), sys.stderr
+    sys.stderr = err
+    try:
+        code = cli_main(["train", method, "--recipe", str(recipe), "--check",
+                         *[arg for o in overrides for arg in ("--set", o)]])
+    finally:
+        sys.stderr = stderr
+    return code, err.getvalue()
+
+
+def assert_one_line_error(code: int, err: str, *expected: str) -> None:
+    assert code == 2 and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("rosetrain train: error:")]
+    assert len(lines) == 1, err
+    for text in expected:
+        assert text in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("learning_rate=-1", ["learning_rate: AdamW rejects it: Invalid learning rate: -1.0"]),
+    ("bf16=true", ["bf16: true needs a GPU with bf16 support", "set bf16: false"]),
+    ("warmup_steps=-1", ["warmup_steps: SFTConfig rejects these settings"]),
+    ("lr_scheduler_type=nope", ["lr_scheduler_type: SFTConfig rejects", "nope is not a valid SchedulerType"]),
+    ("lr_scheduler_type=cosine_with_min_lr", ["lr_scheduler_type: 'cosine_with_min_lr' cannot be built"]),
+    ("trl.adam_beta1=2", ["trl.adam_beta1", "Invalid beta parameter"]),
+    ("lora={target_modules: [no_such_module]}", ["lora.target_modules: 'no_such_module' matches no module"]),
+])
+def test_settings_the_run_would_reject_fail_the_check_naming_the_key(recipe, override, expected):
+    if override == "bf16=true":
+        pytest.importorskip("torch")
+        if __import__("torch").cuda.is_available():
+            pytest.skip("this machine has a GPU")
+    assert_one_line_error(*check(recipe, override), str(recipe), *expected)
+
+
+def test_grpo_batch_shapes_fail_the_check(recipe):
+    code, err = check(recipe, "method=grpo", "per_device_train_batch_size=4", "grpo.num_generations=3",
+                      method="grpo")
+    assert_one_line_error(code, err, "grpo.num_generations, per_device_train_batch_size: GRPOConfig rejects",
+                          "must be divisible by num_generations (3)")
+    code, err = check(recipe, "method=grpo", "per_device_train_batch_size=4", "grpo.num_generations=2",
+                      method="grpo")
+    assert_one_line_error(code, err, "per_device_train_batch_size (4) must equal grpo.num_generations (2)")
+
+
+def test_a_folder_that_is_not_a_model_fails_the_check(recipe, tmp_path, tiny_model_dir):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_one_line_error(*check(recipe, f"model={empty}"), f"model: {empty} is a folder but not a model")
+    (empty / "config.json").write_text((Path(tiny_model_dir) / "config.json").read_text())
+    assert_one_line_error(*check(recipe, f"model={empty}"), f"model: the folder {empty} has no weights")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("model.safetensors", "tokenizer.json"):
+        (broken / name).write_bytes((Path(tiny_model_dir) / name).read_bytes())
+    (broken / "config.json").write_text("{}")
+    assert_one_line_error(*check(recipe, f"model={broken}"), f"model: {broken} is not a model folder")
+
+
+def test_a_hub_id_missing_from_the_cache_fails_the_check_when_offline(recipe, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    assert_one_line_error(*check(recipe, "model=rosetrain-tests/no-such-model"),
+                          "model: the Hub id rosetrain-tests/no-such-model is not in the local Hugging Face "
+                          "cache and the Hub cannot be reached (offline)")
+
+
+def test_an_output_dir_under_a_file_fails_the_check(recipe, tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    assert_one_line_error(*check(recipe, f"output_dir={tmp_path / 'a-file' / 'run'}"),
+                          f"output_dir: {tmp_path / 'a-file'} is a file, not a folder")
+
+
+def test_the_check_passes_a_good_recipe_and_writes_nothing(recipe, tmp_path):
+    assert check(recipe)[0] == 0
+    assert check(recipe, "lora={}")[0] == 0  # LoRA on the language model's attention
+    assert not (tmp_path / "run").exists()
