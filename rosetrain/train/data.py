@@ -124,7 +124,7 @@ def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
         raise RecipeError(f"eval.folder: {config.folder} does not exist")
     try:
         # bridges too, wherever they live (the main file, or the release layout's own files)
-        records, root = select_records(config.folder, config.split, True)
+        records, root = select_records(config.folder, config.split, None, bridges=True)
     except RosetrainError as err:
         raise RecipeError(f"eval.folder: {err}") from None
     return with_image_paths(records, root)
