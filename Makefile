@@ -34,6 +34,7 @@ bench: install
 	$(PY) benchmarks/generate.py
 	$(PY) benchmarks/score.py
 	$(PY) benchmarks/train_overhead.py
+	$(PY) benchmarks/eval_openai.py
 
 clean:
 	rm -rf $(VENV) runs data models
