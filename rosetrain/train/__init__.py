@@ -16,11 +16,15 @@ from typing import Any
 
 def train(recipe, inputs=None) -> dict[str, Any]:
     """Run a ``Recipe`` (checked first unless ``inputs`` from ``check_inputs`` is
-    given); returns the run summary (final folder, steps, mean loss)."""
-    if recipe.method == "sft":
-        from rosetrain.train.sft import train_sft
+    given); returns the run summary (final folder, steps, mean loss). The main
+    process holds ``output_dir``'s lock throughout: a second run there is refused."""
+    from rosetrain.train.distributed import output_dir_lock
 
-        return train_sft(recipe, inputs)
-    from rosetrain.train.grpo import train_grpo
+    with output_dir_lock(recipe.output_dir):
+        if recipe.method == "sft":
+            from rosetrain.train.sft import train_sft
 
-    return train_grpo(recipe, inputs)
+            return train_sft(recipe, inputs)
+        from rosetrain.train.grpo import train_grpo
+
+        return train_grpo(recipe, inputs)

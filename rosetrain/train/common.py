@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import yaml
 
 from rosetrain.train import data as D
+from rosetrain.train.distributed import cpu_group_settings
 from rosetrain.train.recipe import Recipe, RecipeError, recipe_to_dict, valid_keys
 
 logger = logging.getLogger("rosetrain.train")
@@ -115,6 +116,7 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
         trust_remote_code=recipe.trust_remote_code,
         save_strategy="steps",
     )
+    kwargs.update(cpu_group_settings(gpu))  # several processes without a GPU: one gloo group
     if kwargs["activation_checkpointing"]:
         kwargs["activation_checkpointing_kwargs"] = {"use_reentrant": False}  # works with LoRA and DDP
     kwargs.update(method_kwargs)
@@ -293,6 +295,7 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     summary = {"final": str(final), "global_step": trainer.state.global_step,
                "train_loss": getattr(result, "training_loss", None),
                "train_runtime": (result.metrics or {}).get("train_runtime"),
+               "world_size": trainer.args.world_size,
                "is_main_process": trainer.is_world_process_zero()}
     if recipe.save_merged:
         summary["merged"] = str(save_merged(trainer, recipe, processor))

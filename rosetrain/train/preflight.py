@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rosetrain.train.distributed import check_distributed
 from rosetrain.train.recipe import Recipe, RecipeError
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -32,6 +33,7 @@ def check_run(recipe: Recipe) -> Any:
     check_output_dir(recipe)
     check_precision(recipe)
     args = trl_config(recipe)
+    check_distributed(args)
     check_optimizer_and_schedule(recipe, args)
     config = check_model(recipe)
     check_mrope_batch(recipe, config)

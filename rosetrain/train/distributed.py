@@ -1,0 +1,70 @@
+"""Several training processes are one distributed job, or none runs.
+
+A launcher (``torchrun``, ``accelerate launch``) starts N processes and sets
+``WORLD_SIZE=N``. With a GPU each process joins the NCCL group. Without one,
+``accelerate launch --multi_gpu`` used to leave every process on its own: N
+identical trainings writing one ``output_dir``. Here a CPU-only launch trains
+on the CPU process group (gloo), so the processes share the data and average
+their gradients; if the trainer still does not see ``WORLD_SIZE`` processes,
+the run is refused. Only the main process writes ``output_dir``: it holds the
+folder's lock (``rosetrain.io.output_lock``) for the whole run, so a second job
+(or a second, unrelated process) on the same folder is refused at once.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterator
+
+from rosetrain.errors import RosetrainError
+
+
+def launched_world_size() -> int:
+    """How many processes the launcher started (1 without a launcher)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        raise RosetrainError(f"WORLD_SIZE: expected a number of processes, got "
+                             f"{os.environ['WORLD_SIZE']!r}") from None
+
+
+def is_main_process() -> bool:
+    """Rank 0 of a launch (every process that is not launched is its own main)."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+def cpu_group_settings(gpu: bool) -> dict[str, Any]:
+    """TrainingArguments that put a CPU-only launch on the gloo process group."""
+    if gpu or launched_world_size() == 1:
+        return {}
+    return {"use_cpu": True, "ddp_backend": "gloo"}
+
+
+def check_distributed(args: Any) -> None:
+    """Refuse N launched processes that the trainer would run as N separate trainings."""
+    launched = launched_world_size()
+    if launched == 1:
+        return
+    try:
+        seen = args.world_size  # sets up the process group
+    except (RuntimeError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RosetrainError(f"WORLD_SIZE={launched}: the processes could not form one distributed "
+                             f"job ({first}); start them with torchrun or accelerate launch") from None
+    if seen != launched:
+        raise RosetrainError(
+            f"WORLD_SIZE={launched}, but training would run as {seen} process(es) of its own: "
+            f"{launched} separate trainings writing one output_dir; launch with torchrun or "
+            f"`accelerate launch` (add --cpu without a GPU), or unset WORLD_SIZE")
+
+
+@contextlib.contextmanager
+def output_dir_lock(output_dir: str) -> Iterator[None]:
+    """The main process holds ``output_dir``'s lock while the run writes there."""
+    if not is_main_process():
+        yield
+        return
+    from rosetrain.io import output_lock
+
+    with output_lock(output_dir, "this training output_dir"):
+        yield

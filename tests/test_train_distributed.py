@@ -1,0 +1,156 @@
+"""Distributed training is distributed, or refused: two launched processes
+without a GPU train as one job on the CPU process group (gloo), each on its
+own share of the data; launched processes that would train separately are
+refused; a second run on an output_dir in use is refused."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rosetrain.cli import main as cli_main
+from rosetrain.errors import RosetrainError
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = """
+name: t-dist
+role: train
+namespace: t-dist
+seed: 1
+rows: [3, 4]
+cols: [3, 4]
+cell_size: [28, 28]
+image_multiple: 28
+exceptions: [1, 3]
+negative_rate: 0.1
+families: [attribute]
+"""
+# Trains through rosetrain's own trainer and records, per rank, the world size
+# the trainer saw and a fingerprint of every row its data loader handed over.
+RECORDING_RUN = """
+import hashlib, json, sys
+from pathlib import Path
+from rosetrain.train import train
+from rosetrain.train import sft
+from rosetrain.train.recipe import load_recipe
+
+seen = []
+build = sft.build_trainer
+
+def fingerprint(row):
+    digest = hashlib.sha256(json.dumps([row["prompt"], row["completion"]], sort_keys=True).encode())
+    for image in row["images"]:
+        digest.update(image.tobytes())
+    return digest.hexdigest()
+
+def recording_build(recipe, inputs=None):
+    trainer, processor = build(recipe, inputs)
+    collate = trainer.data_collator
+    def recording(rows):
+        seen.extend(fingerprint(row) for row in rows)
+        return collate(rows)
+    trainer.data_collator = recording
+    recording_build.trainer = trainer
+    return trainer, processor
+
+sft.build_trainer = recording_build
+summary = train(load_recipe(sys.argv[1]))
+args = recording_build.trainer.args
+Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(
+    json.dumps({"world_size": args.world_size, "rows": seen, "summary": summary}))
+"""
+
+
+@pytest.fixture(scope="module")
+def data_folder(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("dist-data")
+    (root / "train.yaml").write_text(SPEC)
+    assert cli_main(["generate", "--spec", str(root / "train.yaml"), "--out", str(root / "data"),
+                     "--split", "train", "--scenes", "4", "--formats", "release,hf",
+                     "--num-proc", "1", "--quiet"]) == 0
+    return root / "data"
+
+
+@pytest.fixture
+def recipe(tmp_path, data_folder, tiny_model_dir) -> Path:
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({
+        "method": "sft", "model": str(tiny_model_dir), "output_dir": str(tmp_path / "run"),
+        "data": {"folder": str(data_folder)}, "max_steps": 2, "save_steps": 100,
+        "per_device_train_batch_size": 2, "learning_rate": 1e-3, "lora": None, "cpu_threads": 1}))
+    return path
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def launch_rank(rank: int, world_size: int, port: int, script: list[str]) -> subprocess.Popen:
+    """One process of a launch, with the environment torchrun gives each rank."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORLD_SIZE": str(world_size), "RANK": str(rank),
+           "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world_size),
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    return subprocess.Popen([sys.executable, "-c", *script], env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def test_two_processes_without_a_gpu_train_as_one_job_on_disjoint_data(recipe, tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the launch would use NCCL")
+    port = free_port()
+    procs = [launch_rank(rank, 2, port, [RECORDING_RUN, str(recipe), str(tmp_path)]) for rank in (0, 1)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    ranks = [json.loads((tmp_path / f"rank-{i}.json").read_text()) for i in (0, 1)]
+    assert [r["world_size"] for r in ranks] == [2, 2]
+    assert all(r["rows"] for r in ranks)
+    assert not set(ranks[0]["rows"]) & set(ranks[1]["rows"])  # each rank trains on its own rows
+    assert ranks[0]["summary"]["world_size"] == 2 and ranks[0]["summary"]["is_main_process"]
+    assert not ranks[1]["summary"]["is_main_process"]
+    assert (tmp_path / "run" / "checkpoint-final" / "model.safetensors").is_file()
+
+
+def test_launched_processes_that_would_train_apart_are_refused(monkeypatch):
+    from types import SimpleNamespace
+
+    from rosetrain.train.distributed import check_distributed
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RosetrainError, match="WORLD_SIZE=2, but training would run as 1 process"):
+        check_distributed(SimpleNamespace(world_size=1))
+    check_distributed(SimpleNamespace(world_size=2))
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    check_distributed(SimpleNamespace(world_size=1))
+
+
+def test_a_launch_that_cannot_form_a_group_fails_in_one_line(recipe, tmp_path, monkeypatch, capsys):
+    for name in ("MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert cli_main(["train", "sft", "--recipe", str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("rosetrain train: error:") == 1 and "MASTER_ADDR" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_second_run_on_an_output_dir_in_use_is_refused(recipe, tmp_path, capsys):
+    from rosetrain.io import output_lock
+
+    with output_lock(tmp_path / "run"):  # another run is writing there
+        assert cli_main(["train", "sft", "--recipe", str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert "another rosetrain process" in err and str(tmp_path / "run") in err
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".rosetrain.lock"]
