@@ -10,6 +10,8 @@ an endpoint. Standard library only.
 """
 from __future__ import annotations
 
+import functools
+import os
 import re
 from pathlib import Path, PurePosixPath
 
@@ -41,10 +43,27 @@ def confined_path(root: str | Path, relative: object, where: str) -> Path:
         raise RosetrainError(f"{where}: {relative!r:.200} leaves the dataset folder {root} "
                              "(paths must be relative, without '..')")
     try:
-        inside = (root / relative).resolve().is_relative_to(root.resolve())
+        inside = _resolves_inside(str(root), relative)
     except (OSError, ValueError) as err:  # a symlink loop, an embedded NUL byte
         raise RosetrainError(f"{where}: {relative!r:.200} is not a usable path ({err})") from None
     if not inside:
         raise RosetrainError(f"{where}: {relative!r:.200} resolves outside the dataset folder "
                              f"{root} (through a symlink); rosetrain reads images only inside it")
     return root / relative
+
+
+def _resolves_inside(root: str, relative: str) -> bool:
+    """Whether ``root/relative``, symlinks followed, lies inside ``root``. A split
+    has thousands of images in a few folders: each folder is resolved once, then
+    only the file itself is looked at (is it a symlink?)."""
+    real_root = _real_folder(root)
+    folder, name = os.path.split(os.path.join(root, relative))
+    real = os.path.join(_real_folder(folder), name)
+    if os.path.islink(real):
+        real = os.path.realpath(real)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> str:
+    return os.path.realpath(folder)
