@@ -1,158 +1,157 @@
-"""Scorer throughput: items/s of rosetrain.scoring on 100,000 predictions.
+"""Whole-process scoring speed: ``rosetrain score`` against a bare floor and,
+when given, the official ROSE evaluator, as separate processes on the same items.
 
-The predictions are built from the real ROSE v0.1 rows vendored in tests/data/rose-v0.1
-(or --data): a deterministic mix of gold answers, wrong answers (a click
-dropped, moved or added, a count off by one, a duplicate click) and malformed
-ones (prose around the answer, empty, None, truncated, unicode, a long ramble).
+The split is the ROSE-protocol spec's metadata (no images: scoring reads
+none), main templates only, as the official evaluator reads it. Predictions
+are a deterministic mix: half gold answers, a quarter wrong (a click dropped,
+moved, added or duplicated, a count off), a quarter malformed (prose around
+the answer, empty, None, truncated, spaced and lower-cased, a long ramble).
 
-The floor, measured in the same run on the same inputs, is the least a PASS
-checker can do: one regex pass pulling CLICK cells and the COUNT/SUBMIT number,
-then a set comparison against the gold set (golds prepared beforehand for both).
-Prints: figure (scorer items/s), floor (items/s), ratio (figure / floor;
-target >= 0.5).
+The floor, measured in the same run, is the least a whole scoring process can
+do: start Python, read both JSONL files with orjson, compare each raw answer
+with the gold answer string, and write one orjson line per item.
 
-    python benchmarks/score.py [--n 100000] [--data DIR_OR_JSONL ...] [--repeat 3]
+Prints the wall and CPU seconds of each process (best of --repeat, the three
+alternated so machine load hits them alike), rosetrain's ratio to the floor,
+and the official evaluator's time over rosetrain's (the target: >= 5).
+
+    python benchmarks/score.py [--items 51000] [--repeat 3] [--official PATH/evaluate_rose.py]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import random
-import re
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from rosetrain.protocol import CLICK_COUNT, COUNT, format_answer  # noqa: E402
-from rosetrain.scoring import prepare_gold, score_item  # noqa: E402
+from rosetrain.examples import build_example  # noqa: E402
+from rosetrain.protocol import BRIDGE_TEMPLATES, COUNT, format_answer  # noqa: E402
+from rosetrain.spec import load_spec  # noqa: E402
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "rose-v0.1"
+FLOOR = """
+import sys, orjson
+meta, preds, out = sys.argv[1:4]
+gold = {}
+for line in open(meta, "rb"):
+    row = orjson.loads(line)
+    gold[row["item_id"]] = row
+with open(out, "wb") as handle:
+    for line in open(preds, "rb"):
+        p = orjson.loads(line)
+        g = gold[p["item_id"]]
+        handle.write(orjson.dumps({"item_id": p["item_id"], "pass": int(p["raw_text"] == g["answer"])}) + b"\\n")
+"""
 
 
-def load_golds(paths: list[Path]) -> list[dict]:
-    files = [p for path in paths
-             for p in (sorted(path.glob("*.jsonl")) if path.is_dir() else [path])]
-    golds = [json.loads(line) for f in files for line in f.open(encoding="utf-8") if line.strip()]
-    if not golds:
-        raise SystemExit(f"no gold rows found in {[str(p) for p in paths]}")
-    return golds
+def build_split(folder: Path, items: int, seed: int) -> tuple[Path, Path]:
+    """metadata_test.jsonl and predictions.jsonl with ``items`` main-template rows."""
+    spec = load_spec(ROOT / "generators" / "rose-protocol.yaml", check_fonts=False)
+    rng = random.Random(seed)
+    records, index = [], 0
+    while len(records) < items:
+        example = build_example(spec, spec.seed, index, "test", render=False)
+        records += [r for r in example.records if r["task_template"] not in BRIDGE_TEMPLATES]
+        index += 1
+    records = records[:items]
+    metadata, predictions = folder / "metadata_test.jsonl", folder / "predictions.jsonl"
+    metadata.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    with predictions.open("w", encoding="utf-8") as handle:
+        for record in records:
+            row = {"item_id": record["item_id"], "raw_text": _answer(record, rng),
+                   "model": "bench", "error": None}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return metadata, predictions
 
 
-def _wrong_answer(gold, rng: random.Random) -> str:
-    clicks = sorted(gold.gold_clicks)
-    if gold.mode == COUNT:
-        return format_answer(COUNT, count=max(0, gold.gold_count + rng.choice((-1, 1, 2))))
+def _cells(record) -> list[tuple[int, int]]:
+    return [(int(r[1:]), int(c[1:])) for r, c in (x.split(",") for x in record["ground_truth_clicks"])]
+
+
+def _wrong(record, rng: random.Random) -> str:
+    mode, clicks = record["task_mode"], _cells(record)
+    if mode == COUNT:
+        return format_answer(COUNT, count=max(0, record["ground_truth_count"] + rng.choice((-1, 1))))
     choice = rng.randrange(4)
     if choice == 0 and clicks:
-        clicks = clicks[1:]                                      # a target missed
+        clicks = clicks[1:]
     elif choice == 1 and clicks:
-        r, c = clicks[0]
-        clicks[0] = (r, c + 1 if c < gold.cols else c - 1)       # a near miss
+        clicks[0] = (clicks[0][0], clicks[0][1] % record["cols"] + 1)
     elif choice == 2:
-        clicks.append((rng.randint(1, gold.rows), rng.randint(1, gold.cols)))  # an extra
+        clicks.append((rng.randint(1, record["rows"]), rng.randint(1, record["cols"])))
     else:
-        tokens = [f"CLICK(R{r},C{c})" for r, c in clicks + clicks[:1]]  # a duplicate
-        tokens.append("DONE" if gold.mode != CLICK_COUNT else f"SUBMIT({len(clicks)})")
-        return "; ".join(tokens)
-    return format_answer(gold.mode, clicks)
+        answer = format_answer(mode, clicks)
+        return answer.replace("; ", "; " + answer.split(";")[0] + "; ", 1) if clicks else answer
+    return format_answer(mode, clicks)
 
 
-def _malformed_answer(answer: str, rng: random.Random) -> str | None:
-    choice = rng.randrange(7)
-    return [
-        f"The answer is {answer}.",
-        "",
-        None,
-        answer[: max(1, len(answer) // 2)],
-        answer.lower().replace(",", " , ").replace("(", "( "),   # valid: case and spaces
-        "答案：" + answer + " ✅",
-        "I think there are several odd cells here; " * 20,
-    ][choice]
+def _answer(record, rng: random.Random) -> str | None:
+    roll, answer = rng.random(), record["answer"]
+    if roll < 0.5:
+        return answer
+    if roll < 0.75:
+        return _wrong(record, rng)
+    return rng.choice([f"The answer is {answer}.", "", None, answer[: len(answer) // 2],
+                       answer.lower().replace(",", " , ").replace("(", "( "),
+                       "I think there are several odd cells here; " * 20])
 
 
-def build_predictions(golds: list[dict], n: int, seed: int) -> list[tuple[object, object]]:
-    """(prepared gold, raw_text) pairs: 50% gold answers, 25% wrong, 25% malformed."""
-    rng = random.Random(seed)
-    prepared = [prepare_gold(g) for g in golds]
-    pairs = []
-    for i in range(n):
-        k = rng.randrange(len(golds))
-        gold, answer = prepared[k], golds[k]["answer"]
-        roll = rng.random()
-        if roll < 0.5:
-            text = answer
-        elif roll < 0.75:
-            text = _wrong_answer(gold, rng)
-        else:
-            text = _malformed_answer(answer, rng)
-        pairs.append((gold, text))
-    return pairs
-
-
-_FLOOR_CELL = re.compile(r"CLICK\(R(\d+),C(\d+)\)", re.IGNORECASE)
-_FLOOR_NUMBER = re.compile(r"(?:COUNT|SUBMIT)\((\d+)\)", re.IGNORECASE)
-
-
-def floor_pass(pairs) -> int:
-    """A bare regex parse plus set comparison: the least a PASS check can do."""
-    passed = 0
-    for gold, text in pairs:
-        if not text:
-            continue
-        number = _FLOOR_NUMBER.search(text)
-        if gold.mode == COUNT:
-            passed += number is not None and int(number.group(1)) == gold.gold_count
-            continue
-        cells = {(int(r), int(c)) for r, c in _FLOOR_CELL.findall(text)}
-        passed += (cells == gold.gold_clicks
-                   and (number is None or int(number.group(1)) == gold.gold_count))
-    return passed
-
-
-def scorer_pass(pairs) -> int:
-    return sum(score_item(gold, text)["pass"] for gold, text in pairs)
-
-
-def best_rate(fn, pairs, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(pairs)
-        best = min(best, time.perf_counter() - start)
-    return len(pairs) / best
+def timed(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one process; on a shared machine the CPU
+    seconds are the steadier figure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--data", type=Path, nargs="+", default=[DEFAULT_DATA])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--items", type=int, default=51_000)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--official", type=Path, default=None,
+                        help="the official evaluator (demo/evaluate_rose.py of ROSE-v0.1)")
     args = parser.parse_args(argv)
 
-    golds = load_golds(args.data)
-    start = time.perf_counter()
-    pairs = build_predictions(golds, args.n, args.seed)
-    print(f"built {len(pairs)} predictions over {len(golds)} gold rows "
-          f"in {time.perf_counter() - start:.1f}s")
-    start = time.perf_counter()
-    for gold in golds:
-        prepare_gold(gold)
-    prepare_rate = len(golds) / (time.perf_counter() - start)
-    passed = scorer_pass(pairs)
-    print(f"scorer PASS on {passed / len(pairs):.1%} of predictions; "
-          f"floor PASS on {floor_pass(pairs) / len(pairs):.1%} (it accepts prose)")
-    # alternate the two so machine load hits both alike
-    figure = floor = 0.0
-    for _ in range(args.repeat):
-        floor = max(floor, best_rate(floor_pass, pairs, 1))
-        figure = max(figure, best_rate(scorer_pass, pairs, 1))
-    print(f"gold preparation: {prepare_rate:,.0f} golds/s (once per gold, not in the figure)")
-    print(f"figure: {figure:,.0f} items/s (rosetrain.scoring.score_item, full row)")
-    print(f"floor:  {floor:,.0f} items/s (bare regex parse + set comparison)")
-    print(f"ratio:  {figure / floor:.2f} (target >= 0.5)")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        metadata, predictions = build_split(folder, args.items, args.seed)
+        py = sys.executable
+        commands = {
+            "floor": [py, "-c", FLOOR, str(metadata), str(predictions), str(folder / "floor.jsonl")],
+            "rosetrain": [py, "-m", "rosetrain", "score", "--data", str(folder), "--predictions",
+                          str(predictions), "--out", str(folder / "rosetrain")],
+        }
+        if args.official is not None:
+            commands["official"] = [py, str(args.official), "--dataset_root", str(folder),
+                                    "--predictions", str(predictions), "--split", "test",
+                                    "--out_dir", str(folder / "official")]
+        wall = {name: float("inf") for name in commands}
+        cpu = dict(wall)
+        for _ in range(args.repeat):
+            for name, command in commands.items():
+                took = timed(command)
+                wall[name], cpu[name] = min(wall[name], took[0]), min(cpu[name], took[1])
+    print(f"items: {args.items:,} (whole processes, best of {args.repeat}; wall s / CPU s)")
+    print(f"figure: rosetrain score {wall['rosetrain']:.2f} / {cpu['rosetrain']:.2f}")
+    print(f"floor:  {wall['floor']:.2f} / {cpu['floor']:.2f} "
+          f"(start, orjson read of both files, one line per item)")
+    print(f"ratio:  {wall['rosetrain'] / wall['floor']:.2f} wall, "
+          f"{cpu['rosetrain'] / cpu['floor']:.2f} CPU (rosetrain / floor)")
+    if "official" in wall:
+        print(f"official evaluator: {wall['official']:.2f} / {cpu['official']:.2f}; speed-up "
+              f"{wall['official'] / wall['rosetrain']:.2f}x wall, "
+              f"{cpu['official'] / cpu['rosetrain']:.2f}x CPU (target >= 5)")
     return 0
 
 

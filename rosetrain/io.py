@@ -34,13 +34,14 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
     return path
 
 
-def _loads(line: str) -> Any:
-    """orjson's fast reading; the standard library's where orjson refuses (NaN, lone
-    surrogates), so both read the same files."""
+def _loads(data: bytes) -> Any:
+    """orjson's fast reading (of the bytes: no decoding pass of our own); the
+    standard library's where orjson refuses (NaN, lone surrogates), so both read
+    the same files. Text that is not UTF-8 raises UnicodeDecodeError."""
     try:
-        return orjson.loads(line)
+        return orjson.loads(data)
     except ValueError:
-        return json.loads(line)
+        return json.loads(data.decode("utf-8"))
 
 
 _ATOMIC_TEMP = re.compile(r"^\..+\.\d+-\d+\.tmp$")  # the temp names atomic_write uses
@@ -70,7 +71,7 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             if not data.strip():
                 continue
             try:
-                row = _loads(data.decode("utf-8"))
+                row = _loads(data)
             except UnicodeDecodeError as err:
                 raise RosetrainError(f"{path}:{number}: not UTF-8 text ({err.reason} at byte "
                                      f"{err.start} of the line)") from None

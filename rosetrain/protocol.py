@@ -5,6 +5,7 @@ helpers here so both sides agree on one spelling.
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 COUNT, CLICK, CLICK_COUNT = "COUNT", "CLICK", "CLICK_COUNT"
@@ -58,6 +59,7 @@ def cell_str(cell: Cell) -> str:
     return f"R{cell[0]},C{cell[1]}"
 
 
+@functools.lru_cache(maxsize=65536)  # a split spells the same few hundred cells again and again
 def parse_cell_str(text: str) -> Cell:
     """``"R4,C11"`` -> ``(4, 11)``; the inverse of :func:`cell_str`."""
     row, col = text.strip().upper().split(",")

@@ -7,7 +7,7 @@ ROW_RANGE ``r1, r2``; COL_RANGE ``c1, c2``; RECTANGLE and VISUAL_REGION
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (COL_RANGE, EXCLUSION, GLOBAL, RECTANGLE, ROW_RANGE,
@@ -39,7 +39,7 @@ def _box(region_type: str, region_params: Mapping) -> tuple[tuple[int, int], tup
         return _UNBOUNDED, _UNBOUNDED
     if region_type not in _BOUNDS:
         raise RosetrainError(f"unknown region_type {region_type!r}")
-    if not isinstance(region_params, Mapping):
+    if not isinstance(region_params, (dict, Mapping)):  # dict first: the abc check is slow
         raise RosetrainError(f"region_params of a {region_type} region must be an object, "
                              f"got {region_params!r}")
     row_keys, col_keys = _BOUNDS[region_type]
@@ -48,7 +48,7 @@ def _box(region_type: str, region_params: Mapping) -> tuple[tuple[int, int], tup
 
 
 def _excluded(region_params: Mapping) -> tuple[str, Mapping]:
-    if not isinstance(region_params, Mapping) or "exclude_type" not in region_params:
+    if not isinstance(region_params, (dict, Mapping)) or "exclude_type" not in region_params:
         raise RosetrainError(f"EXCLUSION region_params need 'exclude_type' and "
                              f"'exclude_params', got {region_params!r}")
     return region_params["exclude_type"], region_params.get("exclude_params") or {}
@@ -70,3 +70,33 @@ def cells_in_region(region_type: str, region_params: Mapping, rows: int, cols: i
     (r1, r2), (c1, c2) = _box(region_type, region_params)
     return {(r, c) for r in range(max(r1, 1), min(r2, rows) + 1)
             for c in range(max(c1, 1), min(c2, cols) + 1)}
+
+
+class Box(NamedTuple):
+    """A region as bounds, for membership and size without building its cell set:
+    the inclusive box ``r1..r2`` x ``c1..c2``, or (``outside``) the grid minus it."""
+
+    r1: int
+    r2: int
+    c1: int
+    c2: int
+    outside: bool = False
+
+    def contains(self, cell: Cell) -> bool:
+        return (self.r1 <= cell[0] <= self.r2 and self.c1 <= cell[1] <= self.c2) != self.outside
+
+    def size(self, rows: int, cols: int) -> int:
+        """How many cells of a ``rows`` x ``cols`` grid the region holds."""
+        height = max(0, min(self.r2, rows) - max(self.r1, 1) + 1)
+        width = max(0, min(self.c2, cols) - max(self.c1, 1) + 1)
+        return rows * cols - height * width if self.outside else height * width
+
+
+def region_box(region_type: str, region_params: Mapping) -> Box:
+    """The region as a :class:`Box` (errors as :func:`cells_in_region`)."""
+    if region_type == EXCLUSION:
+        inner = region_box(*_excluded(region_params))
+        return inner._replace(outside=not inner.outside)
+    (r1, r2), (c1, c2) = _box(region_type, region_params)
+    return Box(r1, r2, c1, c2)
+

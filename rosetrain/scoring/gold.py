@@ -6,14 +6,13 @@ scoring, so batch scoring prepares each gold once and reuses it.
 """
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any, Mapping
 
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import (BRIDGE_TEMPLATES, EXCLUSION, GLOBAL, SHORT_NAME, TASK_MODE,
                                 TASK_MODES, T1B, T2B, Cell, parse_cell_str)
-from rosetrain.regions import cells_in_region
+from rosetrain.regions import region_box
 
 REQUIRED_GOLD_FIELDS = ("item_id", "task_template", "rows", "cols", "ground_truth_count",
                         "ground_truth_clicks", "all_target_cells", "region_type")
@@ -77,20 +76,9 @@ def _region_params(gold: Mapping, item_id: object) -> dict:
             raise _fail(item_id, "region_params_json", "is not valid JSON") from None
     if value is None:
         value = {}
-    if not isinstance(value, Mapping):
+    if not isinstance(value, (dict, Mapping)):  # dict first: the abc check is slow
         raise _fail(item_id, "region_params", f"must be an object, got {value!r:.200}")
     return dict(value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _grid_cells(rows: int, cols: int) -> frozenset[Cell]:
-    return frozenset((r, c) for r in range(1, rows + 1) for c in range(1, cols + 1))
-
-
-@functools.lru_cache(maxsize=16384)
-def _region_cells(region_type: str, params_json: str, rows: int, cols: int) -> frozenset[Cell]:
-    # keyed on the params' JSON so that golds sharing a region share one set
-    return frozenset(cells_in_region(region_type, json.loads(params_json), rows, cols))
 
 
 def _paired_item_id(gold: Mapping, template: str) -> str | None:
@@ -106,12 +94,12 @@ class Gold:
     """Everything score_item needs about one task, with its sets built once."""
 
     __slots__ = ("item_id", "template", "mode", "rows", "cols", "gold_count", "gold_clicks",
-                 "all_targets", "region_targets", "region_type", "region_cells", "grid_cells",
+                 "all_targets", "region_targets", "region_type", "region",
                  "out_region_targets", "is_local", "is_exclusion", "global_count", "official",
                  "extras")
 
     def __init__(self, gold: Mapping[str, Any]):
-        if not isinstance(gold, Mapping):
+        if not isinstance(gold, (dict, Mapping)):  # dict first: the abc check is slow
             raise RosetrainError(f"a gold item must be an object, got {type(gold).__name__}")
         item_id = gold.get("item_id")
         for field in REQUIRED_GOLD_FIELDS:
@@ -133,11 +121,9 @@ class Gold:
         self.region_type = str(gold["region_type"])
         params = _region_params(gold, item_id)
         try:
-            self.region_cells = _region_cells(self.region_type, json.dumps(params, sort_keys=True),
-                                              self.rows, self.cols)
+            self.region = region_box(self.region_type, params)
         except RosetrainError as err:
             raise RosetrainError(f"gold item {item_id!r}: {err}") from None
-        self.grid_cells = _grid_cells(self.rows, self.cols)
         # As the official evaluator: the region's targets are the listed ones (the
         # gold clicks when unlisted), and the targets outside it all the others.
         self.region_targets = (_cell_set(gold, "region_target_cells", item_id)
@@ -159,7 +145,7 @@ class Gold:
             "task_template": self.template, "task_mode": self.mode,
             "region_type": self.region_type, "region_case": gold.get("region_case"),
             "cue_type": gold.get("cue_type"), "difficulty": gold.get("difficulty"),
-            "rows": self.rows, "cols": self.cols, "region_cell_count": len(self.region_cells),
+            "rows": self.rows, "cols": self.cols, "region_cell_count": self.region.size(self.rows, self.cols),
             "gt_clicks": sorted_labels(self.gold_clicks),
             "all_target_cells": sorted_labels(self.all_targets),
             "region_target_cells": sorted_labels(self.region_targets),
@@ -182,9 +168,21 @@ class Gold:
         }
 
 
+_LABELS: dict = {}  # cell -> "R4,C11": a split spells the same few hundred cells
+
+
+def cell_label(cell) -> str:
+    label = _LABELS.get(cell)
+    if label is None:
+        label = f"R{cell[0]},C{cell[1]}"
+        if len(_LABELS) < 1_000_000:
+            _LABELS[cell] = label
+    return label
+
+
 def sorted_labels(cells) -> list[str]:
     """``"R4,C11"`` labels sorted as strings (the official rows' order)."""
-    return sorted([f"R{r},C{c}" for r, c in cells])
+    return sorted([_LABELS.get(cell) or cell_label(cell) for cell in cells])
 
 
 def prepare_gold(gold: Mapping[str, Any] | Gold) -> Gold:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, EXCLUSION, T2, T3, T4, T5
-from rosetrain.scoring.gold import Gold, prepare_gold, sorted_labels
+from rosetrain.scoring.gold import _LABELS, Gold, cell_label, prepare_gold, sorted_labels
 from rosetrain.scoring.grammar import ParsedAnswer, parse_answer
 
 NEAR_MISS_L1 = 1  # a missed target counts as a near miss with a click this close (L1)
@@ -75,7 +75,7 @@ def _near_misses(missed: frozenset, pred: set) -> int:
 
 
 def _labels(cells) -> list[str]:
-    return [f"R{r},C{c}" for r, c in cells]
+    return [_LABELS.get(cell) or cell_label(cell) for cell in cells]
 
 
 def _api_error(error: object) -> int:
@@ -206,7 +206,8 @@ def score_parsed(gold: Gold, parsed: ParsedAnswer, raw_text: object = None,
 def _region_fields(gold: Gold, pred_set: set) -> dict[str, Any]:
     gold_set = gold.gold_clicks
     missed = gold_set - pred_set
-    violations = len(pred_set - gold.region_cells)
+    inside = gold.region.contains
+    violations = sum(1 for cell in pred_set if not inside(cell))
     near = _near_misses(missed, pred_set) if missed and pred_set else 0
     return {
         "region_violation_count": violations, "region_ok": int(not violations),

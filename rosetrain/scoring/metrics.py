@@ -52,12 +52,8 @@ DIAGNOSTICS: dict[str, Callable[[Row], Any]] = {
 
 def mean(values: Iterable[Any]) -> float | None:
     """Mean of the non-None values (bools count as 0/1); None when there are none."""
-    total, count = 0.0, 0
-    for value in values:
-        if value is not None:
-            total += value
-            count += 1
-    return total / count if count else None
+    kept = [value for value in values if value is not None]
+    return sum(kept) / len(kept) if kept else None
 
 
 def group_by(rows: Iterable[Row], key: Callable[[Row], Any]) -> dict[Any, list[Row]]:
@@ -67,10 +63,18 @@ def group_by(rows: Iterable[Row], key: Callable[[Row], Any]) -> dict[Any, list[R
     return dict(groups)
 
 
+def group_by_field(rows: Iterable[Row], field: str) -> dict[Any, list[Row]]:
+    """``group_by`` on one field's value (no call per row)."""
+    groups: dict[Any, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[row[field]].append(row)
+    return dict(groups)
+
+
 def subset_macro(rows: Sequence[Row], field: str) -> float | None:
     """Mean per ``rose_subset``, then the plain mean over subsets (ROSE's aggregation)."""
-    per_subset = group_by(rows, lambda r: r["rose_subset"])
-    return mean(mean(r[field] for r in subset_rows) for subset_rows in per_subset.values())
+    per_subset = group_by_field(rows, "rose_subset")
+    return mean([mean([r[field] for r in subset_rows]) for subset_rows in per_subset.values()])
 
 
 def template_order(templates: Iterable[str]) -> list[str]:
@@ -80,7 +84,7 @@ def template_order(templates: Iterable[str]) -> list[str]:
 
 
 def template_table(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
-    groups = group_by(rows, lambda r: r["task_template"])
+    groups = group_by_field(rows, "task_template")
     table = {}
     for template in template_order(groups):
         template_rows = groups[template]
@@ -90,7 +94,7 @@ def template_table(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
             "pass": subset_macro(template_rows, "pass"),
             "valid": subset_macro(template_rows, "format_valid"),
             "soft": subset_macro(template_rows, "unified_soft"),
-            "diagnostics": {name: mean(test(r) for r in template_rows)
+            "diagnostics": {name: mean([test(r) for r in template_rows])
                             for name, test in DIAGNOSTICS.items()},
         }
     return table
@@ -129,14 +133,14 @@ def _overall(table: Mapping[str, Mapping], rows: Sequence[Row]) -> dict[str, Any
 
 def group_stats(rows: Sequence[Row]) -> dict[str, Any]:
     """Plain item means inside one breakdown group, and its Avg over main templates."""
-    per_template = group_by(rows, lambda r: r["task_template"])
-    templates = {t: {"n": len(per_template[t]), "pass": mean(r["pass"] for r in per_template[t])}
+    per_template = group_by_field(rows, "task_template")
+    templates = {t: {"n": len(per_template[t]), "pass": mean([r["pass"] for r in per_template[t]])}
                  for t in template_order(per_template)}
     return {
         "n": len(rows),
-        "pass": mean(r["pass"] for r in rows),
-        "valid": mean(r["format_valid"] for r in rows),
-        "soft": mean(r["unified_soft"] for r in rows),
+        "pass": mean([r["pass"] for r in rows]),
+        "valid": mean([r["format_valid"] for r in rows]),
+        "soft": mean([r["unified_soft"] for r in rows]),
         "avg_pass": mean(templates[t]["pass"] for t in MAIN_TEMPLATES if t in templates),
         "templates": templates,
     }

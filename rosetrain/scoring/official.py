@@ -42,100 +42,189 @@ def mean(values: Iterable[Any]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def _any(field: str) -> Callable[[Row], int]:
-    return lambda r: int((r.get(field) or 0) > 0)
+# The figures of a group, in the official order: (name, per-item field, how).
+# "mean": mean of the field over the rows where it is set (the official
+# evaluator's applicable rows: click fields are set on click rows only, ...);
+# "any": share of those rows where it is above 0; "n": rows where it is set.
+FIGURES = (
+    ("pass_rate", "pass", "mean"), ("unified_soft", "unified_soft", "mean"),
+    ("valid_rate", "format_valid", "mean"), ("format_error_rate", "format_error", "mean"),
+    ("api_error_rate", "api_error", "mean"),
+    ("n_count_applicable", "count_exact", "n"), ("count_exact_rate", "count_exact", "mean"),
+    ("count_mae_parsed", "count_mae", "mean"), ("count_bias_parsed", "count_bias", "mean"),
+    ("count_soft", "count_soft", "mean"),
+    ("n_click_applicable", "click_exact_set", "n"),
+    ("click_exact_set_rate", "click_exact_set", "mean"),
+    ("click_exact_set_strict_rate", "click_exact_set_strict", "mean"),
+    ("click_precision", "click_precision", "mean"), ("click_recall", "click_recall", "mean"),
+    ("click_f1", "click_f1", "mean"), ("click_f1_strict", "click_f1_strict", "mean"),
+    ("click_iou", "click_iou", "mean"), ("click_iou_strict", "click_iou_strict", "mean"),
+    ("region_ok_rate", "region_ok", "mean"),
+    ("region_violation_sample_rate", "region_violation_count", "any"),
+    ("invalid_coordinate_sample_rate", "invalid_coordinate_count", "any"),
+    ("duplicate_click_sample_rate", "duplicate_click_count", "any"),
+    ("over_click_sample_rate", "over_click_count", "any"),
+    ("under_click_sample_rate", "under_click_count", "any"),
+    ("near_miss_rate", "near_miss_rate", "mean"),
+    ("n_submit_applicable", "submit_exact", "n"), ("submit_exact_rate", "submit_exact", "mean"),
+    ("click_submit_consistency_rate", "click_submit_consistency", "mean"),
+    ("global_default_error_rate", "global_default_error", "mean"),
+    ("n_exclusion", "exclusion_failure", "n"), ("exclusion_failure_rate", "exclusion_failure", "mean"),
+)
+_FIELDS = tuple(dict.fromkeys(field for _, field, _ in FIGURES))
+# Fields set on every row but counted by the official evaluator on some rows only.
+_ONLY = {"global_default_error": lambda key: key[1] != T1,
+         "exclusion_failure": lambda key: key[3] == "EXCLUSION"}
+
+Key = tuple  # (rose_subset, task_template, task_mode, region_type): every grouping is a union
+# Float-valued fields: their sums depend on the order of addition, so a group's
+# mean of them adds its rows one by one in the official order (rows sorted by
+# item id), never cell by cell; integer sums are exact in any order.
+FLOAT_FIELDS = frozenset({"unified_soft", "count_soft", "click_precision", "click_recall",
+                          "click_f1", "click_f1_strict", "click_iou", "click_iou_strict",
+                          "near_miss_rate"})
+
+
+def ordered_mean(rows: Sequence[Row], field: str) -> float | None:
+    """Mean of ``field`` over the rows where it is set, added in the rows' order."""
+    values = [v for v in [r[field] for r in rows] if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+class Sums:
+    """Per field: the sum of its set values, how many were set, and how many were > 0."""
+
+    __slots__ = ("n", "sums")
+
+    def __init__(self):
+        self.n = 0
+        self.sums = {field: [0.0, 0, 0] for field in _FIELDS}
+
+    def add_rows(self, key: Key, rows: Sequence[Row]) -> None:
+        self.n += len(rows)
+        for field in _FIELDS:
+            only = _ONLY.get(field)
+            if only is not None and not only(key):
+                continue
+            values = [v for v in [r[field] for r in rows] if v is not None]
+            total = self.sums[field]
+            total[0] += sum(values)
+            total[1] += len(values)
+            total[2] += sum([v > 0 for v in values])
+
+    def add(self, other: "Sums") -> None:
+        self.n += other.n
+        for field, (total, count, positive) in other.sums.items():
+            mine = self.sums[field]
+            mine[0] += total
+            mine[1] += count
+            mine[2] += positive
+
+    def mean(self, field: str, rows: Sequence[Row]) -> float | None:
+        """The group's mean of ``field``; ``rows`` are the group's, in the official order."""
+        if field in FLOAT_FIELDS:
+            return ordered_mean(rows, field)
+        total, count, _ = self.sums[field]
+        return total / count if count else None
+
+    def figures(self, rows: Sequence[Row]) -> dict[str, Any]:
+        """The official figures of the group whose ``rows`` (official order) these sum."""
+        if not self.n:
+            return {"n": 0}
+        out: dict[str, Any] = {"n": self.n}
+        for name, field, how in FIGURES:
+            total, count, positive = self.sums[field]
+            if how == "n":
+                out[name] = count
+            elif how == "any":
+                out[name] = positive / count if count else None
+            else:
+                out[name] = self.mean(field, rows)
+        return out
+
+
+def cell_sums(rows: Sequence[Row]) -> dict[Key, Sums]:
+    """The rows' sums per (subset, template, mode, region type), in one pass each."""
+    groups: dict[Key, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[(row["rose_subset"], row["task_template"], row["task_mode"],
+                row["region_type"])].append(row)
+    cells = {}
+    for key, group in groups.items():
+        cells[key] = Sums()
+        cells[key].add_rows(key, group)
+    return cells
+
+
+def total(cells: Mapping[Key, Sums], keep: Callable[[Key], bool] = lambda key: True) -> Sums:
+    result = Sums()
+    for key, sums in cells.items():
+        if keep(key):
+            result.add(sums)
+    return result
 
 
 def group_figures(rows: Sequence[Row]) -> dict[str, Any]:
     """The official figures of one group of rows (``{"n": 0}`` for none)."""
-    if not rows:
-        return {"n": 0}
-    count = [r for r in rows if r["count_applicable"] == 1]
-    click = [r for r in rows if r["click_applicable"] == 1]
-    submit = [r for r in rows if r["submit_applicable"] == 1]
-    exclusion = [r for r in rows if r["region_type"] == "EXCLUSION"]
-    parsed = [r for r in count if r["pred_count"] is not None]
-
-    def over(group, field):
-        return mean(r[field] for r in group)
-
-    def share(group, test):
-        return mean(test(r) for r in group)
-
-    return {
-        "n": len(rows), "pass_rate": over(rows, "pass"), "unified_soft": over(rows, "unified_soft"),
-        "valid_rate": over(rows, "format_valid"), "format_error_rate": over(rows, "format_error"),
-        "api_error_rate": over(rows, "api_error"),
-        "n_count_applicable": len(count), "count_exact_rate": over(count, "count_exact"),
-        "count_mae_parsed": over(parsed, "count_mae"), "count_bias_parsed": over(parsed, "count_bias"),
-        "count_soft": over(count, "count_soft"),
-        "n_click_applicable": len(click), "click_exact_set_rate": over(click, "click_exact_set"),
-        "click_exact_set_strict_rate": over(click, "click_exact_set_strict"),
-        "click_precision": over(click, "click_precision"), "click_recall": over(click, "click_recall"),
-        "click_f1": over(click, "click_f1"), "click_f1_strict": over(click, "click_f1_strict"),
-        "click_iou": over(click, "click_iou"), "click_iou_strict": over(click, "click_iou_strict"),
-        "region_ok_rate": over(click, "region_ok"),
-        "region_violation_sample_rate": share(click, _any("region_violation_count")),
-        "invalid_coordinate_sample_rate": share(click, _any("invalid_coordinate_count")),
-        "duplicate_click_sample_rate": share(click, _any("duplicate_click_count")),
-        "over_click_sample_rate": share(click, _any("over_click_count")),
-        "under_click_sample_rate": share(click, _any("under_click_count")),
-        "near_miss_rate": over(click, "near_miss_rate"),
-        "n_submit_applicable": len(submit), "submit_exact_rate": over(submit, "submit_exact"),
-        "click_submit_consistency_rate": over(submit, "click_submit_consistency"),
-        "global_default_error_rate": mean(r["global_default_error"] for r in rows
-                                          if r["task_template"] != T1),
-        "n_exclusion": len(exclusion), "exclusion_failure_rate": over(exclusion, "exclusion_failure"),
-    }
+    return total(cell_sums(rows)).figures(rows)
 
 
-def grouped(rows: Sequence[Row], field: str) -> dict[str, dict[str, Any]]:
-    """``group_figures`` per value of ``field`` (as text, sorted)."""
+GROUP_KEYS = {"rose_subset": 0, "task_template": 1, "task_mode": 2, "region_type": 3}
+
+
+def rows_by(rows: Sequence[Row], field: str) -> dict[str, list[Row]]:
+    """The rows per value of ``field`` (as text), each list in the rows' order."""
     groups: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
-        groups[str(row.get(field))].append(row)
-    return {key: group_figures(groups[key]) for key in sorted(groups)}
-
-
-def _by_subset(rows: Sequence[Row]) -> dict[str, list[Row]]:
-    groups: dict[str, list[Row]] = {s: [] for s in ROSE_SUBSETS}
-    for row in rows:
-        if row.get("rose_subset") in groups:
-            groups[row["rose_subset"]].append(row)
+        groups[str(row[field])].append(row)
     return groups
 
 
-def _subset_macro(subsets: Mapping[str, list[Row]], keep: Callable[[Row], bool],
-                  field: str) -> float | None:
-    return mean(mean(r[field] for r in group if keep(r)) for group in subsets.values())
+def grouped(cells: Mapping[Key, Sums], rows: Sequence[Row], field: str) -> dict[str, dict]:
+    """The official figures per value of ``field`` (as text, sorted)."""
+    at = GROUP_KEYS[field]
+    groups = rows_by(rows, field)
+    return {value: total(cells, lambda key: str(key[at]) == value).figures(groups[value])
+            for value in sorted(groups)}
 
 
-def table1(rows: Sequence[Row]) -> dict[str, Any]:
-    subsets = _by_subset(rows)
-    by_subset = {name: {"n": len(group), "PASS": mean(r["pass"] for r in group),
-                        "SOFT": mean(r["unified_soft"] for r in group),
-                        "VALID": mean(r["format_valid"] for r in group)}
-                 for name, group in subsets.items()}
+def table1(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> dict[str, Any]:
+    by_subset = {}
+    for subset in ROSE_SUBSETS:
+        sums, rows = total(cells, lambda key: key[0] == subset), subset_rows.get(subset, [])
+        by_subset[subset] = {"n": sums.n, "PASS": sums.mean("pass", rows),
+                             "SOFT": sums.mean("unified_soft", rows),
+                             "VALID": sums.mean("format_valid", rows)}
     return {"by_subset": by_subset,
             "Avg. PASS": mean(s["PASS"] for s in by_subset.values()),
             "Avg. SOFT": mean(s["SOFT"] for s in by_subset.values()),
             "VALID": mean(s["VALID"] for s in by_subset.values())}
 
 
-def table2(rows: Sequence[Row]) -> dict[str, Any]:
-    subsets = _by_subset(rows)
-    passes = {short: _subset_macro(subsets, lambda r, t=template: r["task_template"] == t, "pass")
+def table2(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> dict[str, Any]:
+    def over_subsets(field, keep=lambda key: True):
+        return mean(total(cells, lambda key, s=subset: key[0] == s and keep(key))
+                    .mean(field, subset_rows.get(subset, [])) for subset in ROSE_SUBSETS)
+
+    passes = {short: over_subsets("pass", lambda key, t=template: key[1] == t)
               for template, short in TABLE_SHORT.items()}
-    clicks = lambda r: r["click_applicable"] == 1  # noqa: E731
-    return {**passes, "C-F1": _subset_macro(subsets, clicks, "click_f1_strict"),
-            "R-OK": _subset_macro(subsets, clicks, "region_ok"),
+    # click_f1_strict and region_ok are set on click rows only: over a subset's
+    # rows they are the mean over its click rows
+    return {**passes, "C-F1": over_subsets("click_f1_strict"), "R-OK": over_subsets("region_ok"),
             "Avg. PASS": mean(passes.values())}
+
+
+_CONDITIONED = frozenset({T1, T3, T4, T5})
 
 
 def scene_conditioned(rows: Sequence[Row]) -> dict[str, Any]:
     """T3-T5 PASS on the scenes whose T1 passed (rows present in this run only)."""
     by_subset = {}
-    for name, group in _by_subset(rows).items():
+    groups: dict[str, list[Row]] = {name: [] for name in ROSE_SUBSETS}
+    for row in rows:
+        if row["task_template"] in _CONDITIONED and row["rose_subset"] in groups:
+            groups[row["rose_subset"]].append(row)
+    for name, group in groups.items():
         passed = {str(r["scene_id"]) for r in group if r["task_template"] == T1 and r["pass"] == 1}
         record: dict[str, Any] = {"n_t1_correct_scenes": len(passed)}
         for template in (T3, T4, T5):

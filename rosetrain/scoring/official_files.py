@@ -95,16 +95,18 @@ def official_summary(golds: Sequence[Row], rows: Sequence[Row],
     rows = paper_rows(rows)
     golds = paper_rows(golds)
     coverage = _coverage(golds, rows, info)
-    paper = {"table1": O.table1(rows), "table2": O.table2(rows),
+    rows = sorted(rows, key=lambda r: str(r["item_id"]))  # the official order of addition
+    cells, subset_rows = O.cell_sums(rows), O.rows_by(rows, "rose_subset")
+    paper = {"table1": O.table1(cells, subset_rows), "table2": O.table2(cells, subset_rows),
              "scene_conditioned_action_available_rows": O.scene_conditioned(rows)}
     return {
         "evaluator": EVALUATOR, "model": info.model, "display_name": info.table_name,
         "split": info.split, "dataset_repo_id": None, "metadata_jsonl": info.metadata_jsonl,
         "predictions_jsonl": info.predictions_jsonl, "coverage": coverage,
-        "overall": O.group_figures(rows), "by_subset": O.grouped(rows, "rose_subset"),
-        "by_template": O.grouped(rows, "task_template"),
-        "by_task_mode": O.grouped(rows, "task_mode"),
-        "by_region_type": O.grouped(rows, "region_type"),
+        "overall": O.total(cells).figures(rows), "by_subset": O.grouped(cells, rows, "rose_subset"),
+        "by_template": O.grouped(cells, rows, "task_template"),
+        "by_task_mode": O.grouped(cells, rows, "task_mode"),
+        "by_region_type": O.grouped(cells, rows, "region_type"),
         "paper_metrics": paper, "paper_metrics_percent": O.in_percent(paper),
         "metric_notes": {**METRIC_NOTES, "partial_warning":
                          None if coverage["complete_submission"] else PARTIAL_NOTE},
