@@ -26,9 +26,9 @@ import numpy as np
 
 from rosetrain.data.release import short_fingerprint
 from rosetrain.errors import RosetrainError
+from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
 from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
                                 REGION_CASES, SHORT_NAME)
-from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
 from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import SUMMARY_FILE, json_text, read_scored_rows
 from rosetrain.scoring.gold import normalize_region_case
@@ -316,7 +316,8 @@ def _errored_note(result: Mapping[str, Any]) -> str:
     if not excluded.get("pairs"):
         return ""
     return (f"**{excluded['pairs']} items left out** because their request failed (errored: "
-            f"{excluded['before']} before, {excluded['after']} after); they are not wrong answers.\n")
+            f"{excluded['before']} before, {excluded['after']} after); they are not wrong "
+            "answers.\n")
 
 
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:

@@ -51,7 +51,8 @@ def check_same_data(rows: Mapping[str, Mapping[str, Any]], fingerprint: str, sou
         raise RosetrainError(
             f"{source} holds predictions made on {made} (item {row['item_id']!r}), but {data} "
             f"is data {short_fingerprint(fingerprint)}: the data changed or this is another "
-            "dataset; use another output folder, or the data they were made on")
+            "dataset (or its bridge files were read one time and not the other); use another "
+            "output folder, or the data and --bridges setting they were made with")
 
 
 def repair_tail(path: str | os.PathLike) -> int:

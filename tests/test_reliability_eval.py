@@ -159,7 +159,9 @@ def other_split_dir(tmp_path_factory) -> Path:
 def test_split_fingerprint_names_the_metadata_bytes(split_dir, other_split_dir):
     from rosetrain.data.release import split_fingerprint
 
-    ids = lambda d: [r["item_id"] for r in read_jsonl(d / "metadata_test.jsonl")]  # noqa: E731
+    def ids(folder):
+        return [r["item_id"] for r in read_jsonl(folder / "metadata_test.jsonl")]
+
     assert ids(split_dir) == ids(other_split_dir)  # why ids cannot tell datasets apart
     assert split_fingerprint(split_dir, "test").startswith("sha256:")
     assert split_fingerprint(split_dir, "test") != split_fingerprint(other_split_dir, "test")
@@ -201,7 +203,8 @@ def test_score_refuses_predictions_of_other_data(split_dir, other_split_dir, tmp
     code = cli_main(["score", "--data", str(other_split_dir), "--predictions", predictions,
                      "--out", str(tmp_path / "scored")])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "the data changed or this is another dataset" in err
+    assert code == 2 and err.count("\n") == 1
+    assert "the data changed or this is another dataset" in err
     assert not (tmp_path / "scored" / "evaluation_summary.json").exists()
     # The data they were made on scores them, and the summary records that data.
     assert cli_main(["score", "--data", str(split_dir / "metadata_test.jsonl"), "--predictions",
@@ -237,7 +240,7 @@ def test_a_second_eval_into_the_same_folder_is_refused(split_dir, tmp_path):
                                  cwd=ROOT)
         try:
             wait_for_lines(out / "predictions.jsonl", 1, first)
-            second = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+            second = subprocess.run(args, check=False, capture_output=True, text=True, cwd=ROOT)
         finally:
             _, first_err = first.communicate(timeout=120)
     assert second.returncode == 2, second.stderr
@@ -350,7 +353,7 @@ def test_a_hub_id_that_cannot_be_fetched_offline(split_dir, tmp_path):
     result = subprocess.run([sys.executable, "-m", "rosetrain", "eval", "--model",
                              "some-org/some-model", "--data", str(split_dir), "--out",
                              str(tmp_path / "run"), "--no-progress"],
-                            capture_output=True, text=True, env=env, cwd=ROOT)
+                            check=False, capture_output=True, text=True, env=env, cwd=ROOT)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
     assert "not in the local Hugging Face cache and the Hub cannot be reached" in result.stderr
@@ -414,11 +417,11 @@ def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint,
 
     killed = subprocess.run([sys.executable, str(KILLER), kind, which, "--",
                              *eval_command(endpoint, data, out)],
-                            capture_output=True, text=True, env=env, cwd=tmp_path)
+                            check=False, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert killed.returncode == -9, killed.stderr  # the kill point was reached
     rerun = subprocess.run([sys.executable, "-m", "rosetrain", "eval",
                             *eval_command(endpoint, data, out)],
-                           capture_output=True, text=True, env=env, cwd=tmp_path)
+                           check=False, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
 
     assert results(out) == results(reference)
@@ -441,8 +444,8 @@ def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(spli
                      "--out", str(tmp_path / "cmp")]) == 0
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert result["action_avg"]["delta"] is None and result["counting_avg"]["delta"] == 0.0
-    entries = list(result["templates"].values()) + [result[k] for k in
-                                                    ("counting_avg", "action_avg", "gap", "avg_pass")]
+    headline = [result[k] for k in ("counting_avg", "action_avg", "gap", "avg_pass")]
+    entries = list(result["templates"].values()) + headline
     for entry in entries:
         for key in ("ci95", "ci95_before", "ci95_after"):
             low, high = entry[key]  # what the demo's report does
