@@ -116,3 +116,18 @@ def test_killed_while_writing_bridge_files_overwrite_still_owns_them(tmp_path, w
     assert (out / "metadata_test_global_click_bridge.jsonl").exists()
     assert run_generate(spec, out, "--overwrite", scenes="8") == 0
     assert tree(out) == expected
+
+
+def test_overwrite_after_a_kill_removes_the_unfinished_splits_files(tmp_path, world):
+    """Killed before its file list exists, a split's files are those its shard
+    parts name and its Parquet shards: --overwrite with other settings removes
+    them all and leaves exactly a fresh run's files."""
+    spec, out = world
+    assert run_generate(spec, tmp_path / "fresh", scenes="8") == 0
+    expected = tree(tmp_path / "fresh")
+    killed = subprocess.run([sys.executable, str(KILLER), "write", r"part-00002\.jsonl$", "1", "--",
+                             *generate_args(spec, out)], env=child_env(), capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert len(list(out.glob("hf/test/*.parquet"))) == 3
+    assert run_generate(spec, out, "--overwrite", scenes="8") == 0
+    assert tree(out) == expected

@@ -97,16 +97,17 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
     anything else in the way is refused (see :mod:`rosetrain.data.manifest`).
     The caller holds the folder's lock."""
     manifest = read_manifest(job.manifest_path, job.split)
-    if manifest is not None and overwrite:
-        remove_owned_files(job.out_dir, manifest)
-        manifest = None
+    if manifest is not None:
+        remove_stale_temps(job.out_dir, job.split)  # a killed run's temp files are ours too
+        if overwrite:
+            remove_owned_files(job.out_dir, manifest)
+            manifest = None
     if manifest is None:
         refuse_foreign_files(job.out_dir, job.split)
-    else:
-        _refuse_other_settings(job, manifest)
-    remove_stale_temps(job.out_dir, job.split)
-    if manifest is None:  # a resumed split keeps its manifest: same settings, same files
+        remove_stale_temps(job.out_dir, job.split)  # e.g. of a run killed before its manifest
         atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
+    else:  # a resumed split keeps its manifest: same settings, same files
+        _refuse_other_settings(job, manifest)
     return [shard for shard in range(job.num_shards) if not shard_is_whole(job, shard)]
 
 

@@ -107,18 +107,24 @@ def owned_files(out_dir: Path, manifest: dict[str, Any]) -> list[Path]:
 
 
 def _files_of_unfinished_split(out_dir: Path, manifest: dict[str, Any]) -> list[str]:
-    """A split killed before it finished lists no files yet: its shard parts
-    name its images, and its Parquet shards are named by its settings."""
-    split = manifest["split"]
-    num_shards = -(-manifest["scenes"] // manifest["shard_size"])
+    """A split killed before it listed its files: its metadata, its shard parts,
+    and the Parquet shards and images on disk that carry its names (images of a
+    shard killed midway are named by no part). Files are listed from disk, never
+    counted from the settings: a tampered scene count cannot make a huge list."""
+    split, scenes = manifest["split"], manifest["scenes"]
+    num_shards = -(-scenes // manifest["shard_size"])
     names = [metadata_name(split)]
-    names += [parquet_name(split, shard, num_shards) for shard in range(num_shards)]
-    for part in sorted(parts_dir(out_dir, split).glob("part-*.jsonl")):
-        names.append(part.relative_to(out_dir).as_posix())
-        try:
-            names += image_names(part_records(part))
-        except (OSError, ValueError):
-            continue  # a damaged part names nothing we can trust
+    names += [part.relative_to(out_dir).as_posix()
+              for part in sorted(parts_dir(out_dir, split).glob("part-*.jsonl"))]
+    shard = re.compile(rf"shard-\d{{5,}}-of-0*{num_shards}\.parquet")
+    names += [f"hf/{split}/{path.name}" for path in sorted((out_dir / "hf" / split).glob("*.parquet"))
+              if shard.fullmatch(path.name)]
+    image = re.compile(rf"{re.escape(split)}-(\d{{7,}})(-cue)?\.png")  # scene ids: <split>-<index>
+    for folder in sorted((out_dir / "images").glob("*/")):
+        for path in sorted(folder.iterdir()):
+            found = image.fullmatch(path.name)
+            if found and int(found.group(1)) < scenes:
+                names.append(path.relative_to(out_dir).as_posix())
     return names
 
 
