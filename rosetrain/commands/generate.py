@@ -8,7 +8,8 @@ import os
 def add_arguments(parser) -> None:
     parser.add_argument("--spec", required=True, help="YAML generator spec (see generators/)")
     parser.add_argument("--out", required=True, help="output folder (ROSE release layout + hf/)")
-    parser.add_argument("--split", default="train", help="split name: metadata_<split>.jsonl")
+    parser.add_argument("--split", default="train",
+                        help="split name (letters, digits, '_', '-', '.'): metadata_<split>.jsonl")
     parser.add_argument("--scenes", type=int, required=True, help="number of scenes (tasks = scenes x templates)")
     parser.add_argument("--seed", type=int, default=None, help="generator seed (default: the spec's)")
     parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1, help="worker processes")
@@ -16,7 +17,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shard-size", type=int, default=None, help="scenes per shard (default: automatic)")
     parser.add_argument("--exclude", action="append", default=[], metavar="METADATA_JSONL",
                         help="fail if any scene also appears in this split (repeatable)")
-    parser.add_argument("--overwrite", action="store_true", help="replace a split made with other settings")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="remake a split made with other settings: removes only the files its "
+                             "manifest (.parts/<split>.manifest.json) lists, never anything else")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
