@@ -4,8 +4,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
+LOCK   := requirements/lock.txt
 
-.PHONY: install fonts demo test bench clean
+.PHONY: install fonts demo test bench clean lock check-extras
 
 fonts:
 	@if ! fc-list 2>/dev/null | grep -qi "Noto Color Emoji" || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; then \
@@ -14,12 +15,13 @@ fonts:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq fonts-noto-color-emoji fonts-noto-cjk fonts-dejavu-core fontconfig >/dev/null; \
 	fi
 
-$(STAMP): pyproject.toml
+# pyproject.toml has ranges; the lock pins the tested set, and every install goes through it
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	# torch first, pinned: pip takes the build that lies on this disk (see README)
-	$(PIP) install -q torch==2.14.1 torchvision==0.29.1
-	$(PIP) install -q -e ".[test]"
+	# torch first, at the lock's version: pip takes the build that lies on this disk (see README)
+	$(PIP) install -q -c $(LOCK) torch torchvision
+	$(PIP) install -q -c $(LOCK) -e ".[test]"
 	touch $(STAMP)
 
 install: fonts $(STAMP)
@@ -35,6 +37,15 @@ bench: install
 	$(PY) benchmarks/score.py
 	$(PY) benchmarks/train_overhead.py
 	$(PY) benchmarks/eval_openai.py
+
+# after moving .venv to newer releases and passing the tests: pin them (the header is kept)
+lock:
+	{ sed -n '1,/^$$/p' $(LOCK); $(PIP) freeze --exclude-editable; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+
+# does `pip install 'rosetrain[EXTRA]'` resolve for every extra? (resolver only, no wheels)
+check-extras: install
+	$(PY) requirements/check_extras.py
 
 clean:
 	rm -rf $(VENV) runs data models

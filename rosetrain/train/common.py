@@ -103,6 +103,10 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
     ``method_origins`` names the recipe key behind each method field, so that an
     error of the config names the recipe key to change."""
     gpu = has_gpu()
+    fields = {f.name for f in dataclasses.fields(config_class)}
+    # transformers 5.23 renamed gradient_checkpointing; older releases (all that
+    # vLLM 0.31 accepts) know only the old name, newer ones warn on it
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
     kwargs: dict[str, Any] = {key: getattr(recipe, key) for key in TRAINING_KEYS}
     kwargs.update(
         learning_rate=recipe.lr,
@@ -110,22 +114,20 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
         dataloader_num_workers=recipe.num_workers,
         # TRL defaults both on; on a CPU they only cost time (2.2x per step)
         bf16=gpu and bf16_supported() if recipe.bf16 is None else recipe.bf16,
-        # transformers 5 renamed gradient_checkpointing; the new name avoids a warning
-        activation_checkpointing=gpu if recipe.gradient_checkpointing is None else recipe.gradient_checkpointing,
         dataloader_pin_memory=gpu,
         trust_remote_code=recipe.trust_remote_code,
         save_strategy="steps",
     )
     kwargs.update(cpu_group_settings(gpu))  # several processes without a GPU: one gloo group
-    if kwargs["activation_checkpointing"]:
-        kwargs["activation_checkpointing_kwargs"] = {"use_reentrant": False}  # works with LoRA and DDP
+    kwargs[checkpointing] = gpu if recipe.gradient_checkpointing is None else recipe.gradient_checkpointing
+    if kwargs[checkpointing]:
+        kwargs[f"{checkpointing}_kwargs"] = {"use_reentrant": False}  # works with LoRA and DDP
     kwargs.update(method_kwargs)
-    origins = {**{key: key for key in kwargs}, "activation_checkpointing": "gradient_checkpointing",
+    origins = {**{key: key for key in kwargs}, checkpointing: "gradient_checkpointing",
                # TRL derives these from the batch settings
                "generation_batch_size": "per_device_train_batch_size",
                "steps_per_generation": "gradient_accumulation_steps",
                "schedulertype": "lr_scheduler_type", **method_origins}
-    fields = {f.name for f in dataclasses.fields(config_class)}
     for key, value in recipe.trl.items():
         if key not in fields:
             close = difflib.get_close_matches(key, sorted(fields), n=3)
