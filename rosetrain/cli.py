@@ -20,7 +20,7 @@ COMMANDS = {
     "score": ("rosetrain.commands.score", "score predictions against a split"),
     "eval": ("rosetrain.commands.evaluate", "run a model over a split, then score it"),
     "compare": ("rosetrain.commands.compare", "compare two scored runs item by item"),
-    "tiny-model": ("rosetrain.commands.tiny_model", "build a tiny Qwen2-VL or Qwen3-VL model offline"),
+    "tiny-model": ("rosetrain.commands.tiny_model", "build a tiny Qwen2-VL, Qwen2.5-VL or Qwen3-VL model offline"),
     "train": ("rosetrain.commands.train", "LoRA/full SFT or GRPO through TRL from a recipe"),
     "demo": ("rosetrain.commands.demo", "the end-to-end demo: base, SFT, GRPO, compare"),
 }

@@ -1,4 +1,4 @@
-"""``rosetrain tiny-model --out models/tiny [--size tiny|small] [--family qwen2-vl|qwen3-vl] [--seed 0]``."""
+"""``rosetrain tiny-model --out models/tiny [--size tiny|small] [--family qwen2-vl|qwen2.5-vl|qwen3-vl] [--seed 0]``."""
 from __future__ import annotations
 
 import argparse
@@ -11,8 +11,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", choices=list(SIZES), default="tiny",
                         help="tiny: for tests (<1M parameters); small: for the demo (~2M)")
     parser.add_argument("--family", choices=FAMILIES, default="qwen2-vl",
-                        help="qwen3-vl gives each vision token an absolute position (the demo's); "
-                             "its images should be multiples of 32 px, Qwen2-VL's of 28 px")
+                        help="qwen2.5-vl: the architecture of the Qwen2.5-VL recipes (windowed vision "
+                             "attention); qwen3-vl gives each vision token an absolute position (the "
+                             "demo's); its images should be multiples of 32 px, Qwen2(.5)-VL's of 28 px")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and tokenizer corpus")
 
 

@@ -4,8 +4,10 @@ The folder this writes loads through ``AutoModelForImageTextToText`` and
 ``AutoProcessor.from_pretrained(path)``, the same path real checkpoints take,
 so tests and the demo exercise the code users run on GPUs (docs/tiny-models.md).
 
-- Two families: ``qwen2-vl`` (the tests' default) and ``qwen3-vl`` (the demo's).
-  They differ where the demo needs it: Qwen2-VL's vision tower has only relative
+- Three families: ``qwen2-vl`` (the tests' default), ``qwen2.5-vl`` (the
+  architecture of most shipped GPU recipes: windowed vision attention, a
+  SwiGLU vision MLP) and ``qwen3-vl`` (the demo's). Qwen2-VL and Qwen3-VL
+  differ where the demo needs it: Qwen2-VL's vision tower has only relative
   (rotary) positions, so two identical cells give identical vision tokens and
   "row 2" must be recovered from attention patterns, which a tiny model barely
   learns; Qwen3-VL adds a learned absolute position embedding to every patch,
@@ -100,8 +102,9 @@ def _check_size(size: str) -> ModelSize:
     return spec
 
 
-FAMILIES = ("qwen2-vl", "qwen3-vl")
+FAMILIES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
 QWEN3_PATCH, QWEN3_MERGE = 16, 2  # one vision token = 32 x 32 px (Qwen2-VL: 14 x 2 = 28)
+QWEN25_WINDOW = 56  # px; the real models use 112 (4 x 4 tokens) on much larger images
 
 
 def _check_family(family: str) -> str:
@@ -201,7 +204,10 @@ def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
                                                   merge_size=QWEN3_MERGE),
             video_processor=Qwen3VLVideoProcessor(size=pixels),
             tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
-    return Qwen2VLProcessor(
+    processor_class = Qwen2VLProcessor
+    if family == "qwen2.5-vl":
+        from transformers import Qwen2_5_VLProcessor as processor_class
+    return processor_class(
         image_processor=Qwen2VLImageProcessor(size=pixels),
         # its default budget upscales small frames; keep it as small as the images'
         video_processor=Qwen2VLVideoProcessor(size=pixels),
@@ -237,9 +243,21 @@ def build_config(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
                       # early and middle vision layers feed the LM's first layers
                       deepstack_visual_indexes=sorted({depth // 4, depth // 2, 3 * depth // 4}))
         return Qwen3VLConfig(text_config=text, vision_config=vision, **tokens)
+    text.update(max_window_layers=spec.text_layers, bos_token_id=ids[PAD], eos_token_id=ids[EOS])
+    if family == "qwen2.5-vl":
+        from transformers import Qwen2_5_VLConfig
+
+        vision = dict(depth=spec.vision_depth, hidden_size=spec.vision_embed, num_heads=spec.vision_heads,
+                      intermediate_size=spec.vision_embed * spec.vision_mlp_ratio,
+                      out_hidden_size=spec.text_hidden,
+                      # windows of 2 x 2 vision tokens (56 px), so a tiny image still has
+                      # several; the last block attends globally, as in the real models,
+                      # unless it is the only one (then the windowed path is what gets tested)
+                      window_size=QWEN25_WINDOW,
+                      fullatt_block_indexes=[spec.vision_depth - 1] if spec.vision_depth > 1 else [])
+        return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **tokens)
     from transformers import Qwen2VLConfig
 
-    text.update(max_window_layers=spec.text_layers, bos_token_id=ids[PAD], eos_token_id=ids[EOS])
     vision = dict(depth=spec.vision_depth, embed_dim=spec.vision_embed, num_heads=spec.vision_heads,
                   mlp_ratio=spec.vision_mlp_ratio, hidden_size=spec.text_hidden)
     return Qwen2VLConfig(text_config=text, vision_config=vision, **tokens)
