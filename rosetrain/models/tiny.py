@@ -124,6 +124,44 @@ def _random_region(rng: random.Random, rows: int, cols: int) -> tuple[str, dict]
     return kind, params
 
 
+# The varied phrasings the tiny tokenizers were trained on, frozen: the tokenizer
+# (and so every tiny model, the shipped demo base included, and its rebuild) stays
+# byte-identical when rosetrain.prompts' training phrasings change. Only BPE
+# merges are learned from these lines; no model is trained on them.
+_CORPUS_SENTENCES = {
+    P.COUNT: ["How many cells are {odd} {where}?", "Count the {odd} cells {where}.",
+              "Report the number of cells {where} that are {odd}.",
+              "Count the number of cells that are different from the majority {where}."],
+    P.CLICK: ["Click every cell {where} that is {odd}.", "Select all {odd} cells {where}, then finish.",
+              "Click all cells that are different from the majority {where}.",
+              "Mark each cell {where} that is {odd}; if there is none, just finish."],
+    P.CLICK_COUNT: ["Click every cell that is {odd}, except {where}, then submit how many you clicked.",
+                    "Ignoring {where}, click all {odd} cells and submit their number.",
+                    "Click all cells that are different from the majority in the whole grid, except {where}, "
+                    "then submit the number of cells you clicked."],
+}
+_CORPUS_ODD = ["different from the majority", "odd ones out", "unlike the others",
+               "not the majority item", "exceptions to the pattern"]
+_CORPUS_GLOBAL = ["in the whole grid", "in the grid", "anywhere in the image", "across the entire grid"]
+_CORPUS_VISUAL = ["inside the highlighted region", "within the marked rectangle", "inside the outlined area"]
+
+
+def _corpus_varied_sentence(template: str, region_type: str, params: dict, rng: random.Random) -> str:
+    from rosetrain.prompts import ANSWER_HINT, exclusion_phrase, region_phrase
+
+    mode = P.TASK_MODE[template]
+    if region_type == P.GLOBAL:
+        where = rng.choice(_CORPUS_GLOBAL)
+    elif region_type == P.VISUAL_REGION:
+        where = rng.choice(_CORPUS_VISUAL)
+    elif region_type == P.EXCLUSION:
+        where = exclusion_phrase(params)
+    else:
+        where = region_phrase(region_type, params)
+    sentence = rng.choice(_CORPUS_SENTENCES[mode]).format(where=where, odd=rng.choice(_CORPUS_ODD))
+    return f"{sentence} {ANSWER_HINT[mode]}"
+
+
 def _sentence(rng: random.Random, rows: int, cols: int) -> str:
     from rosetrain.prompts import task_sentence
 
@@ -137,7 +175,9 @@ def _sentence(rng: random.Random, rows: int, cols: int) -> str:
         region_type, params = P.EXCLUSION, {"exclude_type": kind, "exclude_params": inner}
     else:
         region_type, params = _random_region(rng, rows, cols)
-    return task_sentence(template, region_type, params, rng.choice(("rose", "varied")), rng)
+    if rng.choice(("rose", "varied")) == "rose":
+        return task_sentence(template, region_type, params, "rose", rng)
+    return _corpus_varied_sentence(template, region_type, params, rng)
 
 
 def _answer(rng: random.Random, rows: int, cols: int) -> str:
