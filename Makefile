@@ -38,7 +38,8 @@ bench: install
 	$(PY) benchmarks/train_overhead.py
 	$(PY) benchmarks/eval_openai.py
 
-# after moving .venv to newer releases and passing the tests: pin them (the header is kept)
+# after moving .venv to newer releases and passing the tests: pin them (the header is kept).
+# pip freeze takes everything in .venv: leave linters and other tools out of it
 lock:
 	{ sed -n '1,/^$$/p' $(LOCK); $(PIP) freeze --exclude-editable; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
