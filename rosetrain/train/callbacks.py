@@ -59,7 +59,11 @@ class HeldoutEvalCallback(TrainerCallback):
         if self.trainer is not None:
             # Trainer.log (not a TRL override): adds to log_history and every tracker
             # without flushing the metrics a TRL trainer is still averaging.
+            due = self.trainer.control.should_log
             Trainer.log(self.trainer, metrics)
+            # on_log clears the flag; without this, the training loss of a step that
+            # also evaluates would never be logged (nor reach the trackers)
+            self.trainer.control.should_log = due
 
     def evaluate(self, model) -> dict[str, float]:
         """Greedy answers on the held-out items, scored; returns flat metrics."""
