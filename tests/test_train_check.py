@@ -129,3 +129,33 @@ def test_the_check_passes_a_good_recipe_and_writes_nothing(recipe, tmp_path):
     assert check(recipe)[0] == 0
     assert check(recipe, "lora={}")[0] == 0  # LoRA on the language model's attention
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("case", ["corrupt-parquet", "data-is-a-file", "eval-is-a-file", "adapter-without-base",
+                                  "unknown-tracker", "tracker-not-installed", "zero-steps", "negative-workers"])
+def test_train_input_failures_are_one_line_naming_the_key(case, recipe, tmp_path, data_folder):
+    import shutil
+
+    overrides, expected = {
+        "data-is-a-file": ([f"data.folder={recipe}"], f"data.folder: {recipe} is a file, not a folder"),
+        "eval-is-a-file": ([f"eval.folder={recipe}"], f"eval.folder: {recipe} is a file, not a folder"),
+        "unknown-tracker": (["report_to=[no_such_tracker]"], "report_to: no_such_tracker is not supported"),
+        "tracker-not-installed": (["report_to=[wandb]"], "report_to: WandbCallback cannot start"),
+        "zero-steps": (["max_steps=0"], "max_steps: must be > 0, or -1 to train num_train_epochs"),
+        "negative-workers": (["dataloader_num_workers=-1"], "dataloader_num_workers: must be >= 0"),
+    }.get(case, ([], ""))
+    if case == "tracker-not-installed" and __import__("importlib").util.find_spec("wandb"):
+        pytest.skip("wandb is installed")
+    if case == "corrupt-parquet":
+        broken = tmp_path / "broken"
+        shutil.copytree(data_folder, broken)
+        shard = sorted((broken / "hf" / "train").glob("*.parquet"))[0]
+        shard.write_bytes(shard.read_bytes()[:100])  # cut short, as by a full disk
+        overrides, expected = [f"data.folder={broken}"], f"data.folder: {shard} is not a readable Parquet file"
+    if case == "adapter-without-base":
+        adapter = tmp_path / "adapter"
+        adapter.mkdir()
+        (adapter / "adapter_config.json").write_text('{"base_model_name_or_path": "/no/such/base"}')
+        (adapter / "adapter_model.safetensors").write_bytes(b"")
+        overrides, expected = [f"model={adapter}"], "is a LoRA adapter whose base model"
+    assert_one_line_error(*check(recipe, *overrides), expected)

@@ -55,13 +55,10 @@ def check_inputs(recipe: Recipe) -> Inputs:
     """Fail on a bad model path, unusable data, a held-out split that overlaps
     training, or settings TRL, torch or peft would reject (``preflight``), each
     with a message naming it; no weights are loaded."""
+    from rosetrain.models.loading import resolve_model_source
     from rosetrain.train.preflight import check_run
 
-    from rosetrain.models.loading import ADAPTER_CONFIG, adapter_base, resolve_model_source
-
-    _kind, path = resolve_model_source(recipe.model)
-    if path is not None and (path / ADAPTER_CONFIG).exists():
-        resolve_model_source(adapter_base(path))  # the adapter's base must be there too
+    resolve_model_source(recipe.model)  # an adapter's base: checked with the model (check_run)
     check_vllm(recipe)
     check_resumable(recipe)
     if recipe.data.folder is not None:

@@ -26,10 +26,13 @@ def parquet_files(folder: str, split: str) -> list[str]:
 
 def check_folder(data: DataConfig) -> None:
     if not Path(data.folder).is_dir():
-        raise RecipeError(f"data.folder: {data.folder} does not exist")
-    if not parquet_files(data.folder, data.split):
+        state = "is a file, not a folder" if Path(data.folder).exists() else "does not exist"
+        raise RecipeError(f"data.folder: {data.folder} {state}")
+    shards = parquet_files(data.folder, data.split)
+    if not shards:
         raise RecipeError(f"data.folder: {data.folder} has no Parquet shards under hf/{data.split}/ "
                           f"(write them with `rosetrain generate ... --formats release,hf`)")
+    _check_parquet_footers(shards)
     _refuse_heldout_folder(data)
 
 
@@ -47,10 +50,24 @@ def _refuse_heldout_folder(data: DataConfig) -> None:
                           f"held-out spec {manifest.get('spec')} (role: heldout); never train on it")
 
 
+def _check_parquet_footers(shards: list[str]) -> None:
+    """A truncated or foreign shard fails here, naming it, not inside the trainer."""
+    import pyarrow.parquet as pq
+
+    for shard in shards:
+        try:
+            pq.read_schema(shard)
+        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise RecipeError(f"data.folder: {shard} is not a readable Parquet file ({first}); "
+                              f"regenerate the folder with rosetrain generate") from None
+
+
 def check_spec(data: DataConfig) -> None:
     """The spec loads and its first row generates (fonts, families, regions)."""
     if not Path(data.spec).is_file():
-        raise RecipeError(f"data.spec: {data.spec} does not exist")
+        state = "is a folder, not a spec file" if Path(data.spec).is_dir() else "does not exist"
+        raise RecipeError(f"data.spec: {data.spec} {state}")
     try:
         next(iter(_stream(data)))
     except RosetrainError as err:
@@ -120,8 +137,9 @@ def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
     """Every record of the held-out split, with absolute image paths."""
     from rosetrain.data.release import select_records, with_image_paths
 
-    if not Path(config.folder).exists():
-        raise RecipeError(f"eval.folder: {config.folder} does not exist")
+    if not Path(config.folder).is_dir():
+        state = "is a file, not a folder" if Path(config.folder).exists() else "does not exist"
+        raise RecipeError(f"eval.folder: {config.folder} {state}")
     try:
         # bridges too, wherever they live (the main file, or the release layout's own files)
         records, root = select_records(config.folder, config.split, None, bridges=True)

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rosetrain.errors import RosetrainError
 from rosetrain.train.distributed import check_distributed
 from rosetrain.train.recipe import Recipe, RecipeError
 
@@ -35,6 +36,7 @@ def check_run(recipe: Recipe) -> Any:
     args = trl_config(recipe)
     check_distributed(args)
     check_optimizer_and_schedule(recipe, args)
+    check_trackers(recipe, args)
     config = check_model(recipe)
     check_mrope_batch(recipe, config)
     check_lora_targets(recipe, config)
@@ -100,6 +102,23 @@ def check_optimizer_and_schedule(recipe: Recipe, args: Any) -> None:
                           f"cannot be built: {err}") from None
 
 
+def check_trackers(recipe: Recipe, args: Any) -> None:
+    """Each ``report_to`` tracker is known and its package installed: the trainer
+    builds these callbacks only after the model has loaded."""
+    from transformers.integrations import get_reporting_integration_callbacks
+
+    try:
+        callbacks = get_reporting_integration_callbacks(args.report_to)
+    except ValueError as err:
+        raise RecipeError(f"{recipe.source}: report_to: {err}") from None
+    for callback in callbacks:
+        try:
+            callback()  # checks that its package imports; a run starts only with training
+        except (ImportError, RuntimeError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise RecipeError(f"{recipe.source}: report_to: {callback.__name__} cannot start: {first}") from None
+
+
 def check_mrope_batch(recipe: Recipe, config: Any) -> None:
     """On M-RoPE models keep per_device_train_batch_size == num_generations (TRL's
     position ids go wrong otherwise)."""
@@ -125,7 +144,11 @@ def check_model(recipe: Recipe) -> Any:
         if not any((path / name).is_file() for name in ("adapter_model.safetensors", "adapter_model.bin")):
             raise RecipeError(f"model: {path} has {ADAPTER_CONFIG} but no adapter_model.safetensors")
         source = adapter_base(path)
-        _kind, path = resolve_model_source(source)
+        try:
+            _kind, path = resolve_model_source(source)
+        except RosetrainError as err:
+            raise RecipeError(f"model: {recipe.model} is a LoRA adapter whose base model "
+                              f"(base_model_name_or_path) cannot be used: {err}") from None
     if path is None and _offline() and not _has_any(source, None, ("config.json",)):
         raise RecipeError(f"model: the Hub id {source} is not in the local Hugging Face cache and "
                           f"the Hub cannot be reached (offline): download it first "

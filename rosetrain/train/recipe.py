@@ -193,6 +193,10 @@ class Recipe:
         self.rewards = {name: float(self.rewards.get(name, 0.0)) for name in REWARDS}
         if self.method == "grpo" and not any(self.rewards.values()):
             raise ValueError("rewards: every weight is 0; give at least one of pass, soft, format a weight")
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ValueError(f"max_steps: must be > 0, or -1 to train num_train_epochs; got {self.max_steps}")
+        if self.num_train_epochs <= 0:
+            raise ValueError(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
         if self.data.spec is not None and self.max_steps <= 0:
             raise ValueError("max_steps: streaming from data.spec is unlimited; set max_steps > 0")
         if self.resume not in ("auto", "never") and not Path(self.resume).is_dir():
@@ -201,6 +205,8 @@ class Recipe:
             if getattr(self, name) is not None:
                 _positive(self, name)
         _positive(self, "gradient_accumulation_steps")
+        if self.dataloader_num_workers is not None:
+            _positive(self, "dataloader_num_workers", allow_zero=True)
         if isinstance(self.report_to, str):
             self.report_to = [self.report_to]
 
