@@ -159,3 +159,17 @@ def test_train_input_failures_are_one_line_naming_the_key(case, recipe, tmp_path
         (adapter / "adapter_model.safetensors").write_bytes(b"")
         overrides, expected = [f"model={adapter}"], "is a LoRA adapter whose base model"
     assert_one_line_error(*check(recipe, *overrides), expected)
+
+
+RECIPES = sorted((Path(__file__).resolve().parent.parent / "recipes").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=[p.stem for p in RECIPES])
+def test_every_shipped_recipe_checks_with_heldout_evaluation_off(path, tmp_path, tiny_model_dir, monkeypatch):
+    """`--set eval.folder=null`, as the README offers, on each recipe (with the tiny
+    model in place of its Hub id: nothing is downloaded here)."""
+    monkeypatch.chdir(path.parent.parent)  # the recipes' data paths are relative to the repository
+    method = yaml.safe_load(path.read_text())["method"]
+    code, err = check(path, "eval.folder=null", f"model={tiny_model_dir}", f"output_dir={tmp_path / 'run'}",
+                      method=method)
+    assert code == 0, err

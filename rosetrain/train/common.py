@@ -75,8 +75,8 @@ def check_inputs(recipe: Recipe) -> Inputs:
         else:
             D.check_stream_apart(recipe.data, heldout, recipe.eval)
         heldout = D.pick_items(heldout, recipe.eval.items)
-    elif recipe.eval.every_steps:
-        raise RecipeError(f"{recipe.source}: eval.every_steps is set but eval.folder is not")
+    # eval.folder: null turns held-out evaluation off, whatever eval.every_steps says:
+    # it is how a user without the held-out data runs a shipped recipe
     return Inputs(heldout=heldout, exclude_fingerprints=exclude, args=check_run(recipe))
 
 
