@@ -79,6 +79,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _reply(self, status: int, body: dict, headers: dict | None = None) -> None:
         data = json.dumps(body).encode("utf-8")
+        # counted out before the client can hear back and send its next request
+        self._count_out()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -102,11 +104,18 @@ class Handler(BaseHTTPRequestHandler):
             state.requests += 1
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        self._counted = True
         try:
             self._complete()
         finally:
-            with state.lock:
-                state.in_flight -= 1
+            self._count_out()
+
+    def _count_out(self) -> None:
+        """This request is no longer in flight (once, whichever way it ends)."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            with self.state.lock:
+                self.state.in_flight -= 1
 
     def _complete(self):
         state = self.state
@@ -133,12 +142,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._reply(429, {"error": {"message": "rate limited (test)"}},
                                {"Retry-After": "0"})
         if attempt == 1 and failure == "slow":
-            with state.lock:  # the client gives up meanwhile: not one of its requests in flight
-                state.in_flight -= 1
+            self._count_out()  # the client gives up meanwhile: not one of its requests in flight
             time.sleep(state.slow_s)
-            with state.lock:
-                state.in_flight += 1
-        time.sleep(state.delay_s)  # a little work, so concurrent requests overlap
+        else:
+            time.sleep(state.delay_s)  # a little work, so concurrent requests overlap
         text = record["answer"] if gold else GARBAGE
         self._reply(200, {"id": f"cmpl-{position}", "object": "chat.completion",
                           "model": body.get("model"),
