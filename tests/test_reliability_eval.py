@@ -466,3 +466,19 @@ def test_resuming_with_settings_that_change_answers_is_refused(split_dir, endpoi
     assert cli_main(args[:-1] + ["5", "--max-new-tokens", "16"]) == 2
     assert "made with max_new_tokens 64, this run asks for 16" in one_line_error(capsys, "eval")
     assert cli_main(args[:-1] + ["5", "--max-new-tokens", "64"]) == 0
+
+
+def test_an_endpoint_that_never_answers_stops_the_run(split_dir, tmp_path, capsys):
+    """A server that accepts connections and then says nothing (hung): the run
+    stops after the first requests time out, not after every item's retries."""
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(64)  # the kernel completes connections; nobody ever reads them
+        base_url = f"http://127.0.0.1:{hung.getsockname()[1]}/v1"
+        code = cli_main(["eval", "--runner", "openai", "--base-url", base_url, "--model", "m",
+                         "--data", str(split_dir), "--out", str(tmp_path / "run"),
+                         "--concurrency", "2", "--request-timeout", "0.2", "--no-progress"])
+    assert code == 2
+    err = one_line_error(capsys, "eval")
+    assert "accepted connections but answered none of 3 requests" in err
+    assert (tmp_path / "run" / "predictions.jsonl").read_text() == ""

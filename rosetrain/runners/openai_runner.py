@@ -11,6 +11,9 @@ An endpoint that cannot be reached at all (connection refused, unknown host,
 no answer to connect) is not an item's failure: the runner checks that it can
 connect before the first request, and a connection that still fails after a
 few quick tries stops the whole run with one clear error (a rerun resumes).
+So does an endpoint that accepts connections but has answered none of the
+first ``concurrency + 1`` requests within the timeout (a hung server), instead
+of spending every item's retries on it.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import json
 import mimetypes
 import os
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -105,6 +109,9 @@ class OpenAIRunner:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self._silence = threading.Lock()  # guards the two fields below (worker threads)
+        self._server_answered = False
+        self._unanswered_timeouts = 0
         # Read once; kept only in the header dict, never in a message.
         key = os.environ.get(api_key_env)
         self._headers = {"Content-Type": "application/json"}
@@ -180,8 +187,10 @@ class OpenAIRunner:
         request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                self._heard_from_server()
                 return json.loads(response.read())
         except urllib.error.HTTPError as err:
+            self._heard_from_server()
             detail = _error_detail(err)
             if err.code in RETRY_STATUS:
                 raise RetryableError(f"HTTP {err.code}: {detail}", _retry_after(err)) from None
@@ -193,10 +202,30 @@ class OpenAIRunner:
             raise PermanentError(f"{self.url}: {err.reason}") from None
         except (TimeoutError, socket.timeout, ConnectionError,
                 http.client.HTTPException) as err:
+            if isinstance(err, TimeoutError):  # socket.timeout is TimeoutError
+                self._count_unanswered_timeout()
             reason = getattr(err, "reason", err)
             raise RetryableError(f"{type(reason).__name__}: {reason}") from None
         except json.JSONDecodeError as err:
             raise RetryableError(f"response is not JSON: {err}") from None
+
+    def _heard_from_server(self) -> None:
+        with self._silence:
+            self._server_answered = True
+
+    def _count_unanswered_timeout(self) -> None:
+        """Stop the run when the server has answered nothing and more requests than
+        can be in flight at once have timed out: it is hung, not slow on some items."""
+        with self._silence:
+            self._unanswered_timeouts += 1
+            hung = (not self._server_answered
+                    and self._unanswered_timeouts > self.concurrency)
+        if hung:
+            raise EndpointUnreachable(
+                f"--base-url: {self.url} accepted connections but answered none of "
+                f"{self._unanswered_timeouts} requests within --request-timeout "
+                f"{self.timeout_s:g} s; is the server hung or overloaded? Run the same "
+                "command again to resume (a larger --request-timeout for a slow model)")
 
 
 def describe_os_error(err: OSError) -> str:
