@@ -27,6 +27,7 @@ import numpy as np
 from rosetrain.data.release import short_fingerprint
 from rosetrain.errors import RosetrainError
 from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
+from rosetrain.report_html import markdown_to_html
 from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
                                 REGION_CASES, SHORT_NAME)
 from rosetrain.scoring.errored import is_errored
@@ -278,7 +279,8 @@ def compare_pairs(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 200
 def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
                  out_dir: str | os.PathLike | None = None, *, resamples: int = 2000,
                  seed: int = 0, plots: bool = True) -> dict[str, Any]:
-    """Pair two scored runs; write compare.json, report.md and PNG plots into ``out_dir``."""
+    """Pair two scored runs; write compare.json, report.md, report.html (the same, plots
+    inline, for a browser) and PNG plots into ``out_dir``."""
     if resamples < 1:
         raise RosetrainError(f"resamples must be at least 1, got {resamples}")
     fingerprint = same_data(before_dir, after_dir)
@@ -295,7 +297,9 @@ def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
             remove_atomic_temps(out)  # half-written files of a killed run
             atomic_write(out / "compare.json", json_text(result))
             images = write_plots(result, out) if plots else []
-            atomic_write(out / "report.md", report_markdown(result, images))
+            markdown = report_markdown(result, images)
+            atomic_write(out / "report.md", markdown)
+            atomic_write(out / "report.html", markdown_to_html(markdown, out, "Before/after comparison"))
     return result
 
 

@@ -1,8 +1,9 @@
 """``rosetrain compare BEFORE AFTER --out DIR``: pair two scored runs item by item.
 
 Writes compare.json (before, after, delta, paired scene-bootstrap 95% CI, McNemar
-p), report.md and PNG plots. BEFORE and AFTER are folders holding
-per_item_eval.jsonl (from `rosetrain score` or `rosetrain eval`).
+p), report.md, report.html (the same with the plots inline, for a browser) and PNG
+plots. BEFORE and AFTER are folders holding per_item_eval.jsonl (from `rosetrain
+score` or `rosetrain eval`).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", help="scored run before training (holds per_item_eval.jsonl)")
     parser.add_argument("after", help="scored run after training, over the same items")
-    parser.add_argument("--out", required=True, help="folder for compare.json, report.md, plots")
+    parser.add_argument("--out", required=True, help="folder for compare.json, report.md, report.html, plots")
     parser.add_argument("--resamples", type=int, default=2000,
                         help="paired bootstrap resamples of scenes (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
