@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PIP) install -q --upgrade pip
 	# torch first, at the lock's version: pip takes the build that lies on this disk (see README)
 	$(PIP) install -q -c $(LOCK) torch torchvision
-	$(PIP) install -q -c $(LOCK) -e ".[test]"
+	$(PIP) install -q -c $(LOCK) -e ".[test,ray]"  # ray: the --engine ray test
 	touch $(STAMP)
 
 install: fonts $(STAMP)

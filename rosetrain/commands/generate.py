@@ -20,17 +20,34 @@ def add_arguments(parser) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="remake a split made with other settings: removes only the files its "
                              "manifest (.parts/<split>.manifest.json) lists, never anything else")
+    parser.add_argument("--shard", default=None, metavar="K/N",
+                        help="array job K of N (from 0): make only shards K, K+N, ... into --out "
+                             "(a folder per job); then join them with the same command and --merge")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="FOLDER",
+                        help="join the --out folders of all N --shard jobs of this same command into "
+                             "--out: the bytes a one-machine run writes")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local: --num-proc processes; ray: one Ray task per shard on the cluster "
+                             "ray.init() finds (RAY_ADDRESS, else a local one); pip install 'rosetrain[ray]'")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run(args) -> int:
     from rosetrain.data.generate import make_job, run_job
+    from rosetrain.errors import RosetrainError
     from rosetrain.spec import load_spec
 
+    if args.merge is not None and (args.shard or args.engine != "local"):
+        raise RosetrainError("--merge joins finished --shard jobs: it takes no --shard or --engine")
     spec = load_spec(args.spec)
     job = make_job(spec, args.out, args.split, args.scenes, args.seed, args.num_proc,
                    [f.strip() for f in args.formats.split(",") if f.strip()], args.shard_size,
-                   args.exclude)
-    summary = run_job(job, overwrite=args.overwrite, progress=not args.quiet)
+                   args.exclude, shard=args.shard, engine=args.engine)
+    if args.merge is not None:
+        from rosetrain.data.merge import merge
+
+        summary = merge(job, args.merge, overwrite=args.overwrite, progress=not args.quiet)
+    else:
+        summary = run_job(job, overwrite=args.overwrite, progress=not args.quiet)
     print(json.dumps(summary))
     return 0

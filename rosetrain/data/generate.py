@@ -35,7 +35,7 @@ from rosetrain.spec import Spec, check_training_spec, load_spec
 
 FORMATS = ("release", "hf")
 FLUSH_ROWS, FLUSH_BYTES = 2048, 64 << 20  # Parquet row groups: bounded memory, few conversions
-MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split")
+MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split", "shard")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +50,8 @@ class GenerateJob:
     shard_size: int | None = None
     exclude: frozenset[str] = frozenset()   # scene fingerprints that must not appear
     heldout_family: str | None = None
+    shard_of: tuple[int, int] | None = None  # (K, N): this job makes shards K, K+N, K+2N, ...
+    engine: str = "local"                     # "local" (processes) or "ray" (tasks on a Ray cluster)
 
     @property
     def shard_scenes(self) -> int:
@@ -59,6 +61,15 @@ class GenerateJob:
     @property
     def num_shards(self) -> int:
         return -(-self.scenes // self.shard_scenes)
+
+    @property
+    def own_shards(self) -> list[int]:
+        """The shards this job makes: all of them, or with ``--shard K/N`` every
+        N-th from K (round-robin, so N array jobs get equal work)."""
+        if self.shard_of is None:
+            return list(range(self.num_shards))
+        k, n = self.shard_of
+        return list(range(k, self.num_shards, n))
 
     def shard_indices(self, shard: int) -> range:
         start = shard * self.shard_scenes
@@ -85,9 +96,12 @@ def spec_sha256(spec: Spec) -> str:
 
 def settings(job: GenerateJob) -> dict[str, Any]:
     """What the manifest records before any shard is written."""
-    return {"spec": job.spec.path, "spec_sha256": spec_sha256(job.spec), "seed": job.seed,
-            "scenes": job.scenes, "shard_size": job.shard_scenes, "formats": list(job.formats),
-            "split": job.split, "role": job.spec.role}  # role: training refuses held-out folders
+    found = {"spec": job.spec.path, "spec_sha256": spec_sha256(job.spec), "seed": job.seed,
+             "scenes": job.scenes, "shard_size": job.shard_scenes, "formats": list(job.formats),
+             "split": job.split, "role": job.spec.role}  # role: training refuses held-out folders
+    if job.shard_of is not None:  # only a --shard job says so: a whole split's manifest is unchanged
+        found["shard"] = "{}/{}".format(*job.shard_of)
+    return found
 
 
 def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
@@ -108,16 +122,16 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
         atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
     else:  # a resumed split keeps its manifest: same settings, same files
         _refuse_other_settings(job, manifest)
-    return [shard for shard in range(job.num_shards) if not shard_is_whole(job, shard)]
+    return [shard for shard in job.own_shards if not shard_is_whole(job, shard)]
 
 
 def _refuse_other_settings(job: GenerateJob, old: dict[str, Any]) -> None:
     new = settings(job)
-    changed = [k for k in MANIFEST_KEYS if old.get(k) != new[k]]
+    changed = [k for k in MANIFEST_KEYS if old.get(k) != new.get(k)]
     if changed:
         raise RosetrainError(
             f"{job.out_dir} already holds split {job.split!r} made with other settings "
-            f"({', '.join(f'{k}: {old.get(k)!r} -> {new[k]!r}' for k in changed)}); "
+            f"({', '.join(f'{k}: {old.get(k)!r} -> {new.get(k)!r}' for k in changed)}); "
             f"pass --overwrite or choose another --out")
 
 
@@ -209,6 +223,15 @@ def write_shard(job: GenerateJob, shard: int) -> int:
     return len(indices)
 
 
+def finish_shard_job(job: GenerateJob) -> int:
+    """A ``--shard K/N`` job: list its own shards' files in its manifest (so
+    ``--merge`` knows it finished, and ``--overwrite`` what it owns); the
+    split's metadata is joined by the merge. Returns the number of rows made."""
+    files = _shard_files(job)
+    atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
+    return sum(len(part_records(job.part_path(shard))) for shard in job.own_shards)
+
+
 def finish(job: GenerateJob) -> int:
     """List every file of the split in its manifest, then join the parts into the
     split's metadata file (and, with ``layout: rose``, its bridge rows into the
@@ -224,7 +247,7 @@ def finish(job: GenerateJob) -> int:
 def _shard_files(job: GenerateJob) -> set[str]:
     """Every finished shard's files: its part, its Parquet shard, the images its part names."""
     files = set()
-    for shard in range(job.num_shards):
+    for shard in job.own_shards:
         part = job.part_path(shard)
         files.add(part.relative_to(job.out_dir).as_posix())
         if "hf" in job.formats:
@@ -260,21 +283,30 @@ def run_job(job: GenerateJob, *, overwrite: bool = False, progress: bool = True)
     try:
         with output_lock(job.out_dir, "this output folder"):
             todo = prepare(job, overwrite)
-            done_scenes = job.scenes - sum(len(job.shard_indices(s)) for s in todo)
-            bar = tqdm(total=job.scenes, initial=done_scenes, unit="scene", disable=not progress,
+            total = sum(len(job.shard_indices(s)) for s in job.own_shards)
+            done_scenes = total - sum(len(job.shard_indices(s)) for s in todo)
+            bar = tqdm(total=total, initial=done_scenes, unit="scene", disable=not progress,
                        desc=f"generate {job.split}")
             with bar:
                 for count in _map(job, todo):
                     bar.update(count)
-            n_rows = finish(job)
+            n_rows = finish(job) if job.shard_of is None else finish_shard_job(job)
     except OSError as err:  # disk full, permission denied, a file where a folder should be
         raise RosetrainError(f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
                              f"fix that and run the same command again to resume") from None
+    if job.shard_of is not None:
+        return {"split": job.split, "shard": "{}/{}".format(*job.shard_of), "shards": job.own_shards,
+                "scenes": total, "rows": n_rows, "out": str(job.out_dir)}
     return {"split": job.split, "scenes": job.scenes, "rows": n_rows, "out": str(job.out_dir),
             "metadata": str(job.metadata_path)}
 
 
 def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
+    if job.engine == "ray":
+        from rosetrain.data.ray_engine import map_shards_on_ray
+
+        yield from map_shards_on_ray(job, shards)
+        return
     if job.num_proc <= 1 or len(shards) <= 1:
         for shard in shards:
             yield write_shard(job, shard)
@@ -325,7 +357,8 @@ def read_fingerprints(metadata: Path) -> set[str]:
 
 def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int | None = None,
              num_proc: int = 1, formats: Iterable[str] = FORMATS, shard_size: int | None = None,
-             exclude_metadata: Iterable[str | Path] = ()) -> GenerateJob:
+             exclude_metadata: Iterable[str | Path] = (), shard: str | None = None,
+             engine: str = "local") -> GenerateJob:
     """Validate a request and resolve the held-out family and fingerprints."""
     formats = tuple(formats)
     bad = [f for f in formats if f not in FORMATS]
@@ -347,10 +380,26 @@ def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int
             raise RosetrainError(f"--exclude: {path} has no scene_fingerprint in any row (not a split "
                                  f"rosetrain generated), so no overlap with it can be checked")
         exclude |= fingerprints
-    return GenerateJob(spec=spec, out_dir=Path(out_dir), split=split, scenes=scenes,
-                       seed=spec.seed if seed is None else seed, num_proc=num_proc,
-                       formats=formats, shard_size=shard_size, exclude=frozenset(exclude),
-                       heldout_family=heldout_family)
+    job = GenerateJob(spec=spec, out_dir=Path(out_dir), split=split, scenes=scenes,
+                      seed=spec.seed if seed is None else seed, num_proc=num_proc,
+                      formats=formats, shard_size=shard_size, exclude=frozenset(exclude),
+                      heldout_family=heldout_family, shard_of=parse_shard(shard), engine=engine)
+    if job.shard_of and job.shard_of[1] > job.num_shards:  # a job with nothing to do is a mistake
+        raise RosetrainError(f"--shard {shard}: the split has only {job.num_shards} shards of "
+                             f"{job.shard_scenes} scenes; use at most {job.num_shards} jobs or a "
+                             f"smaller --shard-size")
+    return job
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``--shard K/N`` (job K of N, counted from 0, as Slurm's and Kubernetes'
+    array indices are) -> (K, N)."""
+    if text is None:
+        return None
+    k, slash, n = str(text).partition("/")
+    if not (slash and k.isdigit() and n.isdigit() and int(k) < int(n)):
+        raise RosetrainError(f"--shard must be K/N with 0 <= K < N (job K of N, from 0), got {text!r}")
+    return int(k), int(n)
 
 
 def _check_positive_int(value: object, flag: str) -> None:
