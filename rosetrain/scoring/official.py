@@ -20,6 +20,8 @@ other subsets leave their cells at ``--``.
 """
 from __future__ import annotations
 
+import functools
+import operator
 from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -72,6 +74,7 @@ FIGURES = (
     ("n_exclusion", "exclusion_failure", "n"), ("exclusion_failure_rate", "exclusion_failure", "mean"),
 )
 _FIELDS = tuple(dict.fromkeys(field for _, field, _ in FIGURES))
+_COUNTED = frozenset(field for _, field, how in FIGURES if how == "any")
 # Fields set on every row but counted by the official evaluator on some rows only.
 _ONLY = {"global_default_error": lambda key: key[1] != T1,
          "exclusion_failure": lambda key: key[3] == "EXCLUSION"}
@@ -85,9 +88,18 @@ FLOAT_FIELDS = frozenset({"unified_soft", "count_soft", "click_precision", "clic
                           "near_miss_rate"})
 
 
+_IS_SET = functools.partial(operator.is_not, None)
+
+
+def set_values(rows: Sequence[Row], field: str) -> list:
+    """The values of ``field`` that are set (not None), in the rows' order (C-level
+    loops: this runs for every figure of every group)."""
+    return list(filter(_IS_SET, map(operator.itemgetter(field), rows)))
+
+
 def ordered_mean(rows: Sequence[Row], field: str) -> float | None:
     """Mean of ``field`` over the rows where it is set, added in the rows' order."""
-    values = [v for v in [r[field] for r in rows] if v is not None]
+    values = set_values(rows, field)
     return sum(values) / len(values) if values else None
 
 
@@ -106,11 +118,12 @@ class Sums:
             only = _ONLY.get(field)
             if only is not None and not only(key):
                 continue
-            values = [v for v in [r[field] for r in rows] if v is not None]
+            values = set_values(rows, field)
             total = self.sums[field]
             total[0] += sum(values)
             total[1] += len(values)
-            total[2] += sum([v > 0 for v in values])
+            if field in _COUNTED:  # non-negative counts: truthy means > 0
+                total[2] += len(list(filter(None, values)))
 
     def add(self, other: "Sums") -> None:
         self.n += other.n
