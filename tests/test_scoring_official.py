@@ -135,3 +135,21 @@ def test_rows_equal_the_official_evaluators_own(golds):
             assert not _differences(want, score_item(prepared, text, "m", error))
             compared += 1
     assert compared > 10_000
+
+
+def test_rosetrain_diagnostics_keep_their_own_names():
+    from rosetrain.scoring import EXTRA_FIELDS, RESULT_FIELDS
+
+    assert not set(EXTRA_FIELDS) & set(OFFICIAL_FIELDS)
+    assert RESULT_FIELDS == OFFICIAL_FIELDS + EXTRA_FIELDS
+    gold = {"item_id": "i", "task_template": "T3_CLICK_LOCAL_NUMERIC", "task_mode": CLICK,
+            "rows": 6, "cols": 6, "region_type": "RECTANGLE",
+            "region_params": {"r1": 1, "r2": 3, "c1": 1, "c2": 3}, "ground_truth_count": 2,
+            "ground_truth_clicks": ["R2,C2", "R1,C3"], "all_target_cells": ["R2,C2", "R1,C3"],
+            "region_case": "fallback_partial_wanted_all"}
+    row = score_item(gold, "CLICK(R2,C2); CLICK(R2,C3); CLICK(R3,C3); DONE")
+    assert list(row) == list(RESULT_FIELDS)
+    assert row["true_positive_clicks"] == 1 and row["wrong_clicks_next_to_missed"] == 1
+    assert row["click_precision_strict"] == pytest.approx(1 / 3)
+    assert row["click_recall_strict"] == 0.5 and row["region_case_group"] == "partial"
+    assert row["parse_error_detail"] is None and row["raw_text_chars"] == 46

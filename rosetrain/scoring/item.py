@@ -49,7 +49,8 @@ OFFICIAL_FIELDS = (
 )
 EXTRA_FIELDS = ("template_short", "bridge", "paired_item_id", "family", "heldout_family",
                 "region_case_group", "grid_size_profile", "target_count", "parse_error_detail",
-                "raw_text_chars")
+                "raw_text_chars", "true_positive_clicks", "click_precision_strict",
+                "click_recall_strict", "wrong_clicks_next_to_missed")
 RESULT_FIELDS = OFFICIAL_FIELDS + EXTRA_FIELDS
 
 
@@ -199,8 +200,28 @@ def score_parsed(gold: Gold, parsed: ParsedAnswer, raw_text: object = None,
         **gold.extras,
         "parse_error_detail": parsed.detail,
         "raw_text_chars": len(raw_text) if isinstance(raw_text, str) else None,
+        **(_NO_EXTRA_CLICK_FIELDS if mode == COUNT else _extra_click_fields(gold, pred_set, clean)),
     }
     return row
+
+
+_NO_EXTRA_CLICK_FIELDS = dict.fromkeys(EXTRA_FIELDS[-4:])
+
+
+def _extra_click_fields(gold: Gold, pred_set: set, clean: bool) -> dict[str, Any]:
+    """rosetrain's own click diagnostics: hits, strict precision/recall (0 unless
+    the answer is valid, in the grid and without duplicates, like the official
+    strict F1), and wrong clicks right next to (L1 = 1) a missed target."""
+    gold_set = gold.gold_clicks
+    hits = len(pred_set & gold_set)
+    missed = gold_set - pred_set
+    near = sum(1 for r, c in pred_set - gold_set
+               if {(r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)} & missed) if missed else 0
+    precision, recall, _ = _prf(pred_set, gold_set)
+    return {"true_positive_clicks": hits,
+            "click_precision_strict": precision if clean else 0.0,
+            "click_recall_strict": recall if clean else 0.0,
+            "wrong_clicks_next_to_missed": near}
 
 
 def _region_fields(gold: Gold, pred_set: set) -> dict[str, Any]:
