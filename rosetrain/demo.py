@@ -95,15 +95,20 @@ def make_data(config: DemoConfig) -> dict[str, Any]:
     return out
 
 
+RUN_PATH_KEYS = ("model", "display_name", "metadata_jsonl", "predictions_jsonl")
+
+
 def evaluate_model(config: DemoConfig, model: Path, stage: str) -> dict[str, Any]:
     from rosetrain.commands.evaluate import evaluate
 
     summaries = {}
     for split in ("heldout", "heldout-family"):
-        summaries[split] = evaluate(str(model), config.out / "data" / split, "test",
-                                    config.out / "eval" / f"{stage}-{split}",
-                                    batch_size=config.eval_batch_size,
-                                    max_new_tokens=config.max_new_tokens, progress=config.progress)
+        summary = evaluate(str(model), config.out / "data" / split, "test",
+                           config.out / "eval" / f"{stage}-{split}",
+                           batch_size=config.eval_batch_size,
+                           max_new_tokens=config.max_new_tokens, progress=config.progress)
+        # the official keys name the run's paths; a stage's result is its figures
+        summaries[split] = {k: v for k, v in summary.items() if k not in RUN_PATH_KEYS}
         log(f"{stage} on {split}: {headline(summaries[split])}")
     return summaries
 

@@ -3,10 +3,15 @@
 GRPO rewards, ``rosetrain score``/``eval``/``compare``, the demo and the
 benchmarks all call these functions; nothing else parses answers.
 
+Everything follows the official ROSE v0.1 evaluator: its grammar, its per-item
+fields and conventions, its summary keys and files (rosetrain's own figures
+and fields come after, under their own names).
+
 - ``parse_answer(text, mode) -> ParsedAnswer`` (grammar.py)
 - ``prepare_gold(record_or_hf_row) -> Gold`` (gold.py): sets built once
 - ``score_item(gold, raw_text) -> dict`` (item.py): one per-item row
 - ``summarize(golds, results) -> dict`` (metrics.py): evaluation_summary.json
+- ``official.py`` / ``official_files.py``: the official figures and files
 - ``score_predictions`` / ``write_scored_run`` (batch.py): a whole split
 """
 from rosetrain.scoring.batch import score_predictions, write_scored_run

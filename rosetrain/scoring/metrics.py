@@ -1,10 +1,12 @@
-"""Aggregating per-item rows into ``evaluation_summary.json``.
+"""Aggregating per-item rows into ``evaluation_summary.json``: the official
+evaluator's keys (``official_files.official_summary``), then rosetrain's own.
 
 ROSE aggregation: a template's PASS (and VALID, SOFT) is the mean per subset,
 then the plain mean over subsets; a model's Avg is the mean of the five main
 template PASS rates; Counting Avg = mean(T1, T2), Action Avg = mean(T3, T4,
-T5), gap = Counting Avg - Action Avg. Overall VALID and SOFT average the main
-templates the same way (all present templates when no main one is).
+T5), gap = Counting Avg - Action Avg. Overall VALID and SOFT are item means per
+subset then over subsets (Table 1's), C-F1 and R-OK over all click rows per
+subset then over subsets (Table 2's), on the main templates.
 Breakdowns (by subset, region case, ...) are plain item means inside each
 group, plus the group's own Avg over the main templates it holds; the region
 case breakdown takes only local tasks (a whole-grid task is always "all"). Conditional
