@@ -87,7 +87,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
         f" on the rosetrain curriculum. Seed {summary['seed']}; total run time "
         f"{summary['seconds'] / 60:.1f} min ({', '.join(f'{k} {v:.0f} s' for k, v in summary['stage_seconds'].items())}).",
         "",
-        "## Held-out split (in distribution: trained family, scenes never trained on)",
+        "## In distribution: held-out scenes of the trained family",
         "",
         f"{c['n_items']} items over {c['n_scenes']} scenes (`generators/demo/heldout.yaml`, its own seed namespace). PASS %:",
         "",
@@ -105,8 +105,9 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
     for name, e in list(c["templates"].items()) + [(k, c[k]) for k in ("counting_avg", "action_avg", "gap", "avg_pass")]:
         label = P.SHORT_NAME.get(name, name)
         p_value = f"{e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
+        ci = e.get("ci95") or (None, None)
         lines.append(f"| {label} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} | "
-                     f"[{pct(e['ci95'][0], True)}, {pct(e['ci95'][1], True)}] | {p_value} |")
+                     f"[{pct(ci[0], True)}, {pct(ci[1], True)}] | {p_value} |")
     lines += ["", "By region case (zero: the right action is to abstain):", "",
               "| case | n | before | after | delta |", "|---|---|---|---|---|"]
     for case, e in c["by_region_case"].items():
@@ -115,14 +116,25 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
     for name, t in summary["targets"].items():
         value = "-" if t["value"] is None else f"{t['value']:.3f}"
         lines.append(f"| {name} | {value} | {t['target']} | {'yes' if t['met'] else '**no**'} |")
-    lines += ["", "## Out of distribution: the held-out visual family", "",
+    lines += ["", "## Out of distribution: a visual family no training stage shows", "",
               "The `sprite_edit` family never appears in any demo training stage "
               "(`generators/demo/heldout-family.yaml`); it is reported here on its own, not averaged in:", "",
               *stage_table(summary["heldout_family"], summary["majority_baseline"]["heldout-family"]), ""]
     lines += grpo_note(summary)
+    lines += single_run_note()
     lines += ["", "Files: `summary.json` (all numbers), `eval/<stage>-<split>/` (predictions, per-item "
               "scores), `compare/` (paired comparisons and plots).", ""]
     atomic_write(out / "report.md", "\n".join(lines))
+
+
+def single_run_note() -> list[str]:
+    return ["## What one run can and cannot show", "",
+            "It shows what this seed did: each stage's PASS on the same held-out items, and paired "
+            "confidence intervals over *scenes* (how much the figures would move with other held-out "
+            "scenes). It cannot show how much they move with the training seed: another seed, or "
+            "the same seed on a CPU that rounds differently, trains differently. For that, run the "
+            "sweep (`rosetrain demo --seeds 0-4 --out runs/sweep`), which reports every seed, how "
+            "many met every target, and the spread.", ""]
 
 
 def grpo_note(summary: dict[str, Any]) -> list[str]:
@@ -130,6 +142,9 @@ def grpo_note(summary: dict[str, Any]) -> list[str]:
     if not cmp:
         return ["## GRPO", "", "GRPO was skipped in this run.", ""]
     delta = cmp["avg_pass"]["delta"]
+    if not cmp["avg_pass"].get("ci95"):
+        return ["## Did GRPO help?", "", f"avg PASS {pct(delta, True)} points vs SFT (no confidence "
+                "interval: too few scenes to resample).", ""]
     low, high = cmp["avg_pass"]["ci95"]
     verdict = ("GRPO improved on SFT" if low > 0 else
                "GRPO made things worse than SFT" if high < 0 else

@@ -76,15 +76,19 @@ def _choose(rng: random.Random, weights: dict[str, float]) -> str:
 
 
 def choose_level(spec: Spec, index: int, rng: random.Random) -> LevelSpec:
+    """Staged: the levels in order, ``scenes`` each. Mixture: the leading levels
+    that set ``scenes`` (warm-up stages, e.g. cell addressing) in order, then a
+    draw by weight among the others."""
+    start = 0
+    for level in spec.levels[:-1] if spec.curriculum == "staged" else spec.warmup_levels:
+        start += level.scenes
+        if index < start:
+            return level
     if spec.curriculum == "staged":
-        start = 0
-        for level in spec.levels[:-1]:
-            start += level.scenes
-            if index < start:
-                return level
         return spec.levels[-1]
-    name = _choose(rng, {lv.name: lv.weight for lv in spec.levels})
-    return next(lv for lv in spec.levels if lv.name == name)
+    mixed = spec.levels[len(spec.warmup_levels):]
+    name = _choose(rng, {lv.name: lv.weight for lv in mixed})
+    return next(lv for lv in mixed if lv.name == name)
 
 
 def _cell_size(level: LevelSpec, rows: int, cols: int, rng: random.Random) -> int:

@@ -4,7 +4,10 @@ A spec is YAML read with ``yaml.safe_load`` into frozen dataclasses that
 validate themselves, so a typo fails before any output is written, with the
 field and the file named. A spec with ``levels`` is a curriculum: each level
 overrides some fields of the base spec (reasoning-gym style: difficulty is a
-declared attribute level, not code).
+declared attribute level, not code). ``curriculum: staged`` runs the levels in
+order (``scenes`` each); ``mixture`` draws a level per scene by weight, after
+its leading warm-up levels (those that set ``scenes``) have run in order: a
+cell-addressing stage that teaches *where* before the mixture teaches *what*.
 """
 from __future__ import annotations
 
@@ -200,6 +203,14 @@ class Spec:
     layout: str = "rosetrain"          # rose: ROSE subset names, bridges in their own files
 
     @property
+    def warmup_levels(self) -> tuple[LevelSpec, ...]:
+        """Mixture curricula: the leading levels with ``scenes``, run in order first."""
+        if self.curriculum != "mixture":
+            return ()
+        count = next((i for i, level in enumerate(self.levels) if level.scenes is None), len(self.levels))
+        return self.levels[:count]
+
+    @property
     def families(self) -> set[str]:
         return {name for level in self.levels for name, f in level.families.items() if f.weight > 0}
 
@@ -316,7 +327,10 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         raise ValueError(f"curriculum: {curriculum!r} is not one of mixture, staged")
     if curriculum == "staged" and any(level.scenes is None for level in levels[:-1]):
         raise ValueError("levels: a staged curriculum needs `scenes` on every level but the last")
-    _weights({lv.name: lv.weight for lv in levels}, "levels (weights)")
+    if curriculum == "mixture":
+        _check_warmup(levels)
+    _weights({lv.name: lv.weight for lv in levels if curriculum == "staged" or lv.scenes is None},
+             "levels (weights)")
     spec = Spec(name=str(top.get("name", Path(str(path)).stem)), path=str(path), role=role,
                 namespace=namespace, seed=_top_int(top, "seed", 0), levels=tuple(levels),
                 curriculum=curriculum, heldout_family=top.get("heldout_family"),
@@ -359,6 +373,19 @@ def _top_str(top: Mapping[str, Any], field: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ValueError(f"{field}: expected a string, got {value!r}")
     return value
+
+
+def _check_warmup(levels: list[LevelSpec]) -> None:
+    """In a mixture, levels with ``scenes`` are warm-up stages: they lead, and at
+    least one level (without ``scenes``) is left to mix."""
+    mixed = [i for i, level in enumerate(levels) if level.scenes is None]
+    if not mixed:
+        raise ValueError("levels: a mixture needs at least one level without `scenes` "
+                         "(levels with `scenes` are warm-up stages that run first)")
+    late = [level.name for level in levels[mixed[0]:] if level.scenes is not None]
+    if late:
+        raise ValueError(f"levels ({late[0]}): a warm-up level (one with `scenes`) must come "
+                         f"before every mixed level")
 
 
 def check_families_available(spec: Spec) -> None:

@@ -33,9 +33,11 @@ def test_summary_and_report(demo_run):
     for stage in on_disk["stages"].values():
         assert {"counting_avg", "action_avg", "gap", "avg_pass", "templates"} <= set(stage)
     assert {"ci95", "delta", "before", "after"} <= set(on_disk["compare"]["action_avg"])
-    assert set(on_disk["targets"]) == {"base_gap", "action_gain", "gap_ratio", "counting_drop"}
+    assert set(on_disk["targets"]) == {"base_gap", "action_gain", "gap_ratio", "counting_drop",
+                                       "action_over_majority", "templates_over_majority"}
     report = (out / "report.md").read_text()
-    assert "held-out visual family" in report and "Did GRPO help?" in report and "Targets" in report
+    assert "a visual family no training stage shows" in report and "Did GRPO help?" in report
+    assert "Targets" in report and "What one run can and cannot show" in report
     assert (out / "stages.png").stat().st_size > 1000
     assert on_disk["heldout_family"]["base"]["n"] > 0
 
@@ -58,6 +60,100 @@ def test_interrupted_stage_reruns_and_same_seed_same_summary(demo_run, tmp_path)
     again = run_demo(small_config(copy, summary["config"]["base"]))
     assert again["stages"] == summary["stages"]
     assert again["compare"]["action_avg"] == summary["compare"]["action_avg"]
+
+
+def test_rerun_with_other_settings_is_refused_not_relabelled(demo_run):
+    """A seed-0 run's results must never come back labelled with another seed."""
+    from rosetrain.errors import RosetrainError
+
+    out, summary = demo_run
+    other_seed = small_config(out, summary["config"]["base"])
+    other_seed.seed = 7
+    with pytest.raises(RosetrainError, match="seed=0.*seed=7"):
+        run_demo(other_seed)
+    more_steps = small_config(out, summary["config"]["base"])
+    more_steps.sft_steps = 3
+    with pytest.raises(RosetrainError, match="sft_steps"):
+        run_demo(more_steps)
+    assert json.loads((out / "summary.json").read_text())["seed"] == 0
+
+
+def test_sweep_report_counts_seeds_and_spread(demo_run, tmp_path):
+    from rosetrain.demo_sweep import parse_seeds, summarize_sweep, sweep_report
+
+    assert parse_seeds("0-2,5,1") == [0, 1, 2, 5]
+    out, summary = demo_run
+    other = json.loads(json.dumps(summary))
+    other["seed"] = 1
+    for target in other["targets"].values():
+        target["met"] = True
+    sweep = summarize_sweep([summary, other])
+    assert sweep["all_targets_met"] == 1 + all(t["met"] for t in summary["targets"].values())
+    assert sweep["spread"]["final_action"]["sd"] == 0.0
+    report = sweep_report(sweep)
+    assert "Out of distribution" in report and "| 1 |" in report
+
+
+def test_bad_seed_lists_and_scene_counts_are_errors(tmp_path):
+    from rosetrain.demo_sweep import parse_seeds
+    from rosetrain.errors import RosetrainError
+
+    for bad in ("4-0", "a", "-1", ""):
+        with pytest.raises(RosetrainError, match="--seeds"):
+            parse_seeds(bad)
+    with pytest.raises(RosetrainError, match="--heldout-scenes"):
+        DemoConfig(out=tmp_path, heldout_scenes=0)
+
+
+def test_demo_files_are_package_data():
+    """Specs, recipes and base ship inside the package, so an installed
+    rosetrain runs the demo from any directory."""
+    import tomllib
+    from pathlib import Path
+
+    import rosetrain
+    from rosetrain import demo
+
+    package = Path(rosetrain.__file__).resolve().parent
+    used = [demo.GENERATORS / f"{n}.yaml" for n in ("base", "train", "rl", "heldout", "heldout-family")]
+    used += [demo.RECIPES / f"{n}.yaml" for n in ("demo-base-sft", "demo-sft", "demo-grpo")]
+    used += [demo.ASSET_BASE / "config.json"]
+    data = tomllib.loads((package.parent / "pyproject.toml").read_text())
+    assert data["tool"]["setuptools"]["package-data"]["rosetrain"] == ["assets/**/*"]
+    for path in used:
+        assert path.is_file() and path.resolve().is_relative_to(package / "assets"), path
+
+
+def test_cell_addressing_warmup_comes_first():
+    """The demo's SFT spec: a warm-up of single-exception click tasks, then the mixture."""
+    import random
+
+    from rosetrain.demo import GENERATORS
+    from rosetrain.scene import choose_level
+    from rosetrain.spec import load_spec, spec_from_dict
+
+    spec = load_spec(GENERATORS / "train.yaml")
+    cells = spec.levels[0]
+    assert [lv.name for lv in spec.warmup_levels] == ["cells"]
+    assert set(cells.tasks) == {"T1B_CLICK_GLOBAL", "T3_CLICK_LOCAL_NUMERIC", "T4_CLICK_VISUAL_REGION"}
+    assert cells.exceptions == (1, 1)
+    rng = random.Random(0)
+    assert choose_level(spec, cells.scenes - 1, rng).name == "cells"
+    assert {choose_level(spec, cells.scenes + i, rng).name for i in range(50)} == {"mixture"}
+    level = {"families": ["attribute"], "rows": [3, 3], "cols": [3, 3], "exceptions": [1, 1]}
+    with pytest.raises(ValueError, match="warm-up"):
+        spec_from_dict({"levels": [{**level, "name": "a"}, {**level, "name": "b", "scenes": 5}]})
+
+
+def test_rebuild_base_never_replaces_a_folder_it_did_not_write(tmp_path):
+    from rosetrain.demo import rebuild_base
+    from rosetrain.errors import RosetrainError
+
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "mine.txt").write_text("keep")
+    with pytest.raises(RosetrainError, match="not written by"):
+        rebuild_base(tmp_path, steps=1)
+    assert (tmp_path / "base" / "mine.txt").read_text() == "keep"
 
 
 def test_missing_base_is_a_clear_error(tmp_path):
