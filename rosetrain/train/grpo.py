@@ -3,7 +3,8 @@ a left-padded processor, and rewards built only on the scorer (``rewards.py``).
 
 The recipe's ``grpo:`` section sets ``num_generations``, ``loss_type``,
 ``beta``, the sampling temperature and vLLM (``colocate`` or ``server``, with a
-clear error where vllm is missing); ``rewards:`` weighs pass, soft and format.
+clear error where vllm is missing), and ``frontier`` (train only on prompts the
+policy passes sometimes: ``frontier.py``); ``rewards:`` weighs pass, soft and format.
 On M-RoPE (Qwen-VL) models the per-device batch equals ``num_generations``.
 """
 from __future__ import annotations
@@ -52,13 +53,33 @@ def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
     model, processor = C.load_policy(recipe)
     processor.tokenizer.padding_side = "left"  # generation appends on the right
     train_dataset = C.D.train_dataset(recipe.data, inputs.exclude_fingerprints, recipe.seed)
+    frontier = None
+    if recipe.grpo.frontier:
+        train_dataset, frontier = frontier_stream(recipe, train_dataset, processor, args)
     callbacks = C.callbacks_for(recipe, inputs, processor)
     logger.warning(C.describe_plan(recipe, inputs, model))
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
                           train_dataset=train_dataset, processing_class=processor,
                           peft_config=C.peft_config(recipe), callbacks=callbacks)
-    C.attach(trainer, callbacks)
+    C.attach(trainer, callbacks + ([frontier] if frontier else []))
     return trainer, processor
+
+
+def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
+    """The stream filtered to frontier prompts (``grpo.frontier``); returns it and its filter."""
+    from rosetrain.errors import RosetrainError
+    from rosetrain.train.frontier import FrontierFilter
+
+    if recipe.data.folder is not None:
+        raise RosetrainError("grpo.frontier: needs a streamed spec (data.spec), which refills what it rejects")
+    g = recipe.grpo
+    keep = FrontierFilter(processor, samples=g.num_generations, temperature=g.temperature, top_p=g.top_p,
+                          max_new_tokens=g.max_completion_length, output_dir=recipe.output_dir)
+    # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
+    # the policy; the stream is already shuffled (data.shuffle_buffer).
+    args.shuffle_dataset = False
+    prompts_per_generation = max(1, args.generation_batch_size // g.num_generations)
+    return dataset.filter(keep, batched=True, batch_size=prompts_per_generation), keep
 
 
 def train_grpo(recipe: Recipe, inputs: C.Inputs | None = None) -> dict[str, Any]:

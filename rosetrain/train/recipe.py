@@ -100,6 +100,7 @@ class GrpoConfig:
     vllm_server_base_url: str | None = None
     vllm_gpu_memory_utilization: float = 0.3
     log_completions: bool = False
+    frontier: bool = False                 # keep prompts the policy passes sometimes (rosetrain.train.frontier)
 
     def __post_init__(self) -> None:
         if self.num_generations < 2:

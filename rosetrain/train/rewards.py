@@ -95,6 +95,25 @@ def log_template_pass(golds: Sequence[Mapping[str, Any]], results: Sequence[Mapp
             log_metric("pass/counting", value)
         elif template in ACTION_TEMPLATES:
             log_metric("pass/action", value)
+    log_live_groups(golds, results, log_metric)
+
+
+def log_live_groups(golds: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
+                    log_metric: Callable[[str, float], None]) -> None:
+    """Share of groups (completions of one prompt) whose PASS varies, per
+    template: only those carry a GRPO advantage. Counted on PASS itself, since
+    TRL's ``frac_reward_zero_std`` tests a float32 std against 0 and an
+    all-correct group with shaping rewards has std ~1e-7. One value per
+    completion, so TRL's average is the share of groups (they are equal-sized)."""
+    groups: dict[str, list[float]] = {}
+    for gold, result in zip(golds, results):
+        groups.setdefault(str(gold["item_id"]), []).append(float(result["pass"]))
+    for gold in golds:
+        passes = groups[str(gold["item_id"])]
+        live = float(0 < sum(passes) < len(passes))
+        template = gold["task_template"]
+        log_metric(f"live/{SHORT_NAME.get(template, template)}", live)
+        log_metric("live/all", live)
 
 
 def build_rewards(weights: Mapping[str, float]) -> tuple[list[Callable], list[float]]:
