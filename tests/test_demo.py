@@ -3,6 +3,7 @@ stage runs through the real generate/train/eval/compare code, the report and
 summary are written, a rerun resumes, and the same seed gives the same summary."""
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,19 @@ pytestmark = pytest.mark.slow
 
 def small_config(out, base):
     return DemoConfig(out=out, base=base, sft_steps=2, grpo_steps=2, heldout_scenes=3, family_scenes=2,
-                      eval_batch_size=8, max_new_tokens=12, threads=1, progress=False)
+                      eval_batch_size=8, max_new_tokens=12, threads=1, progress=False,
+                      grpo_recipe=plain_grpo_recipe(Path(out).parent))
+
+
+def plain_grpo_recipe(folder):
+    """The demo's GRPO recipe without frontier prompts: an untrained tiny model
+    passes nothing, so it has no frontier (tests/test_frontier.py covers that)."""
+    from rosetrain.demo import RECIPES
+
+    path = Path(folder) / "demo-grpo-plain.yaml"
+    if not path.exists():
+        path.write_text((RECIPES / "demo-grpo.yaml").read_text().replace("frontier: true", "frontier: false"))
+    return path
 
 
 @pytest.fixture(scope="module")
