@@ -123,6 +123,14 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+def yaml_digest(path: Path) -> str:
+    """What a spec or recipe says, not how: comments and layout do not count."""
+    import yaml
+
+    content = json.dumps(yaml.safe_load(Path(path).read_text(encoding="utf-8")), sort_keys=True)
+    return hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
 def model_digest(model: Path) -> str:
     """What a model folder holds (its weights and config), not where it is."""
     files = sorted(p for p in Path(model).iterdir() if p.suffix in (".safetensors", ".json") and p.is_file())
@@ -132,12 +140,12 @@ def model_digest(model: Path) -> str:
 def stage_settings(config: DemoConfig) -> dict[str, dict[str, Any]]:
     """Each stage's settings, including those of the stages it builds on."""
     data = {"heldout_scenes": config.heldout_scenes, "family_scenes": config.family_scenes,
-            "specs": {p.name: file_digest(p) for p in sorted(GENERATORS.glob("*.yaml"))}}
+            "specs": {p.name: yaml_digest(p) for p in sorted(GENERATORS.glob("*.yaml"))}}
     evaluation = {"max_new_tokens": config.max_new_tokens}
     base = {**data, **evaluation, "base": model_digest(config.base)}
-    sft = {**base, "seed": config.seed, "sft_recipe": file_digest(config.sft_recipe),
+    sft = {**base, "seed": config.seed, "sft_recipe": yaml_digest(config.sft_recipe),
            "sft_steps": config.sft_steps}
-    grpo = {**sft, "grpo_recipe": file_digest(config.grpo_recipe), "grpo_steps": config.grpo_steps}
+    grpo = {**sft, "grpo_recipe": yaml_digest(config.grpo_recipe), "grpo_steps": config.grpo_steps}
     return {"data": data, "eval-base": base, "sft": sft, "eval-sft": sft, "grpo": grpo,
             "eval-grpo": grpo, "compare": grpo}
 

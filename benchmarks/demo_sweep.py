@@ -1,0 +1,53 @@
+"""The demo's targets, measured over seeds (the demo's own quality benchmark).
+
+Runs ``rosetrain demo --seeds SEEDS`` (resumable: rerun to finish), then checks
+the targets over the sweep: at least 4 of 5 seeds meet every demo target, GRPO
+beats SFT (avg PASS +2 points or more, paired CI above 0) on at least 3 of 5,
+and one run takes at most 10 minutes. Prints each figure and PASS/FAIL.
+Roughly an hour on two cores for 5 seeds with ``--jobs 2``.
+
+    python benchmarks/demo_sweep.py [--seeds 0-4] [--jobs 2] [--out runs/bench-demo-sweep]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GRPO_MIN_GAIN = 0.02
+MAX_MINUTES = 10.0
+
+
+def grpo_better(row: dict) -> bool:
+    g = row["grpo_vs_sft"]
+    return bool(g and g["ci95"] and g["delta"] >= GRPO_MIN_GAIN and g["ci95"][0] > 0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0-4")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out", default=str(ROOT / "runs" / "bench-demo-sweep"))
+    args = parser.parse_args()
+    subprocess.run([sys.executable, "-m", "rosetrain", "demo", "--out", args.out, "--seeds", args.seeds,
+                    "--jobs", str(args.jobs), "--threads", "1", "--no-progress"], check=True, cwd=ROOT)
+    sweep = json.loads((Path(args.out) / "sweep.json").read_text())
+    rows, n = sweep["per_seed"], len(sweep["per_seed"])
+    checks = {
+        f"seeds meeting every target >= 4/5 of {n}": (sweep["all_targets_met"], sweep["all_targets_met"] >= 0.8 * n),
+        f"GRPO >= +{GRPO_MIN_GAIN:.0%} with CI > 0 on >= 3/5 of {n}": (
+            sum(map(grpo_better, rows)), sum(map(grpo_better, rows)) >= 0.6 * n),
+        f"slowest run <= {MAX_MINUTES} min (with --jobs {args.jobs})": (
+            max(r["minutes"] for r in rows), max(r["minutes"] for r in rows) <= MAX_MINUTES),
+    }
+    for name, (value, ok) in checks.items():
+        print(f"{'PASS' if ok else 'FAIL'}  {name}: {value}")
+    print(f"report: {Path(args.out) / 'sweep.md'}")
+    return 0 if all(ok for _, ok in checks.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
