@@ -61,6 +61,7 @@ class DemoConfig:
     def __post_init__(self) -> None:
         for name in ("out", "base", "sft_recipe", "grpo_recipe"):
             setattr(self, name, Path(getattr(self, name)))
+        self.out = self.out.absolute()  # stage results name their folders: valid from any directory
         for name in ("heldout_scenes", "family_scenes"):
             if getattr(self, name) < 1:
                 raise RosetrainError(f"--{name.replace('_', '-')}: expected at least 1 scene, "

@@ -171,7 +171,8 @@ def test_rebuild_base_never_replaces_a_folder_it_did_not_write(tmp_path):
 
 def without_paths(stages):
     """Stage summaries less the files they name (a copied run names its own)."""
-    return {name: {k: v for k, v in stage.items() if k != "predictions_jsonl"} for name, stage in stages.items()}
+    return {name: {k: v for k, v in stage.items() if k not in ("predictions_jsonl", "metadata_jsonl")}
+            for name, stage in stages.items()}
 
 
 def test_missing_base_is_a_clear_error(tmp_path):
