@@ -6,7 +6,7 @@ dataset call :func:`build_example`, so a row is the same wherever it ends up.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 from PIL import Image
 
@@ -52,17 +52,17 @@ def subset_name(family: str, config: dict | None = None, layout: str = "rosetrai
 
 
 def build_example(spec: Spec, seed: int, index: int, split: str, *,
-                  heldout_family: str | None = None, render: bool = True) -> Example:
+                  heldout_family: str | None = None, render: bool = True,
+                  encode: Callable[[Image.Image], bytes] | None = None) -> Example:
+    """``encode`` (e.g. PNG): ``images`` holds each image's bytes, not the image;
+    the writers need nothing else, and the last cue is then drawn on the base
+    image itself once the base is encoded, sparing a copy of the grid."""
     scene = sample_scene(spec, seed, index, split)
     level = next(lv for lv in spec.levels if lv.name == scene.level)
     records = scene_tasks(scene, level, split)
-    images: dict[str, Image.Image] = {}
+    images: dict[str, Any] = {}
     if render:
-        base = render_scene(scene, level.noise)
-        images[scene.scene_id] = base
-        for record in records:
-            if record["task_template"] == P.T4:
-                images[record["image_id"]] = render_cue(base, record["region_params"], scene.cell_size, level.cue)
+        images = _images(scene, level, records, encode)
     subset = subset_name(scene.family, scene.family_config, spec.layout)
     scene_fields = {**_scene_fields(scene, spec, seed, heldout_family), "rose_subset": subset}
     for record in records:
@@ -71,6 +71,19 @@ def build_example(spec: Spec, seed: int, index: int, split: str, *,
         if record["task_template"] == P.T4:
             record["base_image"] = f"images/{subset}/{scene.scene_id}.png"
     return Example(scene, level, images, records, spec.layout)
+
+
+def _images(scene: Scene, level: LevelSpec, records: list[dict[str, Any]],
+            encode: Callable[[Image.Image], bytes] | None) -> dict[str, Any]:
+    keep = encode or (lambda image: image)
+    base = render_scene(scene, level.noise)
+    images = {scene.scene_id: keep(base)}
+    cues = [record for record in records if record["task_template"] == P.T4]
+    for number, record in enumerate(cues, 1):
+        last = encode is not None and number == len(cues)  # the base image is not needed after it
+        cue = render_cue(base, record["region_params"], scene.cell_size, level.cue, in_place=last)
+        images[record["image_id"]] = keep(cue)
+    return images
 
 
 def _scene_fields(scene: Scene, spec: Spec, seed: int, heldout_family: str | None) -> dict[str, Any]:

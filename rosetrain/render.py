@@ -33,12 +33,17 @@ def scene_cells(scene: Scene) -> tuple[Image.Image, Image.Image]:
 def render_scene(scene: Scene, noise: float = 0.0) -> Image.Image:
     majority, exception = scene_cells(scene)
     size = scene.cell_size
-    image = Image.new("RGB", (scene.cols * size, scene.rows * size))
-    targets = set(scene.targets)
-    for row in range(1, scene.rows + 1):
-        for col in range(1, scene.cols + 1):
-            cell = exception if (row, col) in targets else majority
-            image.paste(cell, ((col - 1) * size, (row - 1) * size))
+    # One row of majority cells, pasted once per row, then the exceptions on top:
+    # rows + cols + targets pastes instead of rows x cols. Every pixel is pasted,
+    # so the images start unfilled (color=None).
+    strip = Image.new("RGB", (scene.cols * size, size), None)
+    for col in range(scene.cols):
+        strip.paste(majority, (col * size, 0))
+    image = Image.new("RGB", (scene.cols * size, scene.rows * size), None)
+    for row in range(scene.rows):
+        image.paste(strip, (0, row * size))
+    for row, col in scene.targets:
+        image.paste(exception, ((col - 1) * size, (row - 1) * size))
     if noise > 0:
         image = _add_noise(image, noise, scene.seed)
     return image
@@ -54,18 +59,20 @@ def _add_noise(image: Image.Image, amplitude: float, seed: int) -> Image.Image:
     return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8), "RGB")
 
 
-def render_cue(base: Image.Image, params: dict, cell_size: int, cue: CueSpec) -> Image.Image:
-    """A copy of ``base`` with the VISUAL_REGION rectangle highlighted."""
+def render_cue(base: Image.Image, params: dict, cell_size: int, cue: CueSpec,
+               in_place: bool = False) -> Image.Image:
+    """``base`` with the VISUAL_REGION rectangle highlighted: a copy, or with
+    ``in_place`` (a caller done with ``base``) possibly ``base`` itself, drawn on."""
     box = ((params["c1"] - 1) * cell_size, (params["r1"] - 1) * cell_size,
            params["c2"] * cell_size - 1, params["r2"] * cell_size - 1)
-    image = base.copy()
     if cue.style == "outline":
+        image = base if in_place else base.copy()
         ImageDraw.Draw(image).rectangle(box, outline=tuple(cue.color), width=cue.width)
     else:
-        # fill: tint the region; dim: darken everything outside it.
-        overlay = Image.new("RGB", image.size, tuple(cue.color) if cue.style == "fill" else (0, 0, 0))
-        mask = Image.new("L", image.size, 0 if cue.style == "fill" else 110)
+        # fill: tint the region; dim: darken everything outside it (composite: a new image).
+        overlay = Image.new("RGB", base.size, tuple(cue.color) if cue.style == "fill" else (0, 0, 0))
+        mask = Image.new("L", base.size, 0 if cue.style == "fill" else 110)
         ImageDraw.Draw(mask).rectangle(box, fill=90 if cue.style == "fill" else 0)
-        image = Image.composite(overlay, image, mask)
+        image = Image.composite(overlay, base, mask)
         ImageDraw.Draw(image).rectangle(box, outline=tuple(cue.color), width=max(1, cue.width // 2))
     return image

@@ -197,8 +197,9 @@ def write_shard(job: GenerateJob, shard: int) -> int:
         writer = pq.ParquetWriter(tmp_parquet, SCHEMA)
     try:
         for index in indices:
-            example = build_example(job.spec, job.seed, index, job.split, heldout_family=job.heldout_family)
-            encoded = {image_id: png_bytes(image) for image_id, image in example.images.items()}
+            example = build_example(job.spec, job.seed, index, job.split, heldout_family=job.heldout_family,
+                                    encode=png_bytes)
+            encoded = example.images
             if "release" in job.formats:
                 for image_id, data in encoded.items():
                     atomic_write(job.out_dir / "images" / example.subset / f"{image_id}.png", data)
