@@ -312,6 +312,7 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
         for shard in shards:
             yield write_shard(job, shard)
         return
+    _warm_up_before_fork(job)
     with ProcessPoolExecutor(max_workers=job.num_proc) as pool:
         futures = [pool.submit(write_shard, job, shard) for shard in shards]
         try:
@@ -325,6 +326,25 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
                                      "the same command again to resume, with a smaller --num-proc "
                                      "if memory is short") from None
             raise
+
+
+def _warm_up_before_fork(job: GenerateJob) -> None:
+    """What every worker would otherwise do once each (imports, font rankings):
+    done here once; forked workers inherit it. Output is unaffected (the caches
+    hold the same values whoever fills them)."""
+    import multiprocessing
+
+    if multiprocessing.get_start_method() != "fork":  # spawned workers start empty anyway
+        return
+    import pyarrow.parquet  # noqa: F401
+
+    from rosetrain.data.hf import rows_to_table
+    from rosetrain.families import get_family
+
+    rows_to_table([])  # imports pyarrow's Parquet and pandas (pyarrow loads it on first use)
+    for level in job.spec.levels:
+        for name, family in level.families.items():
+            get_family(name, family.config).warm_up()
 
 
 def heldout_fingerprints(spec: Spec) -> set[str]:

@@ -43,6 +43,11 @@ class VisualFamily:
         """Raise RosetrainError naming what is missing (a font, say) if this family
         cannot render on this machine. Called once when a spec is validated."""
 
+    def warm_up(self) -> None:
+        """Compute now what every scene of this family reuses (fonts resolved,
+        pairs ranked). ``generate`` calls it in the parent process before forking
+        its workers, which inherit the result instead of each computing it."""
+
     def sample_item(self, rng: random.Random) -> dict[str, Any]:
         """Pick the scene's item from ``rng`` only. Must return JSON-serialisable
         data that fully determines both cells (it is written into every row and

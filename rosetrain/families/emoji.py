@@ -107,6 +107,11 @@ class _EmojiFamily(VisualFamily):
     def check_available(self) -> None:
         self.font  # noqa: B018  (resolving raises the clear error)
 
+    def warm_up(self) -> None:
+        self.font  # noqa: B018
+        if hasattr(type(self), "ranked_pairs"):  # emoji_content ranks its pairs once
+            self.ranked_pairs  # noqa: B018
+
     def raw(self, item: dict[str, Any], char: str) -> Image.Image:
         return raw_emoji(item["font_file"], item["font_index"], item["render_size"], char)
 

@@ -142,6 +142,11 @@ class GlyphFamily(VisualFamily):
     def check_available(self) -> None:
         self._fonts_by_script  # noqa: B018  (resolving raises the clear error)
 
+    def warm_up(self) -> None:
+        for script, fonts in self._fonts_by_script.items():
+            for font in fonts:
+                ranked_pairs(font, script, self.config.glyph_ratio)
+
     def sample_item(self, rng: random.Random) -> dict[str, Any]:
         by_script = self._fonts_by_script
         script = rng.choice(sorted(by_script))
