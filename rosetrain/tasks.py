@@ -14,7 +14,7 @@ from typing import Any
 
 from rosetrain import protocol as P
 from rosetrain.prompts import task_sentence
-from rosetrain.regions import cells_in_region
+from rosetrain.regions import Box, cells_in_region, region_box
 from rosetrain.scene import Scene, _choose, derived_seed
 from rosetrain.spec import LevelSpec
 
@@ -29,6 +29,12 @@ class Region:
 
     def cells(self, rows: int, cols: int) -> set[P.Cell]:
         return cells_in_region(self.type, self.params, rows, cols)
+
+    @property
+    def box(self) -> Box:
+        """Bounds only: the search below sizes and tests hundreds of regions a
+        scene, and building each one's cell set cost more than drawing the scene."""
+        return region_box(self.type, self.params)
 
 
 def _case(inside: int, total: int) -> str:
@@ -84,8 +90,8 @@ def _task_region(inner: Region, exclusion: bool) -> Region:
 
 
 def _case_of(region: Region, scene: Scene) -> str:
-    cells = region.cells(scene.rows, scene.cols)
-    return _case(sum(1 for t in scene.targets if t in cells), len(scene.targets))
+    box = region.box  # targets lie on the grid, so the box's membership is the cell set's
+    return _case(sum(1 for t in scene.targets if box.contains(t)), len(scene.targets))
 
 
 def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: bool,
@@ -106,7 +112,7 @@ def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: b
         else:
             anchor = [rng.choice(others or all_cells)]
         inner = _rect_around(rng, kind, rows, cols, anchor)
-        if len(inner.cells(rows, cols)) == rows * cols:  # the whole grid is not a local region
+        if inner.box.size(rows, cols) == rows * cols:  # the whole grid is not a local region
             continue
         region = _task_region(inner, exclusion)
         if avoid is not None and region == avoid:
