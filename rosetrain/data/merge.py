@@ -125,13 +125,23 @@ def store_shard(job: GenerateJob, shard: int, files: Mapping[str, Path | bytes])
             _replace_from(files[name], target, target.with_name(f".{target.name}.{os.getpid()}-0.tmp"))
 
 
+def _link_or_copy(source: Path, tmp: Path) -> None:
+    """A hard link where the job folders share a file system with --out (terabytes
+    merge in seconds; safe because rosetrain never writes into a file, it renames
+    new ones over it), else a copy."""
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+
+
 def _replace_from(source: Path | bytes, target: Path, tmp: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         if isinstance(source, bytes):
             tmp.write_bytes(source)
         else:
-            shutil.copyfile(source, tmp)
+            _link_or_copy(source, tmp)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
