@@ -40,18 +40,27 @@ class RecipeError(RosetrainError):
     pass
 
 
+def key(default: Any = dataclasses.MISSING, help: str = "", factory: Any = dataclasses.MISSING) -> Any:
+    """A recipe key with its documentation, as TRL's config fields carry theirs:
+    ``recipes/README.md`` lists the keys from this ``help`` (``recipe_keys.py``)."""
+    return dataclasses.field(default=default, default_factory=factory, metadata={"help": help})
+
+
 # ----------------------------------------------------------------- sections
 
 @dataclasses.dataclass
 class DataConfig:
     """Training rows: stream them from a generator spec, or read a generated folder."""
 
-    spec: str | None = None          # generator spec YAML, streamed (unlimited: needs max_steps)
-    folder: str | None = None        # or a folder from `rosetrain generate` (DIR/hf/<split>/*.parquet)
-    split: str = "train"
-    seed: int = 0                    # stream seed (item i depends only on spec, seed, i)
-    shuffle_buffer: int = 256        # rows; a scene's tasks arrive together, so mix them
-    max_rows: int | None = None      # use only the first N rows of a folder
+    spec: str | None = key(None, "a generator spec YAML, streamed: unlimited rows, so max_steps is needed; "
+                                 "the held-out split's scenes are skipped")
+    folder: str | None = key(None, "or a folder from `rosetrain generate --formats release,hf` "
+                                   "(DIR/hf/<split>/*.parquet); one that shares a scene with the held-out "
+                                   "split is an error")
+    split: str = key("train", "the folder's split")
+    seed: int = key(0, "the stream's seed (item i depends only on spec, seed and i)")
+    shuffle_buffer: int = key(256, "rows mixed before training (a scene's tasks arrive together)")
+    max_rows: int | None = key(None, "use only the first N rows of a folder")
 
     def __post_init__(self) -> None:
         if (self.spec is None) == (self.folder is None):
@@ -63,12 +72,13 @@ class DataConfig:
 
 @dataclasses.dataclass
 class LoraConfig:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    target: str = "attention"              # attention | all-linear (language model only)
-    vision: bool = False                   # also adapt the vision tower's attention
-    target_modules: list[str] | None = None  # explicit module names / one regex: overrides target
+    r: int = key(16, "the adapters' rank")
+    alpha: int = key(32, "LoRA alpha (scale alpha / r)")
+    dropout: float = key(0.05, "dropout on the adapters' input")
+    target: str = key("attention", "`attention` | `all-linear`: those layers of the language model")
+    vision: bool = key(False, "also the vision tower's attention")
+    target_modules: list[str] | None = key(None, "explicit module names, or one regular expression: "
+                                                 "replaces target")
 
     def __post_init__(self) -> None:
         _positive(self, "r")
@@ -87,20 +97,25 @@ class LoraConfig:
 
 @dataclasses.dataclass
 class GrpoConfig:
-    num_generations: int = 8
-    max_completion_length: int = 128       # a ROSE answer is at most ~60 tokens
-    temperature: float = 1.0
-    top_p: float = 1.0
-    loss_type: str = "dapo"
-    beta: float = 0.0                      # KL weight; 0 skips the reference model
-    epsilon: float = 0.2
-    scale_rewards: str = "group"
-    num_iterations: int = 1
-    vllm: str | None = None                # null (transformers generate) | colocate | server
-    vllm_server_base_url: str | None = None
-    vllm_gpu_memory_utilization: float = 0.3
-    log_completions: bool = False
-    frontier: bool = False                 # keep prompts the policy passes sometimes (rosetrain.train.frontier)
+    num_generations: int = key(8, "completions per prompt (a group)")
+    max_completion_length: int = key(128, "tokens per completion (a ROSE answer is at most ~60)")
+    temperature: float = key(1.0, "sampling temperature")
+    top_p: float = key(1.0, "nucleus sampling")
+    loss_type: str = key("dapo", "TRL's GRPO loss (`grpo`, `dapo`, `dr_grpo`, `bnpo`, ...)")
+    beta: float = key(0.0, "KL weight; 0 loads no reference model")
+    epsilon: float = key(0.2, "the clipping range")
+    scale_rewards: str = key("group", "how advantages are scaled (`group`, `batch`, `none`)")
+    num_iterations: int = key(1, "optimisation steps per generated batch")
+    vllm: str | None = key(None, "`null` (transformers generates) | `colocate` | `server`")
+    vllm_server_base_url: str | None = key(None, "the vLLM server in `server` mode")
+    vllm_gpu_memory_utilization: float = key(0.3, "the GPU share vLLM reserves in `colocate` mode")
+    log_completions: bool = key(False, "log sampled completions to the trackers")
+    frontier: bool = key(False, "train only on prompts the current policy passes in some but not all of "
+                                "num_generations samples: a filtering stream in front of TRL samples each "
+                                "candidate prompt with the live policy and drops the rest, refilled from the "
+                                "unlimited spec stream, as DAPO's dynamic sampling; needs data.spec; costs one "
+                                "extra round of sampling per candidate; counts per template in "
+                                "OUTPUT_DIR/frontier.jsonl (rosetrain.train.frontier)")
 
     def __post_init__(self) -> None:
         if self.num_generations < 2:
@@ -116,12 +131,13 @@ class GrpoConfig:
 class EvalConfig:
     """Greedy generation on a held-out folder every N steps, scored with the scorer."""
 
-    folder: str | None = None        # ROSE release layout (metadata_<split>.jsonl + images/)
-    split: str = "test"
-    every_steps: int = 0             # 0: only at the end (when a folder is given)
-    items: int = 64                  # items per evaluation, spread over templates
-    max_new_tokens: int = 64
-    batch_size: int = 8
+    folder: str | None = key(None, "a held-out folder in the ROSE release layout (metadata_<split>.jsonl "
+                                   "+ images/); null: no held-out evaluation (the other eval keys are unused)")
+    split: str = key("test", "its split")
+    every_steps: int = key(0, "evaluate every N steps; 0: at the end only")
+    items: int = key(64, "items per evaluation, spread over templates")
+    max_new_tokens: int = key(64, "greedy answer length")
+    batch_size: int = key(8, "items per generation batch")
 
     def __post_init__(self) -> None:
         _positive(self, "every_steps", allow_zero=True)
@@ -134,48 +150,60 @@ class EvalConfig:
 
 @dataclasses.dataclass
 class Recipe:
-    method: str
-    model: str
-    output_dir: str
-    data: DataConfig
-    lora: LoraConfig | None = dataclasses.field(default_factory=LoraConfig)  # null: full fine-tuning
-    grpo: GrpoConfig = dataclasses.field(default_factory=GrpoConfig)
-    rewards: dict[str, float] = dataclasses.field(default_factory=lambda: {"pass": 1.0, "soft": 0.0,
-                                                                           "format": 0.0})
-    eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)
-    trust_remote_code: bool = False
-    # The image processor's pixel budget (Qwen: images are resized to fit it, in
-    # 28 px steps for Qwen2/2.5-VL, 32 for Qwen3-VL); null keeps the model's own.
-    min_pixels: int | None = None
-    max_pixels: int | None = None
-    seed: int = 0
-    save_merged: bool = False        # also write output_dir/merged (LoRA merged into the base)
-    resume: str = "auto"             # auto: from the last checkpoint in output_dir; never; or a path
+    method: str = key(help="`sft` | `grpo`")
+    model: str = key(help="a Hub id, a local folder, or a LoRA adapter folder (merged into its base at "
+                          "load, so GRPO can stack on an SFT adapter)")
+    output_dir: str = key(help="checkpoints, the final model, the run's record; one run at a time")
+    data: DataConfig = key(help="training rows")
+    lora: LoraConfig | None = key(help="LoRA adapters; `lora: null` is full fine-tuning",
+                                  factory=LoraConfig)
+    grpo: GrpoConfig = key(help="GRPO settings", factory=GrpoConfig)
+    rewards: dict[str, float] = key(help="GRPO reward weights of `pass` (exact ROSE PASS), `soft` (ROSE "
+                                         "SOFT) and `format` (grammar-valid); GRPO also logs pass/<template>, "
+                                         "pass/counting, pass/action, and live/<template>, live/all: the "
+                                         "share of groups whose PASS varies (the only groups with an "
+                                         "advantage; TRL's frac_reward_zero_std misses all-correct groups, "
+                                         "whose float32 reward std is ~1e-7 with shaping rewards, not 0)",
+                                    factory=lambda: {"pass": 1.0, "soft": 0.0, "format": 0.0})
+    eval: EvalConfig = key(help="held-out evaluation during training, scored with the scorer; logged as "
+                                "heldout/... to every report_to tracker and OUTPUT_DIR/heldout_eval.jsonl",
+                           factory=EvalConfig)
+    trust_remote_code: bool = key(False, "run a model repository's own code")
+    min_pixels: int | None = key(None, "the processor's image budget (Qwen resizes images to fit it, in "
+                                       "28 px steps, 32 for Qwen3-VL; saved with the model); null: the model's")
+    max_pixels: int | None = key(None, "the upper end of that budget")
+    seed: int = key(0, "the trainer's seed")
+    save_merged: bool = key(False, "also write output_dir/merged: the LoRA merged into its base (for vLLM)")
+    resume: str = key("auto", "`auto`: from the last complete checkpoint in output_dir; `never`; or a "
+                              "checkpoint folder")
     # The TRL / transformers settings most recipes touch; anything else goes under `trl:`.
-    max_steps: int = -1
-    num_train_epochs: float = 1.0
-    learning_rate: float | None = None   # None: 2e-4 for LoRA SFT, 2e-5 full SFT, 1e-6 GRPO
-    per_device_train_batch_size: int | None = None  # None: 8 for SFT, num_generations for GRPO
-    gradient_accumulation_steps: int = 1
-    lr_scheduler_type: str = "cosine"
-    warmup_steps: int | float = 0.03       # a float below 1 is a ratio of the total steps
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    logging_steps: int = 10
-    save_steps: int = 500
-    save_total_limit: int | None = 2
-    report_to: list[str] = dataclasses.field(default_factory=lambda: ["none"])
-    run_name: str | None = None
-    bf16: bool | None = None                   # None: on with a GPU, off on the CPU
-    gradient_checkpointing: bool | None = None  # None: on with a GPU, off on the CPU
-    # null: 1 when streaming from a spec (rows are generated in a background
-    # process while the model trains), 0 for a folder
-    dataloader_num_workers: int | None = None
-    # torch threads when training on the CPU (null: torch's default). Tiny models
-    # gain nothing from more threads, and OpenMP threads that wait on a busy core
-    # made steps 7x slower on a shared 2-core machine: the tiny recipes use 1.
-    cpu_threads: int | None = None
-    trl: dict[str, Any] = dataclasses.field(default_factory=dict)  # any other SFTConfig/GRPOConfig field
+    max_steps: int = key(-1, "optimizer steps; -1: num_train_epochs over a folder")
+    num_train_epochs: float = key(1.0, "epochs over a folder (when max_steps is -1)")
+    learning_rate: float | None = key(None, "null: 2e-4 for LoRA SFT, 2e-5 full SFT, 1e-6 GRPO")
+    per_device_train_batch_size: int | None = key(None, "null: 8 for SFT, num_generations for GRPO "
+                                                        "(Qwen-VL GRPO: must equal it)")
+    gradient_accumulation_steps: int = key(1, "micro-batches per optimizer step")
+    lr_scheduler_type: str = key("cosine", "a transformers schedule name")
+    warmup_steps: int | float = key(0.03, "warmup steps; below 1: a ratio of the total")
+    weight_decay: float = key(0.0, "AdamW weight decay")
+    max_grad_norm: float = key(1.0, "gradient clipping")
+    logging_steps: int = key(10, "log every N steps")
+    save_steps: int = key(500, "write a resumable checkpoint-N every N steps")
+    save_total_limit: int | None = key(2, "checkpoints kept")
+    report_to: list[str] = key(help="trackers (`tensorboard`, `wandb`, `trackio`, ...); `none`",
+                               factory=lambda: ["none"])
+    run_name: str | None = key(None, "the trackers' run name")
+    bf16: bool | None = key(None, "null: on with a GPU that supports it, off on the CPU")
+    gradient_checkpointing: bool | None = key(None, "null: on with a GPU, off on the CPU")
+    dataloader_num_workers: int | None = key(None, "null: 1 for a stream (rows are generated while the "
+                                                   "model trains), 0 for a folder; a stream has 64 shards, "
+                                                   "so several workers, or ranks with `trl: "
+                                                   "{accelerator_config: {dispatch_batches: false}}`, each "
+                                                   "generate their own scenes")
+    cpu_threads: int | None = key(None, "torch threads on the CPU; null: torch's default (the tiny "
+                                        "recipes use 1: waiting OpenMP threads made steps 7x slower on a "
+                                        "shared 2-core machine)")
+    trl: dict[str, Any] = key(help="any other `SFTConfig` / `GRPOConfig` field", factory=dict)
     source: str = "<recipe>"         # the file it came from (set by load_recipe, not a YAML key)
 
     def __post_init__(self) -> None:

@@ -1,0 +1,62 @@
+"""The recipe key list of ``recipes/README.md``, written from the recipe
+dataclasses' own field documentation (``key(..., help=...)`` in ``recipe.py``),
+as TRL's ``--help`` comes from its config fields: the list cannot drift from the
+code. ``tests/test_recipe_keys.py`` checks the README holds the current list.
+
+    python -m rosetrain.train.recipe_keys recipes/README.md   # rewrite the list in place
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from rosetrain.train.recipe import NOT_KEYS, SECTIONS, Recipe
+
+BEGIN = "<!-- recipe keys: begin (python -m rosetrain.train.recipe_keys recipes/README.md) -->"
+END = "<!-- recipe keys: end -->"
+
+
+def render() -> str:
+    """Markdown: every top-level key, each section's keys nested under it."""
+    lines = []
+    for field in dataclasses.fields(Recipe):
+        if field.name in NOT_KEYS:
+            continue
+        lines.append(f"- {_describe(field)}")
+        if field.name in SECTIONS:
+            lines += [f"  - {_describe(sub)}" for sub in dataclasses.fields(SECTIONS[field.name])]
+    return "\n".join(lines)
+
+
+def _describe(field: dataclasses.Field) -> str:
+    help_text = field.metadata.get("help", "")
+    if field.name in SECTIONS:
+        return f"`{field.name}:` {help_text}"
+    return f"`{field.name}` ({_default(field)}): {help_text}"
+
+
+def _default(field: dataclasses.Field) -> str:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return "required"
+    return f"default `{json.dumps(value)}`"
+
+
+def replace_block(text: str) -> str:
+    """``text`` with the list between the markers rewritten."""
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"the markers {BEGIN!r} and {END!r} are missing")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{render()}\n{END}{tail}"
+
+
+if __name__ == "__main__":
+    readme = Path(sys.argv[1] if len(sys.argv) > 1 else "recipes/README.md")
+    readme.write_text(replace_block(readme.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote the recipe keys of {readme}")
