@@ -14,7 +14,7 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -333,6 +333,30 @@ def describe_plan(recipe: Recipe, inputs: Inputs, model: Any) -> str:
     return (f"rosetrain train {recipe.method}: {recipe.model} ({params / 1e6:.2f}M parameters), "
             f"{method}; data: {data}; {held}; output: {recipe.output_dir}")
 
+
+
+def build_trainer(recipe: Recipe, inputs: Inputs | None, trainer_class: type,
+                  prepare_rows: Callable[[Any, Any, Any], tuple[Any, list[Any]]] | None = None,
+                  **method_kwargs: Any):
+    """What every trainer needs, built once: checks, the policy (left-padded:
+    generation appends on the right), the rows, the callbacks, LoRA; then the TRL
+    ``trainer_class`` with the method's own arguments (GRPO: ``reward_funcs``).
+    ``prepare_rows(rows, processor, args)`` may replace the rows (GRPO's frontier
+    filter) and returns callbacks that need the trainer once it exists."""
+    inputs = inputs or check_inputs(recipe)
+    model, processor = load_policy(recipe)
+    processor.tokenizer.padding_side = "left"
+    train_dataset = D.train_dataset(recipe.data, inputs.exclude_fingerprints, recipe.seed)
+    needs_trainer: list[Any] = []
+    if prepare_rows is not None:
+        train_dataset, needs_trainer = prepare_rows(train_dataset, processor, inputs.args)
+    callbacks = callbacks_for(recipe, inputs, processor)
+    logger.warning(describe_plan(recipe, inputs, model))
+    trainer = trainer_class(model=model, args=inputs.args, train_dataset=train_dataset,
+                            processing_class=processor, peft_config=peft_config(recipe),
+                            callbacks=callbacks, **method_kwargs)
+    attach(trainer, callbacks + needs_trainer)
+    return trainer, processor
 
 
 def callbacks_for(recipe: Recipe, inputs: Inputs, processor: Any) -> list[Any]:

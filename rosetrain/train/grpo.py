@@ -9,14 +9,12 @@ On M-RoPE (Qwen-VL) models the per-device batch equals ``num_generations``.
 """
 from __future__ import annotations
 
-import logging
+import functools
 from typing import Any
 
 from rosetrain.train import common as C
 from rosetrain.train.recipe import Recipe
 from rosetrain.train.rewards import build_rewards
-
-logger = logging.getLogger("rosetrain.train")
 
 
 def grpo_kwargs(recipe: Recipe) -> dict[str, Any]:
@@ -47,26 +45,14 @@ def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
     """Check everything, then return (trainer, processor): nothing has trained yet."""
     from trl import GRPOTrainer
 
-    inputs = inputs or C.check_inputs(recipe)
     reward_funcs, _ = build_rewards(recipe.rewards)
-    args = inputs.args
-    model, processor = C.load_policy(recipe)
-    processor.tokenizer.padding_side = "left"  # generation appends on the right
-    train_dataset = C.D.train_dataset(recipe.data, inputs.exclude_fingerprints, recipe.seed)
-    frontier = None
-    if recipe.grpo.frontier:
-        train_dataset, frontier = frontier_stream(recipe, train_dataset, processor, args)
-    callbacks = C.callbacks_for(recipe, inputs, processor)
-    logger.warning(C.describe_plan(recipe, inputs, model))
-    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
-                          train_dataset=train_dataset, processing_class=processor,
-                          peft_config=C.peft_config(recipe), callbacks=callbacks)
-    C.attach(trainer, callbacks + ([frontier] if frontier else []))
-    return trainer, processor
+    frontier = functools.partial(frontier_stream, recipe) if recipe.grpo.frontier else None
+    return C.build_trainer(recipe, inputs, GRPOTrainer, prepare_rows=frontier, reward_funcs=reward_funcs)
 
 
 def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
-    """The stream filtered to frontier prompts (``grpo.frontier``); returns it and its filter."""
+    """The stream filtered to frontier prompts (``grpo.frontier``), and the filter:
+    a callback that needs the trainer (its live policy samples each candidate)."""
     from rosetrain.errors import RosetrainError
     from rosetrain.train.frontier import FrontierFilter
 
@@ -79,10 +65,4 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
     # the policy; the stream is already shuffled (data.shuffle_buffer).
     args.shuffle_dataset = False
     prompts_per_generation = max(1, args.generation_batch_size // g.num_generations)
-    return dataset.filter(keep, batched=True, batch_size=prompts_per_generation), keep
-
-
-def train_grpo(recipe: Recipe, inputs: C.Inputs | None = None) -> dict[str, Any]:
-    trainer, processor = build_trainer(recipe, inputs)
-    C.record_recipe(recipe)
-    return C.train_and_save(trainer, recipe, processor)
+    return dataset.filter(keep, batched=True, batch_size=prompts_per_generation), [keep]

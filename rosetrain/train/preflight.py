@@ -45,13 +45,9 @@ def check_run(recipe: Recipe) -> Any:
 
 def trl_config(recipe: Recipe) -> Any:
     """The ``SFTConfig`` / ``GRPOConfig`` the trainer will get."""
-    if recipe.method == "sft":
-        from rosetrain.train.sft import trl_config as sft_config
+    from rosetrain.train import method_module
 
-        return sft_config(recipe)
-    from rosetrain.train.grpo import trl_config as grpo_config
-
-    return grpo_config(recipe)
+    return method_module(recipe.method).trl_config(recipe)
 
 
 # ----------------------------------------------------------------- settings
