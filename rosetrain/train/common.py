@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
+from rosetrain.errors import first_line
 from rosetrain.train import data as D
 from rosetrain.train.distributed import cpu_group_settings
 from rosetrain.train.recipe import Recipe, RecipeError, recipe_to_dict, valid_keys
@@ -138,7 +139,7 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
     except (TypeError, ValueError) as err:
         from rosetrain.train.preflight import name_recipe_keys
 
-        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        message = first_line(err)
         keys = name_recipe_keys(message, origins)
         raise RecipeError(f"{recipe.source}: {', '.join(keys) + ': ' if keys else ''}"
                           f"{config_class.__name__} rejects these settings: {message}") from None

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from rosetrain.errors import RosetrainError
+from rosetrain.errors import RosetrainError, first_line
 from rosetrain.protocol import TEMPLATES
 from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
 
@@ -58,7 +58,7 @@ def _check_parquet_footers(shards: list[str]) -> None:
         try:
             pq.read_schema(shard)
         except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = first_line(err)
             raise RecipeError(f"data.folder: {shard} is not a readable Parquet file ({first}); "
                               f"regenerate the folder with rosetrain generate") from None
 

@@ -16,7 +16,7 @@ import contextlib
 import os
 from typing import Any, Iterator
 
-from rosetrain.errors import RosetrainError
+from rosetrain.errors import RosetrainError, first_line
 
 
 def launched_world_size() -> int:
@@ -48,7 +48,7 @@ def check_distributed(args: Any) -> None:
     try:
         seen = args.world_size  # sets up the process group
     except (RuntimeError, ValueError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        first = first_line(err)
         raise RosetrainError(f"WORLD_SIZE={launched}: the processes could not form one distributed "
                              f"job ({first}); start them with torchrun or accelerate launch") from None
     if seen != launched:

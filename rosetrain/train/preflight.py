@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rosetrain.errors import RosetrainError
+from rosetrain.errors import RosetrainError, first_line
 from rosetrain.train.distributed import check_distributed
 from rosetrain.train.recipe import Recipe, RecipeError
 
@@ -111,7 +111,7 @@ def check_trackers(recipe: Recipe, args: Any) -> None:
         try:
             callback()  # checks that its package imports; a run starts only with training
         except (ImportError, RuntimeError) as err:
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = first_line(err)
             raise RecipeError(f"{recipe.source}: report_to: {callback.__name__} cannot start: {first}") from None
 
 
@@ -173,7 +173,7 @@ def _load_config(source: str, path: Path | None, trust_remote_code: bool) -> Any
     try:
         return AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        first = first_line(err)
         if path is not None:
             raise RecipeError(f"model: {path} is not a model folder: {first}") from None
         offline = " (offline)" if _offline() else ""
