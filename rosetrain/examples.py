@@ -53,11 +53,14 @@ def subset_name(family: str, config: dict | None = None, layout: str = "rosetrai
 
 def build_example(spec: Spec, seed: int, index: int, split: str, *,
                   heldout_family: str | None = None, render: bool = True,
-                  encode: Callable[[Image.Image], bytes] | None = None) -> Example:
+                  encode: Callable[[Image.Image], bytes] | None = None,
+                  scene: Scene | None = None) -> Example:
     """``encode`` (e.g. PNG): ``images`` holds each image's bytes, not the image;
     the writers need nothing else, and the last cue is then drawn on the base
-    image itself once the base is encoded, sparing a copy of the grid."""
-    scene = sample_scene(spec, seed, index, split)
+    image itself once the base is encoded, sparing a copy of the grid.
+    ``scene``: the scene ``sample_scene`` already gave a caller for these
+    arguments (a held-out check), so it is not sampled twice."""
+    scene = scene or sample_scene(spec, seed, index, split)
     level = next(lv for lv in spec.levels if lv.name == scene.level)
     records = scene_tasks(scene, level, split)
     images: dict[str, Any] = {}

@@ -180,9 +180,10 @@ def write_shard(job: GenerateJob, shard: int) -> int:
     from rosetrain.data.hf import SCHEMA, hf_row, png_bytes, rows_to_table
 
     indices = job.shard_indices(shard)
+    scenes = {}  # sampled for the check below: reused, not sampled again to draw them
     if job.exclude:  # prove disjointness before writing anything of this shard
         for index in indices:
-            scene = sample_scene(job.spec, job.seed, index, job.split)
+            scene = scenes[index] = sample_scene(job.spec, job.seed, index, job.split)
             if scene.fingerprint in job.exclude:
                 raise RosetrainError(f"scene {scene.scene_id} of {job.spec.path} (seed {job.seed}) is also "
                                      f"in the held-out split (fingerprint {scene.fingerprint}); "
@@ -198,7 +199,7 @@ def write_shard(job: GenerateJob, shard: int) -> int:
     try:
         for index in indices:
             example = build_example(job.spec, job.seed, index, job.split, heldout_family=job.heldout_family,
-                                    encode=png_bytes)
+                                    encode=png_bytes, scene=scenes.pop(index, None))
             encoded = example.images
             if "release" in job.formats:
                 for image_id, data in encoded.items():

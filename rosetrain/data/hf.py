@@ -123,9 +123,10 @@ def iter_rows(spec, seed: int, split: str, shards: Sequence[int] = tuple(range(S
     from rosetrain.scene import sample_scene
 
     for index in scene_indices(shards, start, stop):
-        if exclude and sample_scene(spec, seed, index, split).fingerprint in exclude:
+        scene = sample_scene(spec, seed, index, split) if exclude else None
+        if scene is not None and scene.fingerprint in exclude:
             continue  # checked before rendering: cheap
-        example = build_example(spec, seed, index, split, heldout_family=heldout_family)
+        example = build_example(spec, seed, index, split, heldout_family=heldout_family, scene=scene)
         for record in example.records:
             yield hf_row(record, example.images[record["image_id"]])
 
