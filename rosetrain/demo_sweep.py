@@ -128,11 +128,11 @@ def sweep_report(sweep: dict[str, Any]) -> str:
     n = len(sweep["per_seed"])
     lines = [
         "# rosetrain demo: seed sweep", "",
-        f"{n} seeds ({', '.join(map(str, sweep['seeds']))}); each row is one full demo run "
-        "(`seed-<n>/report.md`). PASS % on the held-out splits.", "",
+        (f"{n} seeds ({', '.join(map(str, sweep['seeds']))}); each row is one full demo run "
+         "(`seed-<n>/report.md`). PASS % on the held-out splits; min: minutes the run's stages took."), "",
         "In distribution: new scenes of the trained family (`heldout`).", "",
-        "| seed | base gap | SFT Action | final Action | majority Action | final gap | gap ratio "
-        "| Counting | min template margin | targets met | GRPO vs SFT, avg PASS [95% CI] | min |",
+        ("| seed | base gap | SFT Action | final Action | majority Action | final gap | gap ratio "
+         "| Counting | min template margin | targets met | GRPO vs SFT, avg PASS [95% CI] | min |"),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sweep["per_seed"]:
@@ -150,7 +150,7 @@ def sweep_report(sweep: dict[str, Any]) -> str:
     for key, s in sweep["spread"].items():
         fmt = (lambda v: f"{v:.2f}") if key == "gap_ratio" else _pct
         lines.append(f"| {key} | {fmt(s['mean'])} | {fmt(s['min'])} | {fmt(s['max'])} | {fmt(s['sd'])} |")
-    lines += ["", f"**{sweep['all_targets_met']} of {n} seeds met every target.** "
-              f"GRPO improved on SFT (paired CI above 0) on {sweep['grpo_better']} of "
-              f"{sweep['grpo_runs']} seeds.", ""]
+    lines += ["", (f"**{sweep['all_targets_met']} of {n} seeds met every target.** "
+                   f"GRPO improved on SFT (paired CI above 0) on {sweep['grpo_better']} of "
+                   f"{sweep['grpo_runs']} seeds."), ""]
     return "\n".join(lines)

@@ -40,7 +40,7 @@ def demo_run(tmp_path_factory):
 
 
 def test_summary_and_report(demo_run):
-    out, summary = demo_run
+    out, _ = demo_run
     on_disk = json.loads((out / "summary.json").read_text())
     assert set(on_disk["stages"]) == {"base", "sft", "grpo"}
     for stage in on_disk["stages"].values():
@@ -95,7 +95,7 @@ def test_sweep_report_counts_seeds_and_spread(demo_run, tmp_path):
     from rosetrain.demo_sweep import parse_seeds, summarize_sweep, sweep_report
 
     assert parse_seeds("0-2,5,1") == [0, 1, 2, 5]
-    out, summary = demo_run
+    _, summary = demo_run
     other = json.loads(json.dumps(summary))
     other["seed"] = 1
     for target in other["targets"].values():

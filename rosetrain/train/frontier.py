@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import collections
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import SHORT_NAME
