@@ -20,7 +20,8 @@ def small_config(out, base):
 
 def plain_grpo_recipe(folder):
     """The demo's GRPO recipe without frontier prompts: an untrained tiny model
-    passes nothing, so it has no frontier (tests/test_frontier.py covers that)."""
+    has no frontier, and the filter would sample 128 prompts before stepping
+    aside (tests/test_frontier.py covers that)."""
     from rosetrain.demo import RECIPES
 
     path = Path(folder) / "demo-grpo-plain.yaml"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,12 @@ from typing import Any
 from rosetrain.errors import RosetrainError
 from rosetrain.protocol import SHORT_NAME
 
+logger = logging.getLogger("rosetrain.train")
 FRONTIER_LOG = "frontier.jsonl"
-MAX_REJECTED_IN_A_ROW = 512  # a policy with no frontier left: stop with a clear error, not spin
+# At the demo's ~55% acceptance, 128 dead prompts in a row happen by chance with
+# probability ~0.45**128: the policy has no frontier left (or never had one, as
+# an untrained model). Filtering then stops, with a warning, instead of spinning.
+MAX_REJECTED_IN_A_ROW = 128
 
 
 class FrontierFilter:
@@ -49,17 +54,31 @@ class FrontierFilter:
         self.trainer: Any = None  # set once the trainer exists: its model is the live policy
         self.cache = ScoreCache()
         self.rejected_in_a_row = 0
+        self.exhausted = False
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
         rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
+        if self.exhausted:
+            return [True] * len(rows)
         passes = self.pass_counts(rows)
         keep = [0 < p < self.samples for p in passes]
         self.record(rows, passes)
         self.rejected_in_a_row = 0 if any(keep) else self.rejected_in_a_row + len(rows)
         if self.rejected_in_a_row >= MAX_REJECTED_IN_A_ROW:
-            raise RosetrainError(f"grpo.frontier: the policy passed all or none of its samples on the last "
-                                 f"{self.rejected_in_a_row} prompts; no frontier left to train on")
+            self.stop_filtering()
+            return [True] * len(rows)
         return keep
+
+    def stop_filtering(self) -> None:
+        self.exhausted = True
+        message = (f"grpo.frontier: the policy passed all or none of its samples on the last "
+                   f"{self.rejected_in_a_row} prompts: no frontier left; training goes on without the filter")
+        logger.warning(message)
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"step": self.step(), "exhausted": message}) + "\n")
+
+    def step(self) -> int | None:
+        return getattr(getattr(self.trainer, "state", None), "global_step", None)
 
     def pass_counts(self, rows: Sequence[Mapping[str, Any]]) -> list[int]:
         from rosetrain.train.rewards import GOLD_COLUMNS
@@ -102,9 +121,8 @@ class FrontierFilter:
             template = SHORT_NAME.get(row["task_template"], row["task_template"])
             outcome = "all_fail" if p == 0 else "all_pass" if p == self.samples else "live"
             counts[template].update({"seen": 1, outcome: 1})
-        step = getattr(getattr(self.trainer, "state", None), "global_step", None)
         with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"step": step, "templates": counts}, sort_keys=True) + "\n")
+            handle.write(json.dumps({"step": self.step(), "templates": counts}, sort_keys=True) + "\n")
 
 
 def frontier_summary(output_dir: str | Path) -> dict[str, Any]:
@@ -113,6 +131,6 @@ def frontier_summary(output_dir: str | Path) -> dict[str, Any]:
     path = Path(output_dir) / FRONTIER_LOG
     if path.exists():
         for line in path.read_text().splitlines():
-            for template, counts in json.loads(line)["templates"].items():
+            for template, counts in json.loads(line).get("templates", {}).items():
                 totals[template].update(counts)
     return {t: {**c, "live_share": round(c["live"] / c["seen"], 4)} for t, c in sorted(totals.items())}

@@ -115,7 +115,8 @@ class GrpoConfig:
                                 "candidate prompt with the live policy and drops the rest, refilled from the "
                                 "unlimited spec stream, as DAPO's dynamic sampling; needs data.spec; costs one "
                                 "extra round of sampling per candidate; counts per template in "
-                                "OUTPUT_DIR/frontier.jsonl (rosetrain.train.frontier)")
+                                "OUTPUT_DIR/frontier.jsonl (rosetrain.train.frontier); after 128 dead "
+                                "prompts in a row (e.g. an untrained policy) it stops filtering, with a warning")
 
     def __post_init__(self) -> None:
         if self.num_generations < 2:
