@@ -66,6 +66,14 @@ def test_merge_refuses_a_missing_job(tmp_path, one_machine, three_jobs, capsys):
     assert not (tmp_path / "merged").exists()
 
 
+def test_merge_refuses_to_merge_into_a_job_folder(one_machine, three_jobs, capsys):
+    spec, _ = one_machine
+    before = tree_digest(three_jobs[0])
+    assert main(command(spec, three_jobs[0], "--merge", *map(str, three_jobs), "--overwrite")) == 2
+    assert "is also --out" in capsys.readouterr().err
+    assert tree_digest(three_jobs[0]) == before
+
+
 def test_merge_refuses_jobs_of_another_command(tmp_path, one_machine, three_jobs, capsys):
     spec, _ = one_machine
     other = command(spec, tmp_path / "merged", "--merge", *map(str, three_jobs))

@@ -54,6 +54,8 @@ def shard_owners(job: GenerateJob, folders: list[Path]) -> dict[int, Path]:
     jobs: dict[int, Path] = {}
     total = None
     for folder in folders:
+        if folder.resolve() == job.out_dir.resolve():  # --overwrite would delete what it merges
+            raise RosetrainError(f"--merge: {folder} is also --out; merge into a folder of its own")
         k, n = _finished_shard_job(job, folder)
         if total not in (None, n):
             raise RosetrainError(f"--merge: {folder} is job {k}/{n}, the others are of {total} jobs")
