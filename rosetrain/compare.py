@@ -248,7 +248,7 @@ def region_case_breakdown(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str,
 def _plain(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
     before = mean(b["pass"] for b, _ in pairs)
     after = mean(a["pass"] for _, a in pairs)
-    delta = None if before is None else after - before
+    delta = None if before is None or after is None else after - before
     return {"n": len(pairs), "before": before, "after": after, "delta": delta}
 
 

@@ -26,7 +26,7 @@ from rosetrain.scoring.files import jsonl_text
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
 
 
-def prediction_row(item_id: str, raw_text: str | None, model: str,
+def prediction_row(item_id: str, raw_text: str | None, model: str | None,
                    error: str | None = None, data_fingerprint: str | None = None
                    ) -> dict[str, Any]:
     row = {"item_id": item_id, "raw_text": raw_text, "model": model, "error": error}

@@ -81,6 +81,7 @@ def choose_level(spec: Spec, index: int, rng: random.Random) -> LevelSpec:
     draw by weight among the others."""
     start = 0
     for level in spec.levels[:-1] if spec.curriculum == "staged" else spec.warmup_levels:
+        assert level.scenes is not None  # Spec validation: staged and warm-up levels set it
         start += level.scenes
         if index < start:
             return level

@@ -126,7 +126,7 @@ def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: b
 
 def _single(params: dict) -> dict:
     """Shrink bounds to their first row/column: never the whole grid."""
-    out = {}
+    out: dict[str, int] = {}
     if "r1" in params:
         out.update(r2=params["r1"])
     if "c1" in params:

@@ -22,7 +22,8 @@ def is_errored(row: Mapping[str, Any]) -> bool:
 
 def split_errored(rows: Iterable[Mapping[str, Any]]) -> tuple[list, list]:
     """(answered rows, errored rows), each in the given order."""
-    answered, errored = [], []
+    answered: list[Mapping[str, Any]] = []
+    errored: list[Mapping[str, Any]] = []
     for row in rows:
         (errored if is_errored(row) else answered).append(row)
     return answered, errored

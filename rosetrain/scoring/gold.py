@@ -33,7 +33,7 @@ def _fail(item_id: object, field: str, problem: str) -> RosetrainError:
 
 
 def _int_field(gold: Mapping, field: str, item_id: object) -> int:
-    value = gold.get(field)
+    value: Any = gold.get(field)
     if isinstance(value, bool):
         raise _fail(item_id, field, f"must be an integer, got {value!r}")
     try:

@@ -70,7 +70,7 @@ class ParsedAnswer(NamedTuple):
     valid: bool
     error: str | None = None
     clicks: tuple[Cell, ...] = ()
-    count: int | None = None
+    count: int | None = None  # type: ignore[assignment]  # shadows tuple.count: the answer's n
     invalid_tokens: tuple[str, ...] = ()
     detail: str | None = None
 

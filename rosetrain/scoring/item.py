@@ -161,7 +161,7 @@ def score_parsed(gold: Gold, parsed: ParsedAnswer, raw_text: object = None,
         precision, recall, f1 = _prf(pred_set, gold_set)
         iou = _iou(pred_set, gold_set)
         same = pred_set == gold_set
-        passed = int(clean and same and (mode == CLICK or (submit == gold.gold_count and consistent)))
+        passed = int(bool(clean and same and (mode == CLICK or (submit == gold.gold_count and consistent))))
         click = {"invalid_coordinate_count": len(invalid_clicks), "duplicate_click_count": duplicates,
                  "click_exact_set": int(same), "click_exact_set_strict": int(clean and same),
                  "click_precision": precision, "click_recall": recall, "click_f1": f1,
@@ -169,7 +169,7 @@ def score_parsed(gold: Gold, parsed: ParsedAnswer, raw_text: object = None,
                  "click_iou_strict": iou if clean else 0.0}
         soft = click["click_f1_strict"]
         if mode == CLICK_COUNT:
-            soft = (soft + counts["count_soft"] + float(consistent)) / 3.0
+            soft = (soft + counts["count_soft"] + float(bool(consistent))) / 3.0
 
     row = {
         "item_id": gold.official["item_id"], "scene_id": gold.official["scene_id"],
