@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 LOCK   := requirements/lock.txt
 
-.PHONY: install fonts demo test bench clean lock check-extras
+.PHONY: install fonts demo test lint bench clean lock check-extras
 
 fonts:
 	@if ! fc-list 2>/dev/null | grep -qi "Noto Color Emoji" || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; then \
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PIP) install -q --upgrade pip
 	# torch first, at the lock's version: pip takes the build that lies on this disk (see README)
 	$(PIP) install -q -c $(LOCK) torch torchvision
-	$(PIP) install -q -c $(LOCK) -e ".[test,ray]"  # ray: the --engine ray test
+	$(PIP) install -q -c $(LOCK) -e ".[test,ray,lint]"  # ray: the --engine ray test
 	touch $(STAMP)
 
 install: fonts $(STAMP)
@@ -32,6 +32,12 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
+# ruff (format + lint) over the repository, mypy over the core modules ([tool.mypy] files)
+lint: install
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
 bench: install
 	$(PY) benchmarks/generate.py
 	$(PY) benchmarks/score.py
@@ -39,7 +45,7 @@ bench: install
 	$(PY) benchmarks/eval_openai.py
 
 # after moving .venv to newer releases and passing the tests: pin them (the header is kept).
-# pip freeze takes everything in .venv: leave linters and other tools out of it
+# pip freeze takes everything in .venv: leave tools the project does not install out of it
 lock:
 	{ sed -n '1,/^$$/p' $(LOCK); $(PIP) freeze --exclude-editable; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)

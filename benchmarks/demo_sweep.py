@@ -8,6 +8,7 @@ Roughly an hour on two cores for 5 seeds with ``--jobs 2``.
 
     python benchmarks/demo_sweep.py [--seeds 0-4] [--jobs 2] [--out runs/bench-demo-sweep]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,16 +33,40 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench-demo-sweep"))
     args = parser.parse_args()
-    subprocess.run([sys.executable, "-m", "rosetrain", "demo", "--out", args.out, "--seeds", args.seeds,
-                    "--jobs", str(args.jobs), "--threads", "1", "--no-progress"], check=True, cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rosetrain",
+            "demo",
+            "--out",
+            args.out,
+            "--seeds",
+            args.seeds,
+            "--jobs",
+            str(args.jobs),
+            "--threads",
+            "1",
+            "--no-progress",
+        ],
+        check=True,
+        cwd=ROOT,
+    )
     sweep = json.loads((Path(args.out) / "sweep.json").read_text())
     rows, n = sweep["per_seed"], len(sweep["per_seed"])
     checks = {
-        f"seeds meeting every target >= 4/5 of {n}": (sweep["all_targets_met"], sweep["all_targets_met"] >= 0.8 * n),
+        f"seeds meeting every target >= 4/5 of {n}": (
+            sweep["all_targets_met"],
+            sweep["all_targets_met"] >= 0.8 * n,
+        ),
         f"GRPO >= +{GRPO_MIN_GAIN:.0%} with CI > 0 on >= 3/5 of {n}": (
-            sum(map(grpo_better, rows)), sum(map(grpo_better, rows)) >= 0.6 * n),
+            sum(map(grpo_better, rows)),
+            sum(map(grpo_better, rows)) >= 0.6 * n,
+        ),
         f"slowest run <= {MAX_MINUTES} min (with --jobs {args.jobs})": (
-            max(r["minutes"] for r in rows), max(r["minutes"] for r in rows) <= MAX_MINUTES),
+            max(r["minutes"] for r in rows),
+            max(r["minutes"] for r in rows) <= MAX_MINUTES,
+        ),
     }
     for name, (value, ok) in checks.items():
         print(f"{'PASS' if ok else 'FAIL'}  {name}: {value}")

@@ -14,6 +14,7 @@ that floor.
 
     python benchmarks/eval_openai.py [--scenes 20] [--latency-s 0.1] [--concurrency 1 2 4 8 16]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,9 @@ def serve(latency_s: float) -> None:
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
             time.sleep(latency_s)  # the model "thinking"
-            body = json.dumps({"choices": [{"index": 0, "message": {
-                "role": "assistant", "content": "DONE"}}]}).encode("utf-8")
+            body = json.dumps(
+                {"choices": [{"index": 0, "message": {"role": "assistant", "content": "DONE"}}]}
+            ).encode("utf-8")
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -56,9 +58,18 @@ def run_eval(data: Path, out: Path, base_url: str, concurrency: int) -> tuple[in
     from rosetrain.commands.evaluate import evaluate
 
     started = time.perf_counter()
-    summary = evaluate("bench", data, "test", out, runner="openai", base_url=base_url,
-                       concurrency=concurrency, batch_size=concurrency, progress=False,
-                       runner_options={"max_retries": 0})
+    summary = evaluate(
+        "bench",
+        data,
+        "test",
+        out,
+        runner="openai",
+        base_url=base_url,
+        concurrency=concurrency,
+        batch_size=concurrency,
+        progress=False,
+        runner_options={"max_retries": 0},
+    )
     return summary["n"], time.perf_counter() - started
 
 
@@ -76,24 +87,46 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="rosetrain-bench-eval-") as tmp:
         data = Path(tmp) / "data"
-        cli(["generate", "--spec", str(ROOT / "generators/smoke.yaml"), "--out", str(data),
-             "--split", "test", "--scenes", str(args.scenes), "--formats", "release",
-             "--num-proc", "1", "--quiet"])
-        server = subprocess.Popen([sys.executable, __file__, "--serve", "--latency-s",
-                                   str(args.latency_s)], stdout=subprocess.PIPE, text=True)
+        cli(
+            [
+                "generate",
+                "--spec",
+                str(ROOT / "generators/smoke.yaml"),
+                "--out",
+                str(data),
+                "--split",
+                "test",
+                "--scenes",
+                str(args.scenes),
+                "--formats",
+                "release",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        server = subprocess.Popen(
+            [sys.executable, __file__, "--serve", "--latency-s", str(args.latency_s)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             base_url = f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1"
             print(f"server latency {args.latency_s * 1000:.0f} ms per request")
-            print(f"{'concurrency':>11s} {'items':>6s} {'seconds':>8s} {'items/s':>8s} "
-                  f"{'speed-up':>8s} {'floor/s':>8s} {'ratio':>6s}")
+            print(
+                f"{'concurrency':>11s} {'items':>6s} {'seconds':>8s} {'items/s':>8s} "
+                f"{'speed-up':>8s} {'floor/s':>8s} {'ratio':>6s}"
+            )
             first_rate = None
             for concurrency in args.concurrency:
                 n, seconds = run_eval(data, Path(tmp) / f"run-{concurrency}", base_url, concurrency)
                 rate = n / seconds
                 first_rate = first_rate or rate
                 floor = concurrency / args.latency_s
-                print(f"{concurrency:>11d} {n:>6d} {seconds:>8.2f} {rate:>8.1f} "
-                      f"{rate / first_rate:>7.2f}x {floor:>8.1f} {rate / floor:>6.2f}")
+                print(
+                    f"{concurrency:>11d} {n:>6d} {seconds:>8.2f} {rate:>8.1f} "
+                    f"{rate / first_rate:>7.2f}x {floor:>8.1f} {rate / floor:>6.2f}"
+                )
         finally:
             server.terminate()
             server.wait(timeout=10)

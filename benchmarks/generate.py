@@ -13,6 +13,7 @@ R times and keeps each side's least CPU time (other jobs only ever add to it).
 
     python benchmarks/generate.py [--scenes 300] [--num-proc N] [--repeat R]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,23 @@ def children_cpu() -> float:
 
 def run_generate(spec: str, out: Path, scenes: int, num_proc: int) -> tuple[dict, float, float]:
     """`rosetrain generate` in a child process: (summary, CPU s of it and its workers, wall s)."""
-    command = [sys.executable, "-m", "rosetrain", "generate", "--spec", spec, "--out", str(out),
-               "--split", "test", "--scenes", str(scenes), "--num-proc", str(num_proc), "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "rosetrain",
+        "generate",
+        "--spec",
+        spec,
+        "--out",
+        str(out),
+        "--split",
+        "test",
+        "--scenes",
+        str(scenes),
+        "--num-proc",
+        str(num_proc),
+        "--quiet",
+    ]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     cpu, wall = children_cpu(), time.perf_counter()
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
@@ -93,18 +109,26 @@ def main() -> None:
 
     rows, scenes = summary["rows"], args.scenes
     print(f"scenes={scenes} processes={args.num_proc} tasks={rows} images={n_images}")
-    print(f"rosetrain generate: {rows / ours_cpu:.1f} tasks/s, {n_images / ours_cpu:.1f} images/s "
-          f"per CPU second ({ours_cpu:.2f} CPU s; wall {ours_wall:.1f} s: "
-          f"{rows / ours_wall:.1f} tasks/s, {n_images / ours_wall:.1f} images/s)")
-    print(f"floor (the same images, PNG-encoded in memory): {n_images / floor_cpu:.1f} images/s per "
-          f"CPU second ({floor_cpu:.2f} CPU s; wall {floor_wall:.1f} s)")
-    print(f"ratio: {floor_cpu / ours_cpu:.2f} of the floor in CPU time (target >= 0.80; "
-          f"least of {args.repeat} runs each; all runs: ours {[round(c, 2) for c, _ in ours]}, "
-          f"floor {[round(c, 2) for c, _ in floors]} CPU s)")
+    print(
+        f"rosetrain generate: {rows / ours_cpu:.1f} tasks/s, {n_images / ours_cpu:.1f} images/s "
+        f"per CPU second ({ours_cpu:.2f} CPU s; wall {ours_wall:.1f} s: "
+        f"{rows / ours_wall:.1f} tasks/s, {n_images / ours_wall:.1f} images/s)"
+    )
+    print(
+        f"floor (the same images, PNG-encoded in memory): {n_images / floor_cpu:.1f} images/s per "
+        f"CPU second ({floor_cpu:.2f} CPU s; wall {floor_wall:.1f} s)"
+    )
+    print(
+        f"ratio: {floor_cpu / ours_cpu:.2f} of the floor in CPU time (target >= 0.80; "
+        f"least of {args.repeat} runs each; all runs: ours {[round(c, 2) for c, _ in ours]}, "
+        f"floor {[round(c, 2) for c, _ in floors]} CPU s)"
+    )
     if args.num_proc == 1:  # with more processes, wall time also counts idle and busy cores
         print(f"ratio in wall time: {floor_wall / ours_wall:.2f} (one process each)")
-    print(f"per scene: {1000 * ours_cpu / scenes:.1f} CPU ms, PNG {png_total / scenes / 1024:.1f} KiB, "
-          f"Parquet {parquet_total / scenes / 1024:.1f} KiB, {rows / scenes:.1f} tasks")
+    print(
+        f"per scene: {1000 * ours_cpu / scenes:.1f} CPU ms, PNG {png_total / scenes / 1024:.1f} KiB, "
+        f"Parquet {parquet_total / scenes / 1024:.1f} KiB, {rows / scenes:.1f} tasks"
+    )
     print(f"peak RSS of any generate process: {peak_mib:.0f} MiB")
 
 

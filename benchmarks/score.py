@@ -17,6 +17,7 @@ and the official evaluator's time over rosetrain's (the target: >= 5).
 
     python benchmarks/score.py [--items 51000] [--repeat 3] [--official PATH/evaluate_rose.py]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,12 @@ def build_split(folder: Path, items: int, seed: int) -> tuple[Path, Path]:
     metadata.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     with predictions.open("w", encoding="utf-8") as handle:
         for record in records:
-            row = {"item_id": record["item_id"], "raw_text": _answer(record, rng),
-                   "model": "bench", "error": None}
+            row = {
+                "item_id": record["item_id"],
+                "raw_text": _answer(record, rng),
+                "model": "bench",
+                "error": None,
+            }
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     return metadata, predictions
 
@@ -98,9 +103,16 @@ def _answer(record, rng: random.Random) -> str | None:
         return answer
     if roll < 0.75:
         return _wrong(record, rng)
-    return rng.choice([f"The answer is {answer}.", "", None, answer[: len(answer) // 2],
-                       answer.lower().replace(",", " , ").replace("(", "( "),
-                       "I think there are several odd cells here; " * 20])
+    return rng.choice(
+        [
+            f"The answer is {answer}.",
+            "",
+            None,
+            answer[: len(answer) // 2],
+            answer.lower().replace(",", " , ").replace("(", "( "),
+            "I think there are several odd cells here; " * 20,
+        ]
+    )
 
 
 def timed(command: list[str]) -> tuple[float, float]:
@@ -119,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=51_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--official", type=Path, default=None,
-                        help="the official evaluator (demo/evaluate_rose.py of ROSE-v0.1)")
+    parser.add_argument(
+        "--official",
+        type=Path,
+        default=None,
+        help="the official evaluator (demo/evaluate_rose.py of ROSE-v0.1)",
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,13 +145,32 @@ def main(argv: list[str] | None = None) -> int:
         py = sys.executable
         commands = {
             "floor": [py, "-c", FLOOR, str(metadata), str(predictions), str(folder / "floor.jsonl")],
-            "rosetrain": [py, "-m", "rosetrain", "score", "--data", str(folder), "--predictions",
-                          str(predictions), "--out", str(folder / "rosetrain")],
+            "rosetrain": [
+                py,
+                "-m",
+                "rosetrain",
+                "score",
+                "--data",
+                str(folder),
+                "--predictions",
+                str(predictions),
+                "--out",
+                str(folder / "rosetrain"),
+            ],
         }
         if args.official is not None:
-            commands["official"] = [py, str(args.official), "--dataset_root", str(folder),
-                                    "--predictions", str(predictions), "--split", "test",
-                                    "--out_dir", str(folder / "official")]
+            commands["official"] = [
+                py,
+                str(args.official),
+                "--dataset_root",
+                str(folder),
+                "--predictions",
+                str(predictions),
+                "--split",
+                "test",
+                "--out_dir",
+                str(folder / "official"),
+            ]
         wall = {name: float("inf") for name in commands}
         cpu = dict(wall)
         for _ in range(args.repeat):
@@ -144,14 +179,20 @@ def main(argv: list[str] | None = None) -> int:
                 wall[name], cpu[name] = min(wall[name], took[0]), min(cpu[name], took[1])
     print(f"items: {args.items:,} (whole processes, best of {args.repeat}; wall s / CPU s)")
     print(f"figure: rosetrain score {wall['rosetrain']:.2f} / {cpu['rosetrain']:.2f}")
-    print(f"floor:  {wall['floor']:.2f} / {cpu['floor']:.2f} "
-          f"(start, orjson read of both files, one line per item)")
-    print(f"ratio:  {wall['rosetrain'] / wall['floor']:.2f} wall, "
-          f"{cpu['rosetrain'] / cpu['floor']:.2f} CPU (rosetrain / floor)")
+    print(
+        f"floor:  {wall['floor']:.2f} / {cpu['floor']:.2f} "
+        f"(start, orjson read of both files, one line per item)"
+    )
+    print(
+        f"ratio:  {wall['rosetrain'] / wall['floor']:.2f} wall, "
+        f"{cpu['rosetrain'] / cpu['floor']:.2f} CPU (rosetrain / floor)"
+    )
     if "official" in wall:
-        print(f"official evaluator: {wall['official']:.2f} / {cpu['official']:.2f}; speed-up "
-              f"{wall['official'] / wall['rosetrain']:.2f}x wall, "
-              f"{cpu['official'] / cpu['rosetrain']:.2f}x CPU (target >= 5)")
+        print(
+            f"official evaluator: {wall['official']:.2f} / {cpu['official']:.2f}; speed-up "
+            f"{wall['official'] / wall['rosetrain']:.2f}x wall, "
+            f"{cpu['official'] / cpu['rosetrain']:.2f}x CPU (target >= 5)"
+        )
     return 0
 
 

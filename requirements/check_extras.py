@@ -10,6 +10,7 @@ of this machine's pip sees (its indexes and caps). One line per extra names the
 versions chosen for the packages that decide compatibility; the exit status is
 1 if any extra fails to resolve, with pip's explanation.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,22 @@ def resolve(extra: str | None) -> tuple[dict[str, str] | None, str]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-             "--disable-pip-version-check", "--report", str(report), target],
-            capture_output=True, text=True)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--dry-run",
+                "--ignore-installed",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--report",
+                str(report),
+                target,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             # pip also warns about every local index folder a name is missing from
             lines = [line for line in done.stderr.splitlines() if "is ignored: it is neither" not in line]

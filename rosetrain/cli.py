@@ -5,6 +5,7 @@ functions, ``add_arguments(parser)`` and ``run(args) -> int``. Modules are
 imported only when their command runs, and import torch/transformers/trl only
 inside ``run``, so ``rosetrain generate`` and ``rosetrain score`` start fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,10 @@ COMMANDS = {
     "score": ("rosetrain.commands.score", "score predictions against a split"),
     "eval": ("rosetrain.commands.evaluate", "run a model over a split, then score it"),
     "compare": ("rosetrain.commands.compare", "compare two scored runs item by item"),
-    "tiny-model": ("rosetrain.commands.tiny_model", "build a tiny Qwen2-VL, Qwen2.5-VL or Qwen3-VL model offline"),
+    "tiny-model": (
+        "rosetrain.commands.tiny_model",
+        "build a tiny Qwen2-VL, Qwen2.5-VL or Qwen3-VL model offline",
+    ),
     "train": ("rosetrain.commands.train", "LoRA/full SFT or GRPO through TRL from a recipe"),
     "demo": ("rosetrain.commands.demo", "the end-to-end demo: base, SFT, GRPO, compare"),
 }
@@ -56,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rosetrain {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\nrosetrain {args.command}: interrupted; run the same command again to resume",
-              file=sys.stderr)
+        print(
+            f"\nrosetrain {args.command}: interrupted; run the same command again to resume", file=sys.stderr
+        )
         return 130

@@ -14,22 +14,30 @@ readers can index it; both entries are None where the figure is undefined
 failed in either run are left out of the pairs and counted in
 ``errored_excluded``; runs scored on different data are refused.
 """
+
 from __future__ import annotations
 
 import json
 import os
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from rosetrain.data.release import short_fingerprint
 from rosetrain.errors import RosetrainError
 from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
+from rosetrain.protocol import (
+    ACTION_TEMPLATES,
+    COUNTING_TEMPLATES,
+    GLOBAL,
+    MAIN_TEMPLATES,
+    REGION_CASES,
+    SHORT_NAME,
+)
 from rosetrain.report_html import markdown_to_html
-from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, GLOBAL, MAIN_TEMPLATES,
-                                REGION_CASES, SHORT_NAME)
 from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import SUMMARY_FILE, json_text, read_scored_rows
 from rosetrain.scoring.gold import normalize_region_case
@@ -51,13 +59,16 @@ def pair_runs(before: Sequence[Mapping], after: Sequence[Mapping]) -> list[tuple
             f"the runs cover different items: before has {len(before_by_id)}, after has "
             f"{len(after_by_id)}; only in before: {len(only_before)} "
             f"(first: {', '.join(only_before[:SHOWN_IDS]) or '-'}); only in after: "
-            f"{len(only_after)} (first: {', '.join(only_after[:SHOWN_IDS]) or '-'})")
+            f"{len(only_after)} (first: {', '.join(only_after[:SHOWN_IDS]) or '-'})"
+        )
     pairs = []
     for item_id, row in before_by_id.items():
         other = after_by_id[item_id]
         if row["task_template"] != other["task_template"]:
-            raise RosetrainError(f"item {item_id!r} is {row['task_template']} in before but "
-                                 f"{other['task_template']} in after: not the same split")
+            raise RosetrainError(
+                f"item {item_id!r} is {row['task_template']} in before but "
+                f"{other['task_template']} in after: not the same split"
+            )
         pairs.append((row, other))
     return pairs
 
@@ -84,20 +95,24 @@ def same_data(before_run: str | os.PathLike, after_run: str | os.PathLike) -> st
         raise RosetrainError(
             f"the runs were scored on different data: {before_run} on data "
             f"{short_fingerprint(before)}, {after_run} on data {short_fingerprint(after)}; "
-            "compare runs of the same split")
+            "compare runs of the same split"
+        )
     return before or after
 
 
-def drop_errored(pairs: Sequence[tuple[Mapping, Mapping]]
-                 ) -> tuple[list[tuple[Mapping, Mapping]], dict[str, int]]:
+def drop_errored(
+    pairs: Sequence[tuple[Mapping, Mapping]],
+) -> tuple[list[tuple[Mapping, Mapping]], dict[str, int]]:
     """The pairs where both runs have an answer, and how many errored items were left out.
 
     An item whose request failed in either run says nothing about the model, so
     it leaves the paired comparison (``rosetrain.scoring.errored``)."""
     kept = [(b, a) for b, a in pairs if not is_errored(b) and not is_errored(a)]
-    excluded = {"before": sum(is_errored(b) for b, _ in pairs),
-                "after": sum(is_errored(a) for _, a in pairs),
-                "pairs": len(pairs) - len(kept)}
+    excluded = {
+        "before": sum(is_errored(b) for b, _ in pairs),
+        "after": sum(is_errored(a) for _, a in pairs),
+        "pairs": len(pairs) - len(kept),
+    }
     return kept, excluded
 
 
@@ -115,8 +130,7 @@ def figures(rows: Sequence[Mapping]) -> dict[str, Any]:
     per_template = defaultdict(list)
     for row in rows:
         per_template[row["task_template"]].append(row)
-    table = {t: {"pass": subset_macro(per_template[t], "pass")}
-             for t in template_order(per_template)}
+    table = {t: {"pass": subset_macro(per_template[t], "pass")} for t in template_order(per_template)}
     return {"templates": {t: v["pass"] for t, v in table.items()}, **headline(table)}
 
 
@@ -154,7 +168,7 @@ class _SceneTable:
             items = w @ self.items[stratum]
             with np.errstate(invalid="ignore", divide="ignore"):
                 rates.append(np.where(items > 0, passed / items, np.nan))
-        return _nanmean(np.stack(rates), axis=0)        # over (subsets, resamples, templates)
+        return _nanmean(np.stack(rates), axis=0)  # over (subsets, resamples, templates)
 
 
 def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
@@ -166,6 +180,7 @@ def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
 
 def _headline_arrays(rates: np.ndarray, templates: Sequence[str]) -> dict[str, np.ndarray]:
     """The headline figures per resample from (resamples, templates) rates."""
+
     def avg(group):
         cols = [templates.index(t) for t in group if t in templates]
         if not cols:
@@ -173,12 +188,17 @@ def _headline_arrays(rates: np.ndarray, templates: Sequence[str]) -> dict[str, n
         return _nanmean(rates[:, cols], axis=1)
 
     counting, action = avg(COUNTING_TEMPLATES), avg(ACTION_TEMPLATES)
-    return {"counting_avg": counting, "action_avg": action,
-            "avg_pass": avg(MAIN_TEMPLATES), "gap": counting - action}
+    return {
+        "counting_avg": counting,
+        "action_avg": action,
+        "avg_pass": avg(MAIN_TEMPLATES),
+        "gap": counting - action,
+    }
 
 
-def bootstrap(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000,
-              seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+def bootstrap(
+    pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000, seed: int = 0
+) -> dict[str, dict[str, np.ndarray]]:
     """Resampled values: name -> {"before", "after"} arrays of shape (resamples,)."""
     templates = template_order(b["task_template"] for b, _ in pairs)
     table = _SceneTable(pairs, templates)
@@ -186,16 +206,17 @@ def bootstrap(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000,
     out: dict[str, dict[str, list]] = defaultdict(lambda: {"before": [], "after": []})
     for start in range(0, resamples, CHUNK):
         size = min(CHUNK, resamples - start)
-        weights = [rng.multinomial(len(s), np.full(len(s), 1.0 / len(s)), size=size).astype(float)
-                   for s in table.strata]
+        weights = [
+            rng.multinomial(len(s), np.full(len(s), 1.0 / len(s)), size=size).astype(float)
+            for s in table.strata
+        ]
         for run in ("before", "after"):
             rates = table.template_rates(weights, run)
             for k, template in enumerate(templates):
                 out[template][run].append(rates[:, k])
             for name, values in _headline_arrays(rates, templates).items():
                 out[name][run].append(values)
-    return {name: {run: np.concatenate(chunks) for run, chunks in runs.items()}
-            for name, runs in out.items()}
+    return {name: {run: np.concatenate(chunks) for run, chunks in runs.items()} for name, runs in out.items()}
 
 
 NO_INTERVAL = (None, None)
@@ -225,17 +246,25 @@ def mcnemar_p(pairs: Sequence[tuple[Mapping, Mapping]]) -> tuple[float, int, int
 
 def _entry(before: float | None, after: float | None, samples: Mapping[str, np.ndarray]) -> dict:
     delta = None if before is None or after is None else after - before
-    return {"before": before, "after": after, "delta": delta,
-            "ci95": _interval(None if delta is None else samples["after"] - samples["before"]),
-            "ci95_before": _interval(samples["before"]), "ci95_after": _interval(samples["after"])}
+    return {
+        "before": before,
+        "after": after,
+        "delta": delta,
+        "ci95": _interval(None if delta is None else samples["after"] - samples["before"]),
+        "ci95_before": _interval(samples["before"]),
+        "ci95_after": _interval(samples["after"]),
+    }
 
 
 def region_case_breakdown(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
     """Plain PASS means of the local tasks by zero/partial/all, per action template too."""
     result = {}
     for case in REGION_CASES:
-        kept = [(b, a) for b, a in pairs
-                if b["region_type"] != GLOBAL and normalize_region_case(b["region_case"]) == case]
+        kept = [
+            (b, a)
+            for b, a in pairs
+            if b["region_type"] != GLOBAL and normalize_region_case(b["region_case"]) == case
+        ]
         per_template = {}
         for template in ACTION_TEMPLATES:
             rows = [(b, a) for b, a in kept if b["task_template"] == template]
@@ -252,8 +281,9 @@ def _plain(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
     return {"n": len(pairs), "before": before, "after": after, "delta": delta}
 
 
-def compare_pairs(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000,
-                  seed: int = 0) -> dict[str, Any]:
+def compare_pairs(
+    pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000, seed: int = 0
+) -> dict[str, Any]:
     """compare.json's figures (without paths) from paired rows."""
     if not pairs:
         raise RosetrainError("nothing to compare: the runs hold no items")
@@ -264,34 +294,54 @@ def compare_pairs(pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 200
     for template, value in before["templates"].items():
         subset = [(b, a) for b, a in pairs if b["task_template"] == template]
         p, only_before, only_after = mcnemar_p(subset)
-        templates[template] = {"short": SHORT_NAME.get(template, template), "n": len(subset),
-                               **_entry(value, after["templates"][template], samples[template]),
-                               "mcnemar_p": p, "pass_only_before": only_before,
-                               "pass_only_after": only_after}
-    result = {"n_items": len(pairs), "n_scenes": len({b["scene_id"] for b, _ in pairs}),
-              "resamples": resamples, "seed": seed, "templates": templates}
+        templates[template] = {
+            "short": SHORT_NAME.get(template, template),
+            "n": len(subset),
+            **_entry(value, after["templates"][template], samples[template]),
+            "mcnemar_p": p,
+            "pass_only_before": only_before,
+            "pass_only_after": only_after,
+        }
+    result = {
+        "n_items": len(pairs),
+        "n_scenes": len({b["scene_id"] for b, _ in pairs}),
+        "resamples": resamples,
+        "seed": seed,
+        "templates": templates,
+    }
     for key in HEADLINE_KEYS:
         result[key] = _entry(before[key], after[key], samples[key])
     result["by_region_case"] = region_case_breakdown(pairs)
     return result
 
 
-def compare_runs(before_dir: str | os.PathLike, after_dir: str | os.PathLike,
-                 out_dir: str | os.PathLike | None = None, *, resamples: int = 2000,
-                 seed: int = 0, plots: bool = True) -> dict[str, Any]:
+def compare_runs(
+    before_dir: str | os.PathLike,
+    after_dir: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    plots: bool = True,
+) -> dict[str, Any]:
     """Pair two scored runs; write compare.json, report.md, report.html (the same, plots
     inline, for a browser) and PNG plots into ``out_dir``."""
     if resamples < 1:
         raise RosetrainError(f"resamples must be at least 1, got {resamples}")
     fingerprint = same_data(before_dir, after_dir)
-    pairs, excluded = drop_errored(pair_runs(read_scored_rows(before_dir),
-                                             read_scored_rows(after_dir)))
+    pairs, excluded = drop_errored(pair_runs(read_scored_rows(before_dir), read_scored_rows(after_dir)))
     if not pairs and excluded["pairs"]:
-        raise RosetrainError(f"nothing to compare: every one of the {excluded['pairs']} items "
-                             "errored (no answer) in at least one run; rerun eval to retry them")
-    result = {"before_run": str(before_dir), "after_run": str(after_dir),
-              "data_fingerprint": fingerprint, "errored_excluded": excluded,
-              **compare_pairs(pairs, resamples, seed)}
+        raise RosetrainError(
+            f"nothing to compare: every one of the {excluded['pairs']} items "
+            "errored (no answer) in at least one run; rerun eval to retry them"
+        )
+    result = {
+        "before_run": str(before_dir),
+        "after_run": str(after_dir),
+        "data_fingerprint": fingerprint,
+        "errored_excluded": excluded,
+        **compare_pairs(pairs, resamples, seed),
+    }
     if out_dir is not None:
         with output_lock(out_dir, "this comparison") as out:
             remove_atomic_temps(out)  # half-written files of a killed run
@@ -319,33 +369,47 @@ def _errored_note(result: Mapping[str, Any]) -> str:
     excluded = result.get("errored_excluded") or {}
     if not excluded.get("pairs"):
         return ""
-    return (f"**{excluded['pairs']} items left out** because their request failed (errored: "
-            f"{excluded['before']} before, {excluded['after']} after); they are not wrong "
-            "answers.\n")
+    return (
+        f"**{excluded['pairs']} items left out** because their request failed (errored: "
+        f"{excluded['before']} before, {excluded['after']} after); they are not wrong "
+        "answers.\n"
+    )
 
 
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
     """report.md: the figures in percentage points, then the plots."""
-    lines = ["# Before/after comparison\n",
-             f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
-             f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
-             f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}); "
-             f"data `{result.get('data_fingerprint') or 'not recorded'}`.\n",
-             _errored_note(result),
-             "| figure | before | after | delta | 95% CI of delta | McNemar p |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# Before/after comparison\n",
+        f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
+        f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
+        f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}); "
+        f"data `{result.get('data_fingerprint') or 'not recorded'}`.\n",
+        _errored_note(result),
+        "| figure | before | after | delta | 95% CI of delta | McNemar p |",
+        "|---|---|---|---|---|---|",
+    ]
     for template, e in result["templates"].items():
-        lines.append(f"| {e['short']} ({template}) | {_pct(e['before'])} | {_pct(e['after'])} | "
-                     f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | {e['mcnemar_p']:.3g} |")
+        lines.append(
+            f"| {e['short']} ({template}) | {_pct(e['before'])} | {_pct(e['after'])} | "
+            f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | {e['mcnemar_p']:.3g} |"
+        )
     for key in HEADLINE_KEYS:
         e = result[key]
-        lines.append(f"| **{key}** | {_pct(e['before'])} | {_pct(e['after'])} | "
-                     f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | |")
-    lines += ["", "## Local tasks by region case (PASS, plain means)", "",
-              "| case | n | before | after | delta |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| **{key}** | {_pct(e['before'])} | {_pct(e['after'])} | "
+            f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | |"
+        )
+    lines += [
+        "",
+        "## Local tasks by region case (PASS, plain means)",
+        "",
+        "| case | n | before | after | delta |",
+        "|---|---|---|---|---|",
+    ]
     for case, e in result["by_region_case"].items():
-        lines.append(f"| {case} | {e['n']} | {_pct(e['before'])} | {_pct(e['after'])} | "
-                     f"{_pct(e['delta'], True)} |")
+        lines.append(
+            f"| {case} | {e['n']} | {_pct(e['before'])} | {_pct(e['after'])} | {_pct(e['delta'], True)} |"
+        )
     lines.append("")
     lines += [f"![{Path(name).stem}]({name})\n" for name in images]
     return "\n".join(lines) + "\n"
@@ -382,8 +446,12 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
     names = []
     templates = result["templates"]
     fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(templates), 3.6))
-    bars(ax, [e["short"] for e in templates.values()],
-         [e["before"] for e in templates.values()], [e["after"] for e in templates.values()])
+    bars(
+        ax,
+        [e["short"] for e in templates.values()],
+        [e["before"] for e in templates.values()],
+        [e["after"] for e in templates.values()],
+    )
     ax.set_ylabel("PASS (%)")
     ax.set_ylim(0, 105)
     ax.set_title("PASS per template")
@@ -391,28 +459,44 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
 
     keys = [k for k in ("counting_avg", "action_avg", "gap") if result[k]["before"] is not None]
     if keys:
+
         def error_bars(run):
             out = []
             for k in keys:
                 value, interval = result[k][run], result[k][f"ci95_{run}"]
-                out.append((0.0, 0.0) if interval[0] is None else
-                           (max(0.0, value - interval[0]), max(0.0, interval[1] - value)))
+                out.append(
+                    (0.0, 0.0)
+                    if interval[0] is None
+                    else (max(0.0, value - interval[0]), max(0.0, interval[1] - value))
+                )
             return out
 
         fig, ax = plt.subplots(figsize=(5.2, 3.6))
         labels = {"counting_avg": "Counting Avg", "action_avg": "Action Avg", "gap": "Gap"}
-        bars(ax, [labels[k] for k in keys], [result[k]["before"] for k in keys],
-             [result[k]["after"] for k in keys], {"before": error_bars("before"), "after": error_bars("after")})
+        bars(
+            ax,
+            [labels[k] for k in keys],
+            [result[k]["before"] for k in keys],
+            [result[k]["after"] for k in keys],
+            {"before": error_bars("before"), "after": error_bars("after")},
+        )
         gap = result["gap"]
         ax.set_ylabel("percentage points")
-        ax.set_title(f"Counting-to-action gap: {_pct(gap['before'])} -> {_pct(gap['after'])} "
-                     f"(delta {_pct(gap['delta'], True)}, CI {_ci(gap['ci95'])})", fontsize=9)
+        ax.set_title(
+            f"Counting-to-action gap: {_pct(gap['before'])} -> {_pct(gap['after'])} "
+            f"(delta {_pct(gap['delta'], True)}, CI {_ci(gap['ci95'])})",
+            fontsize=9,
+        )
         names.append(save(fig, "gap.png"))
 
     cases = result["by_region_case"]
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    bars(ax, [f"{c}\n(n={cases[c]['n']})" for c in cases],
-         [cases[c]["before"] for c in cases], [cases[c]["after"] for c in cases])
+    bars(
+        ax,
+        [f"{c}\n(n={cases[c]['n']})" for c in cases],
+        [cases[c]["before"] for c in cases],
+        [cases[c]["after"] for c in cases],
+    )
     ax.set_ylabel("PASS (%)")
     ax.set_ylim(0, 105)
     ax.set_title("Local tasks by region case")

@@ -13,14 +13,16 @@ relabelled. The stages call the same functions as the CLI: ``generate``,
 (``rosetrain/assets/demo/``): the demo runs from any directory and writes only
 under ``--out``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rosetrain import protocol as P
 from rosetrain.errors import RosetrainError
@@ -28,18 +30,18 @@ from rosetrain.io import atomic_write
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 ASSET_BASE = ASSETS / "demo-base"
-GENERATORS = ASSETS / "demo" / "generators"   # also reachable as generators/demo in a checkout
-RECIPES = ASSETS / "demo" / "recipes"         # also reachable as recipes/demo-*.yaml
+GENERATORS = ASSETS / "demo" / "generators"  # also reachable as generators/demo in a checkout
+RECIPES = ASSETS / "demo" / "recipes"  # also reachable as recipes/demo-*.yaml
 
 # What the demo must show, checked and stated in the report.
 TARGETS = {
-    "base_gap_min": 0.30,            # the base counts but cannot act
-    "action_gain_min": 0.30,         # final action_avg - base action_avg
-    "gap_ratio_max": 0.5,            # final gap <= half the base gap
-    "counting_drop_max": 0.05,       # counting may not fall by more than this
+    "base_gap_min": 0.30,  # the base counts but cannot act
+    "action_gain_min": 0.30,  # final action_avg - base action_avg
+    "gap_ratio_max": 0.5,  # final gap <= half the base gap
+    "counting_drop_max": 0.05,  # counting may not fall by more than this
     "action_over_majority_min": 0.20,  # final action_avg - always-the-most-common-answer's
 }
-REPRO_TOLERANCE = 0.02               # two runs with the same seed agree within this (PASS rates)
+REPRO_TOLERANCE = 0.02  # two runs with the same seed agree within this (PASS rates)
 
 
 @dataclasses.dataclass
@@ -47,15 +49,15 @@ class DemoConfig:
     out: Path
     base: Path = ASSET_BASE
     seed: int = 0
-    heldout_scenes: int = 80          # in-distribution held-out scenes (x 7 tasks)
-    family_scenes: int = 30           # scenes of the held-out visual family
+    heldout_scenes: int = 80  # in-distribution held-out scenes (x 7 tasks)
+    family_scenes: int = 30  # scenes of the held-out visual family
     sft_recipe: Path = RECIPES / "demo-sft.yaml"
     grpo_recipe: Path = RECIPES / "demo-grpo.yaml"
-    sft_steps: int | None = None      # None: the recipe's
-    grpo_steps: int | None = None     # None: the recipe's; 0 skips GRPO
+    sft_steps: int | None = None  # None: the recipe's
+    grpo_steps: int | None = None  # None: the recipe's; 0 skips GRPO
     eval_batch_size: int = 32
-    max_new_tokens: int = 40          # the longest demo answer is ~25 tokens
-    threads: int | None = None        # torch CPU threads (None: torch's default)
+    max_new_tokens: int = 40  # the longest demo answer is ~25 tokens
+    threads: int | None = None  # torch CPU threads (None: torch's default)
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -64,8 +66,9 @@ class DemoConfig:
         self.out = self.out.absolute()  # stage results name their folders: valid from any directory
         for name in ("heldout_scenes", "family_scenes"):
             if getattr(self, name) < 1:
-                raise RosetrainError(f"--{name.replace('_', '-')}: expected at least 1 scene, "
-                                     f"got {getattr(self, name)}")
+                raise RosetrainError(
+                    f"--{name.replace('_', '-')}: expected at least 1 scene, got {getattr(self, name)}"
+                )
         for name in ("sft_steps", "grpo_steps"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise RosetrainError(f"--{name.replace('_', '-')}: expected >= 0, got {getattr(self, name)}")
@@ -86,8 +89,9 @@ class Stages:
     def __init__(self, folder: Path):
         self.folder = folder
 
-    def run(self, name: str, what: str, settings: dict[str, Any],
-            work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def run(
+        self, name: str, what: str, settings: dict[str, Any], work: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
         marker = self.folder / f"{name}.json"
         self.check_settings(name, settings)
         if marker.exists():
@@ -107,8 +111,10 @@ class Stages:
         recorded_file = self.folder / f"{name}.settings.json"
         if not recorded_file.exists():
             if (self.folder / f"{name}.json").exists():
-                raise RosetrainError(f"{self.folder.parent}: stage {name} has no recorded settings "
-                                     f"(an older demo run); use a new --out folder")
+                raise RosetrainError(
+                    f"{self.folder.parent}: stage {name} has no recorded settings "
+                    f"(an older demo run); use a new --out folder"
+                )
             return
         recorded = json.loads(recorded_file.read_text())
         changed = sorted(k for k in set(recorded) | set(settings) if recorded.get(k) != settings.get(k))
@@ -117,7 +123,8 @@ class Stages:
             raise RosetrainError(
                 f"{self.folder.parent}: stage {name} was run with {key}={recorded.get(key)!r}, "
                 f"this run asks for {key}={settings.get(key)!r}; its results are not relabelled: "
-                f"use another --out folder (or delete this one)")
+                f"use another --out folder (or delete this one)"
+            )
 
 
 def file_digest(path: Path) -> str:
@@ -140,15 +147,29 @@ def model_digest(model: Path) -> str:
 
 def stage_settings(config: DemoConfig) -> dict[str, dict[str, Any]]:
     """Each stage's settings, including those of the stages it builds on."""
-    data = {"heldout_scenes": config.heldout_scenes, "family_scenes": config.family_scenes,
-            "specs": {p.name: yaml_digest(p) for p in sorted(GENERATORS.glob("*.yaml"))}}
+    data = {
+        "heldout_scenes": config.heldout_scenes,
+        "family_scenes": config.family_scenes,
+        "specs": {p.name: yaml_digest(p) for p in sorted(GENERATORS.glob("*.yaml"))},
+    }
     evaluation = {"max_new_tokens": config.max_new_tokens}
     base = {**data, **evaluation, "base": model_digest(config.base)}
-    sft = {**base, "seed": config.seed, "sft_recipe": yaml_digest(config.sft_recipe),
-           "sft_steps": config.sft_steps}
+    sft = {
+        **base,
+        "seed": config.seed,
+        "sft_recipe": yaml_digest(config.sft_recipe),
+        "sft_steps": config.sft_steps,
+    }
     grpo = {**sft, "grpo_recipe": yaml_digest(config.grpo_recipe), "grpo_steps": config.grpo_steps}
-    return {"data": data, "eval-base": base, "sft": sft, "eval-sft": sft, "grpo": grpo,
-            "eval-grpo": grpo, "compare": grpo}
+    return {
+        "data": data,
+        "eval-base": base,
+        "sft": sft,
+        "eval-sft": sft,
+        "grpo": grpo,
+        "eval-grpo": grpo,
+        "compare": grpo,
+    }
 
 
 def make_data(config: DemoConfig) -> dict[str, Any]:
@@ -156,10 +177,17 @@ def make_data(config: DemoConfig) -> dict[str, Any]:
     from rosetrain.spec import load_spec
 
     out = {}
-    for name, spec_file, scenes in (("heldout", "heldout.yaml", config.heldout_scenes),
-                                    ("heldout-family", "heldout-family.yaml", config.family_scenes)):
-        job = make_job(load_spec(GENERATORS / spec_file), config.out / "data" / name, "test", scenes,
-                       formats=("release",))
+    for name, spec_file, scenes in (
+        ("heldout", "heldout.yaml", config.heldout_scenes),
+        ("heldout-family", "heldout-family.yaml", config.family_scenes),
+    ):
+        job = make_job(
+            load_spec(GENERATORS / spec_file),
+            config.out / "data" / name,
+            "test",
+            scenes,
+            formats=("release",),
+        )
         out[name] = run_job(job, progress=config.progress)
     return out
 
@@ -172,10 +200,15 @@ def evaluate_model(config: DemoConfig, model: Path, stage: str) -> dict[str, Any
 
     summaries = {}
     for split in ("heldout", "heldout-family"):
-        summary = evaluate(str(model), config.out / "data" / split, "test",
-                           config.out / "eval" / f"{stage}-{split}",
-                           batch_size=config.eval_batch_size,
-                           max_new_tokens=config.max_new_tokens, progress=config.progress)
+        summary = evaluate(
+            str(model),
+            config.out / "data" / split,
+            "test",
+            config.out / "eval" / f"{stage}-{split}",
+            batch_size=config.eval_batch_size,
+            max_new_tokens=config.max_new_tokens,
+            progress=config.progress,
+        )
         # the official keys name the run's paths; a stage's result is its figures
         summaries[split] = {k: v for k, v in summary.items() if k not in RUN_PATH_KEYS}
         log(f"{stage} on {split}: {headline(summaries[split])}")
@@ -183,17 +216,31 @@ def evaluate_model(config: DemoConfig, model: Path, stage: str) -> dict[str, Any
 
 
 def headline(summary: dict[str, Any]) -> str:
-    return (f"counting {summary['counting_avg']:.3f}, action {summary['action_avg']:.3f}, "
-            f"gap {summary['gap']:.3f}, avg PASS {summary['avg_pass']:.3f}")
+    return (
+        f"counting {summary['counting_avg']:.3f}, action {summary['action_avg']:.3f}, "
+        f"gap {summary['gap']:.3f}, avg PASS {summary['avg_pass']:.3f}"
+    )
 
 
-def train_stage(config: DemoConfig, recipe_path: Path, model: Path, output: Path, steps: int | None,
-                seed_offset: int, spec: str) -> dict[str, Any]:
+def train_stage(
+    config: DemoConfig,
+    recipe_path: Path,
+    model: Path,
+    output: Path,
+    steps: int | None,
+    seed_offset: int,
+    spec: str,
+) -> dict[str, Any]:
     from rosetrain.train import train
     from rosetrain.train.recipe import load_recipe
 
-    overrides = [f"model={model}", f"output_dir={output}", f"seed={config.seed + seed_offset}",
-                 f"data.spec={GENERATORS / spec}", f"data.seed={config.seed + seed_offset}"]
+    overrides = [
+        f"model={model}",
+        f"output_dir={output}",
+        f"seed={config.seed + seed_offset}",
+        f"data.spec={GENERATORS / spec}",
+        f"data.seed={config.seed + seed_offset}",
+    ]
     if steps is not None:
         overrides.append(f"max_steps={steps}")
     if config.threads is not None:
@@ -203,8 +250,10 @@ def train_stage(config: DemoConfig, recipe_path: Path, model: Path, output: Path
 
 def check_base(base: Path) -> None:
     if not (base / "config.json").exists():
-        raise RosetrainError(f"demo base model not found at {base}; build it with "
-                             f"`rosetrain demo --rebuild-base` (recipes/demo-base-sft.yaml)")
+        raise RosetrainError(
+            f"demo base model not found at {base}; build it with "
+            f"`rosetrain demo --rebuild-base` (recipes/demo-base-sft.yaml)"
+        )
 
 
 def run_demo(config: DemoConfig) -> dict[str, Any]:
@@ -228,21 +277,40 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         return done["result"]
 
     step("data", "generating the held-out splits (scenes never trained on)", lambda: make_data(config))
-    evals["base"] = step("eval-base", f"evaluating the base model {config.base}",
-                         lambda: evaluate_model(config, config.base, "base"))
-    sft = step("sft", "SFT on the rosetrain curriculum (a cell-addressing warm-up, then counting + "
-               "action, zero-target, negatives)",
-               lambda: train_stage(config, config.sft_recipe, config.base, config.out / "sft",
-                                   config.sft_steps, 1, "train.yaml"))
-    evals["sft"] = step("eval-sft", "evaluating after SFT",
-                        lambda: evaluate_model(config, Path(sft["final"]), "sft"))
+    evals["base"] = step(
+        "eval-base",
+        f"evaluating the base model {config.base}",
+        lambda: evaluate_model(config, config.base, "base"),
+    )
+    sft = step(
+        "sft",
+        "SFT on the rosetrain curriculum (a cell-addressing warm-up, then counting + "
+        "action, zero-target, negatives)",
+        lambda: train_stage(
+            config, config.sft_recipe, config.base, config.out / "sft", config.sft_steps, 1, "train.yaml"
+        ),
+    )
+    evals["sft"] = step(
+        "eval-sft", "evaluating after SFT", lambda: evaluate_model(config, Path(sft["final"]), "sft")
+    )
     final_stage = "sft"
     if config.grpo_steps != 0:
-        grpo = step("grpo", "GRPO with the exact-match rewards (the scorer's PASS and SOFT)",
-                    lambda: train_stage(config, config.grpo_recipe, Path(sft["final"]),
-                                        config.out / "grpo", config.grpo_steps, 2, "rl.yaml"))
-        evals["grpo"] = step("eval-grpo", "evaluating after GRPO",
-                             lambda: evaluate_model(config, Path(grpo["final"]), "grpo"))
+        grpo = step(
+            "grpo",
+            "GRPO with the exact-match rewards (the scorer's PASS and SOFT)",
+            lambda: train_stage(
+                config,
+                config.grpo_recipe,
+                Path(sft["final"]),
+                config.out / "grpo",
+                config.grpo_steps,
+                2,
+                "rl.yaml",
+            ),
+        )
+        evals["grpo"] = step(
+            "eval-grpo", "evaluating after GRPO", lambda: evaluate_model(config, Path(grpo["final"]), "grpo")
+        )
         final_stage = "grpo"
 
     def compare_all() -> dict[str, Any]:
@@ -253,8 +321,11 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
                 continue
             for split in ("heldout", "heldout-family"):
                 out[f"{label}/{split}"] = compare_runs(
-                    config.out / "eval" / f"{before}-{split}", config.out / "eval" / f"{after}-{split}",
-                    config.out / "compare" / label / split, plots=split == "heldout")
+                    config.out / "eval" / f"{before}-{split}",
+                    config.out / "eval" / f"{after}-{split}",
+                    config.out / "compare" / label / split,
+                    plots=split == "heldout",
+                )
         return out
 
     compares = step("compare", f"comparing base and {final_stage}, item by item", compare_all)
@@ -264,8 +335,10 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "compare": compares["base-vs-final/heldout"],
         "compare_heldout_family": compares["base-vs-final/heldout-family"],
         "compare_sft_grpo": compares.get("sft-vs-grpo/heldout"),
-        "majority_baseline": {split: majority_baseline(config.out / "data" / split / "metadata_test.jsonl")
-                              for split in ("heldout", "heldout-family")},
+        "majority_baseline": {
+            split: majority_baseline(config.out / "data" / split / "metadata_test.jsonl")
+            for split in ("heldout", "heldout-family")
+        },
         "final_stage": final_stage,
         "seed": config.seed,
         "stage_seconds": timings,
@@ -285,29 +358,45 @@ def check_targets(summary: dict[str, Any]) -> dict[str, Any]:
     action_ci = summary["compare"]["action_avg"].get("ci95")  # None where it cannot be estimated
     majority = summary["majority_baseline"]["heldout"]
     over_majority = final["action_avg"] - majority_action_avg(majority)
-    template_margin = min(final["templates"].get(t, {}).get("pass", 0.0) - majority[t]
-                          for t in P.ACTION_TEMPLATES if t in majority)
+    template_margin = min(
+        final["templates"].get(t, {}).get("pass", 0.0) - majority[t]
+        for t in P.ACTION_TEMPLATES
+        if t in majority
+    )
     checks = {
         "base_gap": (base["gap"], base["gap"] >= TARGETS["base_gap_min"], f">= {TARGETS['base_gap_min']}"),
-        "action_gain": (final["action_avg"] - base["action_avg"],
-                        final["action_avg"] - base["action_avg"] >= TARGETS["action_gain_min"]
-                        and action_ci is not None and action_ci[0] > 0,
-                        f">= {TARGETS['action_gain_min']}, CI above 0"),
-        "gap_ratio": (final["gap"] / base["gap"] if base["gap"] > 0 else None,
-                      base["gap"] > 0 and final["gap"] <= TARGETS["gap_ratio_max"] * base["gap"],
-                      f"<= {TARGETS['gap_ratio_max']}"),
-        "counting_drop": (base["counting_avg"] - final["counting_avg"],
-                          base["counting_avg"] - final["counting_avg"] <= TARGETS["counting_drop_max"],
-                          f"<= {TARGETS['counting_drop_max']}"),
-        "action_over_majority": (over_majority, over_majority >= TARGETS["action_over_majority_min"],
-                                 (f">= {TARGETS['action_over_majority_min']} (Action Avg minus the "
-                                  "majority answer's)")),
-        "templates_over_majority": (template_margin, template_margin > 0,
-                                    ("> 0 (the smallest margin of an action template over its "
-                                     "majority answer)")),
+        "action_gain": (
+            final["action_avg"] - base["action_avg"],
+            final["action_avg"] - base["action_avg"] >= TARGETS["action_gain_min"]
+            and action_ci is not None
+            and action_ci[0] > 0,
+            f">= {TARGETS['action_gain_min']}, CI above 0",
+        ),
+        "gap_ratio": (
+            final["gap"] / base["gap"] if base["gap"] > 0 else None,
+            base["gap"] > 0 and final["gap"] <= TARGETS["gap_ratio_max"] * base["gap"],
+            f"<= {TARGETS['gap_ratio_max']}",
+        ),
+        "counting_drop": (
+            base["counting_avg"] - final["counting_avg"],
+            base["counting_avg"] - final["counting_avg"] <= TARGETS["counting_drop_max"],
+            f"<= {TARGETS['counting_drop_max']}",
+        ),
+        "action_over_majority": (
+            over_majority,
+            over_majority >= TARGETS["action_over_majority_min"],
+            (f">= {TARGETS['action_over_majority_min']} (Action Avg minus the majority answer's)"),
+        ),
+        "templates_over_majority": (
+            template_margin,
+            template_margin > 0,
+            ("> 0 (the smallest margin of an action template over its majority answer)"),
+        ),
     }
-    return {name: {"value": None if value is None else round(value, 4), "met": bool(met), "target": target}
-            for name, (value, met, target) in checks.items()}
+    return {
+        name: {"value": None if value is None else round(value, 4), "met": bool(met), "target": target}
+        for name, (value, met, target) in checks.items()
+    }
 
 
 def majority_action_avg(majority: dict[str, float]) -> float:
@@ -332,8 +421,9 @@ def rebuild_base(out: Path, steps: int | None = None, threads: int | None = None
     out = Path(out)
     final = out / "base"
     if final.exists() and not (final / BASE_MARKER).exists():
-        raise RosetrainError(f"{final} exists and was not written by `rosetrain demo --rebuild-base`; "
-                             f"choose another --out")
+        raise RosetrainError(
+            f"{final} exists and was not written by `rosetrain demo --rebuild-base`; choose another --out"
+        )
     work = out / "base-build"
     init = build_tiny_model(work / "init", size="small", seed=0, family="qwen3-vl")
     overrides = [f"model={init}", f"output_dir={work / 'train'}", f"data.spec={GENERATORS / 'base.yaml'}"]

@@ -1,5 +1,6 @@
 """The demo's report: what each stage scored, whether the targets were met,
 and what is in and out of distribution, as Markdown with PNG plots."""
+
 from __future__ import annotations
 
 import shutil
@@ -18,19 +19,28 @@ def pct(value: float | None, signed: bool = False) -> str:
 
 def stage_table(stages: dict[str, dict[str, Any]], baseline: dict[str, float] | None = None) -> list[str]:
     templates = list(P.MAIN_TEMPLATES)
-    head = "| stage | " + " | ".join(P.SHORT_NAME[t] for t in templates) + \
-           " | Counting | Action | Gap | Avg | VALID |"
+    head = (
+        "| stage | "
+        + " | ".join(P.SHORT_NAME[t] for t in templates)
+        + " | Counting | Action | Gap | Avg | VALID |"
+    )
     lines = [head, "|" + "---|" * (len(templates) + 6)]
     for name, s in stages.items():
         cells = [pct(s["templates"].get(t, {}).get("pass")) for t in templates]
-        lines.append(f"| {name} | " + " | ".join(cells) +
-                     f" | {pct(s['counting_avg'])} | {pct(s['action_avg'])} | {pct(s['gap'])} | "
-                     f"{pct(s['avg_pass'])} | {pct(s['valid'])} |")
+        lines.append(
+            f"| {name} | "
+            + " | ".join(cells)
+            + f" | {pct(s['counting_avg'])} | {pct(s['action_avg'])} | {pct(s['gap'])} | "
+            f"{pct(s['avg_pass'])} | {pct(s['valid'])} |"
+        )
     if baseline:
         counting = sum(baseline[t] for t in P.COUNTING_TEMPLATES) / len(P.COUNTING_TEMPLATES)
         action = sum(baseline[t] for t in P.ACTION_TEMPLATES) / len(P.ACTION_TEMPLATES)
-        lines.append("| *majority answer* | " + " | ".join(pct(baseline[t]) for t in templates) +
-                     f" | {pct(counting)} | {pct(action)} | | | |")
+        lines.append(
+            "| *majority answer* | "
+            + " | ".join(pct(baseline[t]) for t in templates)
+            + f" | {pct(counting)} | {pct(action)} | | | |"
+        )
     return lines
 
 
@@ -83,8 +93,8 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
         "# rosetrain demo: closing the counting-to-action gap",
         "",
         f"Base model `{cfg['base']}` (trained on counting only), then SFT"
-        + (" and GRPO" if summary["final_stage"] == "grpo" else "") +
-        f" on the rosetrain curriculum. Seed {summary['seed']}; total run time "
+        + (" and GRPO" if summary["final_stage"] == "grpo" else "")
+        + f" on the rosetrain curriculum. Seed {summary['seed']}; total run time "
         f"{summary['seconds'] / 60:.1f} min ({', '.join(f'{k} {v:.0f} s' for k, v in summary['stage_seconds'].items())}).",
         "",
         "## In distribution: held-out scenes of the trained family",
@@ -102,39 +112,64 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
         "| metric | before | after | delta | 95% CI | McNemar p |",
         "|---|---|---|---|---|---|",
     ]
-    for name, e in list(c["templates"].items()) + [(k, c[k]) for k in ("counting_avg", "action_avg", "gap", "avg_pass")]:
+    for name, e in list(c["templates"].items()) + [
+        (k, c[k]) for k in ("counting_avg", "action_avg", "gap", "avg_pass")
+    ]:
         label = P.SHORT_NAME.get(name, name)
         p_value = f"{e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
         ci = e.get("ci95") or (None, None)
-        lines.append(f"| {label} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} | "
-                     f"[{pct(ci[0], True)}, {pct(ci[1], True)}] | {p_value} |")
-    lines += ["", "By region case (zero: the right action is to abstain):", "",
-              "| case | n | before | after | delta |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| {label} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} | "
+            f"[{pct(ci[0], True)}, {pct(ci[1], True)}] | {p_value} |"
+        )
+    lines += [
+        "",
+        "By region case (zero: the right action is to abstain):",
+        "",
+        "| case | n | before | after | delta |",
+        "|---|---|---|---|---|",
+    ]
     for case, e in c["by_region_case"].items():
-        lines.append(f"| {case} | {e['n']} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} |")
+        lines.append(
+            f"| {case} | {e['n']} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} |"
+        )
     lines += ["", "## Targets", "", "| target | value | required | met |", "|---|---|---|---|"]
     for name, t in summary["targets"].items():
         value = "-" if t["value"] is None else f"{t['value']:.3f}"
         lines.append(f"| {name} | {value} | {t['target']} | {'yes' if t['met'] else '**no**'} |")
-    lines += ["", "## Out of distribution: a visual family no training stage shows", "",
-              "The `sprite_edit` family never appears in any demo training stage "
-              "(`generators/demo/heldout-family.yaml`); it is reported here on its own, not averaged in:", "",
-              *stage_table(summary["heldout_family"], summary["majority_baseline"]["heldout-family"]), ""]
+    lines += [
+        "",
+        "## Out of distribution: a visual family no training stage shows",
+        "",
+        "The `sprite_edit` family never appears in any demo training stage "
+        "(`generators/demo/heldout-family.yaml`); it is reported here on its own, not averaged in:",
+        "",
+        *stage_table(summary["heldout_family"], summary["majority_baseline"]["heldout-family"]),
+        "",
+    ]
     lines += grpo_note(summary)
     lines += single_run_note()
-    lines += ["", "Files: `summary.json` (all numbers), `eval/<stage>-<split>/` (predictions, per-item "
-              "scores), `compare/` (paired comparisons and plots).", ""]
+    lines += [
+        "",
+        "Files: `summary.json` (all numbers), `eval/<stage>-<split>/` (predictions, per-item "
+        "scores), `compare/` (paired comparisons and plots).",
+        "",
+    ]
     atomic_write(out / "report.md", "\n".join(lines))
 
 
 def single_run_note() -> list[str]:
-    return ["## What one run can and cannot show", "",
-            "It shows what this seed did: each stage's PASS on the same held-out items, and paired "
-            "confidence intervals over *scenes* (how much the figures would move with other held-out "
-            "scenes). It cannot show how much they move with the training seed: another seed, or "
-            "the same seed on a CPU that rounds differently, trains differently. For that, run the "
-            "sweep (`rosetrain demo --seeds 0-4 --out runs/sweep`), which reports every seed, how "
-            "many met every target, and the spread.", ""]
+    return [
+        "## What one run can and cannot show",
+        "",
+        "It shows what this seed did: each stage's PASS on the same held-out items, and paired "
+        "confidence intervals over *scenes* (how much the figures would move with other held-out "
+        "scenes). It cannot show how much they move with the training seed: another seed, or "
+        "the same seed on a CPU that rounds differently, trains differently. For that, run the "
+        "sweep (`rosetrain demo --seeds 0-4 --out runs/sweep`), which reports every seed, how "
+        "many met every target, and the spread.",
+        "",
+    ]
 
 
 def grpo_note(summary: dict[str, Any]) -> list[str]:
@@ -143,13 +178,26 @@ def grpo_note(summary: dict[str, Any]) -> list[str]:
         return ["## GRPO", "", "GRPO was skipped in this run.", ""]
     delta = cmp["avg_pass"]["delta"]
     if not cmp["avg_pass"].get("ci95"):
-        return ["## Did GRPO help?", "", f"avg PASS {pct(delta, True)} points vs SFT (no confidence "
-                "interval: too few scenes to resample).", ""]
+        return [
+            "## Did GRPO help?",
+            "",
+            f"avg PASS {pct(delta, True)} points vs SFT (no confidence "
+            "interval: too few scenes to resample).",
+            "",
+        ]
     low, high = cmp["avg_pass"]["ci95"]
-    verdict = ("GRPO improved on SFT" if low > 0 else
-               "GRPO made things worse than SFT" if high < 0 else
-               "GRPO did not measurably improve on SFT on this model")
-    return ["## Did GRPO help?", "",
-            f"{verdict}: avg PASS {pct(delta, True)} points vs SFT (95% CI [{pct(low, True)}, "
-            f"{pct(high, True)}]); action {pct(cmp['action_avg']['delta'], True)}, counting "
-            f"{pct(cmp['counting_avg']['delta'], True)}.", ""]
+    verdict = (
+        "GRPO improved on SFT"
+        if low > 0
+        else "GRPO made things worse than SFT"
+        if high < 0
+        else "GRPO did not measurably improve on SFT on this model"
+    )
+    return [
+        "## Did GRPO help?",
+        "",
+        f"{verdict}: avg PASS {pct(delta, True)} points vs SFT (95% CI [{pct(low, True)}, "
+        f"{pct(high, True)}]); action {pct(cmp['action_avg']['delta'], True)}, counting "
+        f"{pct(cmp['counting_avg']['delta'], True)}.",
+        "",
+    ]

@@ -5,6 +5,7 @@ seed's figures, how many seeds met every target, and the spread.
 One demo run is one draw: which seed (or which CPU, since another CPU rounds
 differently) decides how training goes. The sweep is the measurement.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,7 +45,9 @@ def _run_one(config) -> dict[str, Any]:
 
 def run_sweep(template, seeds: list[int], jobs: int = 1) -> dict[str, Any]:
     """``template`` is a DemoConfig whose ``out`` is the sweep's folder."""
-    configs = [dataclasses.replace(template, seed=seed, out=seed_folder(template.out, seed)) for seed in seeds]
+    configs = [
+        dataclasses.replace(template, seed=seed, out=seed_folder(template.out, seed)) for seed in seeds
+    ]
     if jobs <= 1:
         summaries = [_run_one(c) for c in configs]
     else:
@@ -80,8 +83,9 @@ def seed_row(summary: dict[str, Any]) -> dict[str, Any]:
         "ood_action": family["action_avg"],
         "ood_counting": family["counting_avg"],
         "ood_majority_action": majority_action_avg(summary["majority_baseline"]["heldout-family"]),
-        "grpo_vs_sft": None if not grpo else {"delta": grpo["avg_pass"]["delta"],
-                                               "ci95": grpo["avg_pass"].get("ci95")},
+        "grpo_vs_sft": None
+        if not grpo
+        else {"delta": grpo["avg_pass"]["delta"], "ci95": grpo["avg_pass"].get("ci95")},
         "targets_met": sum(t["met"] for t in summary["targets"].values()),
         "targets": len(summary["targets"]),
         "all_met": all(t["met"] for t in summary["targets"].values()),
@@ -90,8 +94,12 @@ def seed_row(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def spread(values: list[float]) -> dict[str, float]:
-    return {"mean": statistics.fmean(values), "min": min(values), "max": max(values),
-            "sd": statistics.stdev(values) if len(values) > 1 else 0.0}
+    return {
+        "mean": statistics.fmean(values),
+        "min": min(values),
+        "max": max(values),
+        "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+    }
 
 
 SPREAD_KEYS = ("final_action", "final_gap", "gap_ratio", "final_counting", "ood_action")
@@ -104,8 +112,11 @@ def summarize_sweep(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "seeds": [r["seed"] for r in rows],
         "per_seed": rows,
         "all_targets_met": sum(r["all_met"] for r in rows),
-        "spread": {k: spread([r[k] for r in rows if r[k] is not None]) for k in SPREAD_KEYS
-                   if any(r[k] is not None for r in rows)},
+        "spread": {
+            k: spread([r[k] for r in rows if r[k] is not None])
+            for k in SPREAD_KEYS
+            if any(r[k] is not None for r in rows)
+        },
         "grpo_better": sum(1 for g in grpo if g["ci95"] and g["ci95"][0] > 0),
         "grpo_runs": len(grpo),
     }
@@ -127,30 +138,52 @@ def _grpo_cell(g: dict[str, Any] | None) -> str:
 def sweep_report(sweep: dict[str, Any]) -> str:
     n = len(sweep["per_seed"])
     lines = [
-        "# rosetrain demo: seed sweep", "",
-        (f"{n} seeds ({', '.join(map(str, sweep['seeds']))}); each row is one full demo run "
-         "(`seed-<n>/report.md`). PASS % on the held-out splits; min: minutes the run's stages took."), "",
-        "In distribution: new scenes of the trained family (`heldout`).", "",
-        ("| seed | base gap | SFT Action | final Action | majority Action | final gap | gap ratio "
-         "| Counting | min template margin | targets met | GRPO vs SFT, avg PASS [95% CI] | min |"),
+        "# rosetrain demo: seed sweep",
+        "",
+        (
+            f"{n} seeds ({', '.join(map(str, sweep['seeds']))}); each row is one full demo run "
+            "(`seed-<n>/report.md`). PASS % on the held-out splits; min: minutes the run's stages took."
+        ),
+        "",
+        "In distribution: new scenes of the trained family (`heldout`).",
+        "",
+        (
+            "| seed | base gap | SFT Action | final Action | majority Action | final gap | gap ratio "
+            "| Counting | min template margin | targets met | GRPO vs SFT, avg PASS [95% CI] | min |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sweep["per_seed"]:
         ratio = "-" if r["gap_ratio"] is None else f"{r['gap_ratio']:.2f}"
-        lines.append(f"| {r['seed']} | {_pct(r['base_gap'])} | {_pct(r['sft_action'])} | "
-                     f"{_pct(r['final_action'])} | {_pct(r['majority_action'])} | {_pct(r['final_gap'])} | "
-                     f"{ratio} | {_pct(r['final_counting'])} | {_pct(r['min_template_margin'], True)} | "
-                     f"{r['targets_met']}/{r['targets']} | {_grpo_cell(r['grpo_vs_sft'])} | {r['minutes']} |")
-    lines += ["", "Out of distribution: a visual family no training stage shows (`heldout-family`).", "",
-              "| seed | final Action | majority Action | final Counting |", "|---|---|---|---|"]
+        lines.append(
+            f"| {r['seed']} | {_pct(r['base_gap'])} | {_pct(r['sft_action'])} | "
+            f"{_pct(r['final_action'])} | {_pct(r['majority_action'])} | {_pct(r['final_gap'])} | "
+            f"{ratio} | {_pct(r['final_counting'])} | {_pct(r['min_template_margin'], True)} | "
+            f"{r['targets_met']}/{r['targets']} | {_grpo_cell(r['grpo_vs_sft'])} | {r['minutes']} |"
+        )
+    lines += [
+        "",
+        "Out of distribution: a visual family no training stage shows (`heldout-family`).",
+        "",
+        "| seed | final Action | majority Action | final Counting |",
+        "|---|---|---|---|",
+    ]
     for r in sweep["per_seed"]:
-        lines.append(f"| {r['seed']} | {_pct(r['ood_action'])} | {_pct(r['ood_majority_action'])} | "
-                     f"{_pct(r['ood_counting'])} |")
+        lines.append(
+            f"| {r['seed']} | {_pct(r['ood_action'])} | {_pct(r['ood_majority_action'])} | "
+            f"{_pct(r['ood_counting'])} |"
+        )
     lines += ["", "## Spread over seeds", "", "| figure | mean | min | max | sd |", "|---|---|---|---|---|"]
     for key, s in sweep["spread"].items():
         fmt = (lambda v: f"{v:.2f}") if key == "gap_ratio" else _pct
         lines.append(f"| {key} | {fmt(s['mean'])} | {fmt(s['min'])} | {fmt(s['max'])} | {fmt(s['sd'])} |")
-    lines += ["", (f"**{sweep['all_targets_met']} of {n} seeds met every target.** "
-                   f"GRPO improved on SFT (paired CI above 0) on {sweep['grpo_better']} of "
-                   f"{sweep['grpo_runs']} seeds."), ""]
+    lines += [
+        "",
+        (
+            f"**{sweep['all_targets_met']} of {n} seeds met every target.** "
+            f"GRPO improved on SFT (paired CI above 0) on {sweep['grpo_better']} of "
+            f"{sweep['grpo_runs']} seeds."
+        ),
+        "",
+    ]
     return "\n".join(lines)

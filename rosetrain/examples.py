@@ -3,10 +3,12 @@
 Both writers (the release folder, the Parquet shards) and the streaming
 dataset call :func:`build_example`, so a row is the same wherever it ends up.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PIL import Image
 
@@ -33,9 +35,13 @@ class Example:
 
 
 # The ROSE subset a family reproduces (glyph only when its glyphs are Chinese).
-ROSE_SUBSETS = {"glyph": "ROSE-ChineseGlyph", "emoji_style": "ROSE-EmojiStyle",
-                "emoji_content": "ROSE-EmojiContent", "sprite_edit": "ROSE-PixelEdit",
-                "sprite_pair": "ROSE-PixelContent"}
+ROSE_SUBSETS = {
+    "glyph": "ROSE-ChineseGlyph",
+    "emoji_style": "ROSE-EmojiStyle",
+    "emoji_content": "ROSE-EmojiContent",
+    "sprite_edit": "ROSE-PixelEdit",
+    "sprite_pair": "ROSE-PixelContent",
+}
 
 
 def subset_name(family: str, config: dict | None = None, layout: str = "rosetrain") -> str:
@@ -51,10 +57,17 @@ def subset_name(family: str, config: dict | None = None, layout: str = "rosetrai
     return f"rosetrain-{family}"
 
 
-def build_example(spec: Spec, seed: int, index: int, split: str, *,
-                  heldout_family: str | None = None, render: bool = True,
-                  encode: Callable[[Image.Image], bytes] | None = None,
-                  scene: Scene | None = None) -> Example:
+def build_example(
+    spec: Spec,
+    seed: int,
+    index: int,
+    split: str,
+    *,
+    heldout_family: str | None = None,
+    render: bool = True,
+    encode: Callable[[Image.Image], bytes] | None = None,
+    scene: Scene | None = None,
+) -> Example:
     """``encode`` (e.g. PNG): ``images`` holds each image's bytes, not the image;
     the writers need nothing else, and the last cue is then drawn on the base
     image itself once the base is encoded, sparing a copy of the grid.
@@ -76,8 +89,12 @@ def build_example(spec: Spec, seed: int, index: int, split: str, *,
     return Example(scene, level, images, records, spec.layout)
 
 
-def _images(scene: Scene, level: LevelSpec, records: list[dict[str, Any]],
-            encode: Callable[[Image.Image], bytes] | None) -> dict[str, Any]:
+def _images(
+    scene: Scene,
+    level: LevelSpec,
+    records: list[dict[str, Any]],
+    encode: Callable[[Image.Image], bytes] | None,
+) -> dict[str, Any]:
     keep = encode or (lambda image: image)
     base = render_scene(scene, level.noise)
     images = {scene.scene_id: keep(base)}

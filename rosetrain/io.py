@@ -1,15 +1,17 @@
 """Files every part of rosetrain writes and reads: atomic writes, JSONL, YAML
 mappings. Standard library and orjson only (``yaml`` is imported when a YAML file
 is read), so the fast commands can use it."""
+
 from __future__ import annotations
 
 import json
 import os
 import re
 import threading
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import orjson
 
@@ -73,13 +75,13 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 row = _loads(data)
             except UnicodeDecodeError as err:
-                raise RosetrainError(f"{path}:{number}: not UTF-8 text ({err.reason} at byte "
-                                     f"{err.start} of the line)") from None
+                raise RosetrainError(
+                    f"{path}:{number}: not UTF-8 text ({err.reason} at byte {err.start} of the line)"
+                ) from None
             except ValueError as err:
                 raise RosetrainError(f"{path}:{number}: not valid JSON ({err})") from None
             if not isinstance(row, dict):
-                raise RosetrainError(f"{path}:{number}: expected a JSON object, "
-                                     f"got {type(row).__name__}")
+                raise RosetrainError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
             yield number, row
 
 
@@ -88,8 +90,12 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
     return [row for _, row in iter_jsonl(path)]
 
 
-def read_yaml_mapping(path: str | os.PathLike, what: str, error: type[Exception] = RosetrainError,
-                      expected: str = "a mapping at the top level") -> dict[str, Any]:
+def read_yaml_mapping(
+    path: str | os.PathLike,
+    what: str,
+    error: type[Exception] = RosetrainError,
+    expected: str = "a mapping at the top level",
+) -> dict[str, Any]:
     """A YAML file (``yaml.safe_load``) whose top level is a mapping. A missing
     file, bad YAML or another top level raises ``error`` naming the file;
     ``what`` names the kind of file ("spec", "recipe")."""
@@ -140,7 +146,8 @@ def output_lock(folder: str | os.PathLike, what: str = "this folder") -> Iterato
             holder = handle.read().strip() or "another process"
             raise RosetrainError(
                 f"{folder}: another rosetrain process ({holder}) is writing {what}; "
-                "wait for it to finish or choose another output folder") from None
+                "wait for it to finish or choose another output folder"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}")

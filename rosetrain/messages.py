@@ -4,9 +4,11 @@ The release's layout: a single user turn holding the prompt prefix, the image
 (the cue image for T4) and the task sentence. The chat template of the model's
 processor turns it into text; the image travels beside it.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rosetrain.protocol import PROMPT_PREFIX
 
@@ -18,7 +20,7 @@ def split_prompt(record: Mapping[str, Any]) -> tuple[str, str]:
         return record.get("prompt_global") or PROMPT_PREFIX, record["prompt_local"]
     prompt = record["prompt"]
     if prompt.startswith(PROMPT_PREFIX):
-        return PROMPT_PREFIX, prompt[len(PROMPT_PREFIX):].strip()
+        return PROMPT_PREFIX, prompt[len(PROMPT_PREFIX) :].strip()
     return "", prompt.strip()
 
 

@@ -11,12 +11,14 @@ that repair the file is read with the scorer's reader
 data the answer belongs to: item ids repeat across specs and seeds, so a
 prediction is only ever reused or scored against the same metadata bytes.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rosetrain.data.release import read_predictions, short_fingerprint
 from rosetrain.errors import RosetrainError
@@ -26,17 +28,22 @@ from rosetrain.scoring.files import jsonl_text
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
 
 
-def prediction_row(item_id: str, raw_text: str | None, model: str | None,
-                   error: str | None = None, data_fingerprint: str | None = None
-                   ) -> dict[str, Any]:
+def prediction_row(
+    item_id: str,
+    raw_text: str | None,
+    model: str | None,
+    error: str | None = None,
+    data_fingerprint: str | None = None,
+) -> dict[str, Any]:
     row = {"item_id": item_id, "raw_text": raw_text, "model": model, "error": error}
     if data_fingerprint is not None:  # without one, exactly the official four fields
         row["data_fingerprint"] = data_fingerprint
     return row
 
 
-def check_same_data(rows: Mapping[str, Mapping[str, Any]], fingerprint: str, source: Path,
-                    data: str, *, require: bool = False) -> None:
+def check_same_data(
+    rows: Mapping[str, Mapping[str, Any]], fingerprint: str, source: Path, data: str, *, require: bool = False
+) -> None:
     """Refuse predictions made on other data than ``fingerprint`` (the split ``data``).
 
     Rows without a fingerprint (written by other tools) are accepted unless
@@ -46,13 +53,17 @@ def check_same_data(rows: Mapping[str, Mapping[str, Any]], fingerprint: str, sou
         made_on = row.get("data_fingerprint")
         if made_on == fingerprint or (made_on is None and not require):
             continue
-        made = ("no data fingerprint (an older rosetrain or another tool)" if made_on is None
-                else f"data {short_fingerprint(made_on)}")
+        made = (
+            "no data fingerprint (an older rosetrain or another tool)"
+            if made_on is None
+            else f"data {short_fingerprint(made_on)}"
+        )
         raise RosetrainError(
             f"{source} holds predictions made on {made} (item {row['item_id']!r}), but {data} "
             f"is data {short_fingerprint(fingerprint)}: the data changed or this is another "
             "dataset (or its bridge files were read one time and not the other); use another "
-            "output folder, or the data and --bridges setting they were made with")
+            "output folder, or the data and --bridges setting they were made with"
+        )
 
 
 def repair_tail(path: str | os.PathLike) -> int:
@@ -97,8 +108,14 @@ class PredictionWriter:
     already have an answer and need no model call.
     """
 
-    def __init__(self, path: str | os.PathLike, *, retry_errors: bool = True,
-                 data_fingerprint: str | None = None, data: str = "the data"):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        retry_errors: bool = True,
+        data_fingerprint: str | None = None,
+        data: str = "the data",
+    ):
         """With ``data_fingerprint``, rows made on other data (or on unknown data)
         are refused before anything in the file changes."""
         self.path = Path(path)
@@ -122,8 +139,13 @@ class PredictionWriter:
         return self.rows.keys()
 
     def write(self, row: Mapping[str, Any]) -> None:
-        row = prediction_row(row["item_id"], row.get("raw_text"), row.get("model"),
-                             row.get("error"), row.get("data_fingerprint") or self.data_fingerprint)
+        row = prediction_row(
+            row["item_id"],
+            row.get("raw_text"),
+            row.get("model"),
+            row.get("error"),
+            row.get("data_fingerprint") or self.data_fingerprint,
+        )
         if row["item_id"] in self.rows:  # a second row would make the file unreadable
             raise ValueError(f"item {row['item_id']!r} already has a prediction")
         line = json.dumps(row, ensure_ascii=False) + "\n"
@@ -136,9 +158,8 @@ class PredictionWriter:
         if not self._handle.closed:
             self._handle.close()
 
-    def __enter__(self) -> "PredictionWriter":
+    def __enter__(self) -> PredictionWriter:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-

@@ -1,10 +1,12 @@
 """Contact sheets: a grid of scenes with their targets boxed and the regions
 of their tasks outlined, for a person to check labels at a glance."""
+
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from PIL import Image, ImageDraw
 
@@ -12,13 +14,13 @@ from rosetrain import protocol as P
 from rosetrain.errors import RosetrainError
 from rosetrain.regions import cells_in_region
 
-TILE = 256            # each scene is scaled to fit a TILE x TILE box
+TILE = 256  # each scene is scaled to fit a TILE x TILE box
 CAPTION = 30
 TARGET_COLOR = (255, 0, 160)
 REGION_COLORS = {P.T2: (0, 120, 255), P.T3: (0, 170, 0), P.T4: (255, 140, 0), P.T5: (120, 0, 200)}
 
 
-def _scenes(records: Iterable[dict[str, Any]]) -> "OrderedDict[str, list[dict]]":
+def _scenes(records: Iterable[dict[str, Any]]) -> OrderedDict[str, list[dict]]:
     scenes: OrderedDict[str, list[dict]] = OrderedDict()
     for record in records:
         scenes.setdefault(record["scene_id"], []).append(record)
@@ -34,8 +36,11 @@ def _tile(root: Path, tasks: list[dict], template: str | None) -> Image.Image:
     draw = ImageDraw.Draw(image)
     for text in first["all_target_cells"]:
         r, c = P.parse_cell_str(text)
-        draw.rectangle(((c - 1) * cell + 2, (r - 1) * cell + 2, c * cell - 3, r * cell - 3),
-                       outline=TARGET_COLOR, width=max(2, cell // 16))
+        draw.rectangle(
+            ((c - 1) * cell + 2, (r - 1) * cell + 2, c * cell - 3, r * cell - 3),
+            outline=TARGET_COLOR,
+            width=max(2, cell // 16),
+        )
     for task in tasks:
         color = REGION_COLORS.get(task["task_template"])
         if color is None or (template and task["task_template"] != template):
@@ -46,8 +51,10 @@ def _tile(root: Path, tasks: list[dict], template: str | None) -> Image.Image:
     image = image.resize((max(1, int(image.width * scale)), max(1, int(image.height * scale))))
     tile = Image.new("RGB", (TILE, TILE + CAPTION), "white")
     tile.paste(image, ((TILE - image.width) // 2, 0))
-    caption = f"{first['scene_id']} {first.get('family', first.get('rose_subset', ''))}\n" \
-              f"{first['rows']}x{first['cols']} targets={len(first['all_target_cells'])}"
+    caption = (
+        f"{first['scene_id']} {first.get('family', first.get('rose_subset', ''))}\n"
+        f"{first['rows']}x{first['cols']} targets={len(first['all_target_cells'])}"
+    )
     ImageDraw.Draw(tile).multiline_text((4, TILE + 1), caption, fill="black", spacing=1)
     return tile
 
@@ -75,8 +82,13 @@ def _outline_cells(draw: ImageDraw.ImageDraw, cells: set, size: int, color, widt
             draw.line((x1, y0, x1, y1), fill=color, width=width)
 
 
-def contact_sheet(root: str | Path, records: Iterable[dict[str, Any]], limit: int = 24,
-                  columns: int = 6, template: str | None = None) -> Image.Image:
+def contact_sheet(
+    root: str | Path,
+    records: Iterable[dict[str, Any]],
+    limit: int = 24,
+    columns: int = 6,
+    template: str | None = None,
+) -> Image.Image:
     """Sheet of the first ``limit`` scenes. ``template`` shows only that task's region."""
     root = Path(root)
     scenes = list(_scenes(records).values())[:limit]

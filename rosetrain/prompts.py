@@ -3,10 +3,11 @@ evaluation); ``varied`` draws from a pool of phrasings (for training) so a
 model learns the task, not one sentence. Both end with the same answer
 grammar, so gold answers never depend on the phrasing.
 """
+
 from __future__ import annotations
 
 import random
-from typing import Mapping
+from collections.abc import Mapping
 
 from rosetrain import protocol as P
 
@@ -24,7 +25,7 @@ ROSE_SENTENCES = {
     P.T3: "Click all cells that are different from the majority {where}.",
     P.T4: "Click all cells that are different from the majority inside the highlighted region.",
     P.T5: "Click all cells that are different from the majority in the whole grid, except {where}, "
-          "then submit the number of cells you clicked.",
+    "then submit the number of cells you clicked.",
 }
 
 # Varied phrasings. Each way of naming the exception cells comes in the forms
@@ -33,16 +34,24 @@ ROSE_SENTENCES = {
 # {odd_those} after "cells that" ("differ from the majority"). {where} is the
 # region phrase (natural_region_phrase); for CLICK_COUNT, the excluded cells.
 VARIED_SENTENCES = {
-    P.COUNT: ["How many cells {where} {odd_those}?", "Count the {odd_cells} {where}.",
-              "Report the number of cells {where} that {odd_those}.",
-              "Count the number of cells that are different from the majority {where}."],
-    P.CLICK: ["Click every cell {where} that {odd_that}.", "Select all {odd_cells} {where}, then finish.",
-              "Click all cells that are different from the majority {where}.",
-              "Mark each cell {where} that {odd_that}; if there are none, just finish."],
-    P.CLICK_COUNT: ["Click every cell that {odd_that}, except {where}, then submit how many you clicked.",
-                    "Ignoring {where}, click all {odd_cells} and submit how many you clicked.",
-                    "Click all cells that are different from the majority in the whole grid, except {where}, "
-                    "then submit the number of cells you clicked."],
+    P.COUNT: [
+        "How many cells {where} {odd_those}?",
+        "Count the {odd_cells} {where}.",
+        "Report the number of cells {where} that {odd_those}.",
+        "Count the number of cells that are different from the majority {where}.",
+    ],
+    P.CLICK: [
+        "Click every cell {where} that {odd_that}.",
+        "Select all {odd_cells} {where}, then finish.",
+        "Click all cells that are different from the majority {where}.",
+        "Mark each cell {where} that {odd_that}; if there are none, just finish.",
+    ],
+    P.CLICK_COUNT: [
+        "Click every cell that {odd_that}, except {where}, then submit how many you clicked.",
+        "Ignoring {where}, click all {odd_cells} and submit how many you clicked.",
+        "Click all cells that are different from the majority in the whole grid, except {where}, "
+        "then submit the number of cells you clicked.",
+    ],
 }
 # (the cells as a noun phrase, what one such cell does, what several do)
 ODD_PHRASES = [
@@ -110,8 +119,7 @@ def fill_varied(template: str, odd: tuple[str, str, str], where: str) -> str:
     return template.format(where=where, odd_cells=odd_cells, odd_that=odd_that, odd_those=odd_those)
 
 
-def task_sentence(template: str, region_type: str, params: Mapping, style: str,
-                  rng: random.Random) -> str:
+def task_sentence(template: str, region_type: str, params: Mapping, style: str, rng: random.Random) -> str:
     mode = P.TASK_MODE[template]
     if style == "rose":  # the release's sentences, byte for byte; draws nothing from rng
         sentence = ROSE_SENTENCES[template].format(where=rose_where(region_type, params))

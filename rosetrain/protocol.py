@@ -3,10 +3,11 @@ the answer grammar's formatting side. Parsing and scoring live in
 ``rosetrain.scoring``; everything that writes or reads a gold answer uses the
 helpers here so both sides agree on one spelling.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Iterable
+from collections.abc import Iterable
 
 COUNT, CLICK, CLICK_COUNT = "COUNT", "CLICK", "CLICK_COUNT"
 TASK_MODES = (COUNT, CLICK, CLICK_COUNT)
@@ -19,15 +20,14 @@ T5 = "T5_CLICK_COUNT_EXCLUSION"
 T1B = "T1B_CLICK_GLOBAL"
 T2B = "T2B_COUNT_LOCAL_MATCHED"
 
-MAIN_TEMPLATES = (T1, T2, T3, T4, T5)          # the five that make a model's Avg
-BRIDGE_TEMPLATES = (T1B, T2B)                  # controls, reported apart
+MAIN_TEMPLATES = (T1, T2, T3, T4, T5)  # the five that make a model's Avg
+BRIDGE_TEMPLATES = (T1B, T2B)  # controls, reported apart
 TEMPLATES = MAIN_TEMPLATES + BRIDGE_TEMPLATES
-COUNTING_TEMPLATES = (T1, T2)                  # Counting Avg
-ACTION_TEMPLATES = (T3, T4, T5)                # Action Avg
+COUNTING_TEMPLATES = (T1, T2)  # Counting Avg
+ACTION_TEMPLATES = (T3, T4, T5)  # Action Avg
 
 TASK_MODE = {T1: COUNT, T2: COUNT, T3: CLICK, T4: CLICK, T5: CLICK_COUNT, T1B: CLICK, T2B: COUNT}
-SHORT_NAME = {T1: "G-Cnt", T2: "L-Cnt", T3: "L-Clk", T4: "V-Clk", T5: "Excl-CS",
-              T1B: "G-Clk", T2B: "ML-Cnt"}
+SHORT_NAME = {T1: "G-Cnt", T2: "L-Cnt", T3: "L-Clk", T4: "V-Clk", T5: "Excl-CS", T1B: "G-Clk", T2B: "ML-Cnt"}
 
 ROW_RANGE, COL_RANGE, RECTANGLE = "ROW_RANGE", "COL_RANGE", "RECTANGLE"
 VISUAL_REGION, EXCLUSION, GLOBAL = "VISUAL_REGION", "EXCLUSION", "GLOBAL"
@@ -48,8 +48,11 @@ PROMPT_PREFIX = (
     "CLICK(R2,C5); CLICK(R4,C7); SUBMIT(2)\n"
 )
 
-EXPECTED_FORMAT = {COUNT: "COUNT(n)", CLICK: "CLICK(Rr,Cc); ...; DONE",
-                   CLICK_COUNT: "CLICK(Rr,Cc); ...; SUBMIT(n)"}
+EXPECTED_FORMAT = {
+    COUNT: "COUNT(n)",
+    CLICK: "CLICK(Rr,Cc); ...; DONE",
+    CLICK_COUNT: "CLICK(Rr,Cc); ...; SUBMIT(n)",
+}
 
 Cell = tuple[int, int]  # (row, col), 1-based
 

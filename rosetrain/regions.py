@@ -5,15 +5,16 @@ ROW_RANGE ``r1, r2``; COL_RANGE ``c1, c2``; RECTANGLE and VISUAL_REGION
 ``r1, r2, c1, c2``; EXCLUSION ``{"exclude_type": ..., "exclude_params": {...}}``
 (every cell *outside* the excluded region); GLOBAL ``{}`` (every cell).
 """
+
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from rosetrain.errors import RosetrainError
-from rosetrain.protocol import (COL_RANGE, EXCLUSION, GLOBAL, RECTANGLE, ROW_RANGE,
-                                VISUAL_REGION, Cell)
+from rosetrain.protocol import COL_RANGE, EXCLUSION, GLOBAL, RECTANGLE, ROW_RANGE, VISUAL_REGION, Cell
 
-_UNBOUNDED = (1, 10 ** 9)
+_UNBOUNDED = (1, 10**9)
 # region type -> (row bound keys, column bound keys); None: unbounded on that axis
 _BOUNDS = {
     ROW_RANGE: (("r1", "r2"), None),
@@ -29,8 +30,10 @@ def _range(region_type: str, region_params: Mapping, keys: tuple[str, str] | Non
     try:
         return int(region_params[keys[0]]), int(region_params[keys[1]])
     except (KeyError, TypeError, ValueError):
-        raise RosetrainError(f"region_params of a {region_type} region need integers "
-                             f"{keys[0]!r} and {keys[1]!r}, got {region_params!r}") from None
+        raise RosetrainError(
+            f"region_params of a {region_type} region need integers "
+            f"{keys[0]!r} and {keys[1]!r}, got {region_params!r}"
+        ) from None
 
 
 def _box(region_type: str, region_params: Mapping) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -40,17 +43,18 @@ def _box(region_type: str, region_params: Mapping) -> tuple[tuple[int, int], tup
     if region_type not in _BOUNDS:
         raise RosetrainError(f"unknown region_type {region_type!r}")
     if not isinstance(region_params, (dict, Mapping)):  # dict first: the abc check is slow
-        raise RosetrainError(f"region_params of a {region_type} region must be an object, "
-                             f"got {region_params!r}")
+        raise RosetrainError(
+            f"region_params of a {region_type} region must be an object, got {region_params!r}"
+        )
     row_keys, col_keys = _BOUNDS[region_type]
-    return (_range(region_type, region_params, row_keys),
-            _range(region_type, region_params, col_keys))
+    return (_range(region_type, region_params, row_keys), _range(region_type, region_params, col_keys))
 
 
 def _excluded(region_params: Mapping) -> tuple[str, Mapping]:
     if not isinstance(region_params, (dict, Mapping)) or "exclude_type" not in region_params:
-        raise RosetrainError(f"EXCLUSION region_params need 'exclude_type' and "
-                             f"'exclude_params', got {region_params!r}")
+        raise RosetrainError(
+            f"EXCLUSION region_params need 'exclude_type' and 'exclude_params', got {region_params!r}"
+        )
     return region_params["exclude_type"], region_params.get("exclude_params") or {}
 
 
@@ -68,8 +72,9 @@ def cells_in_region(region_type: str, region_params: Mapping, rows: int, cols: i
         excluded = cells_in_region(*_excluded(region_params), rows, cols)
         return {(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)} - excluded
     (r1, r2), (c1, c2) = _box(region_type, region_params)
-    return {(r, c) for r in range(max(r1, 1), min(r2, rows) + 1)
-            for c in range(max(c1, 1), min(c2, cols) + 1)}
+    return {
+        (r, c) for r in range(max(r1, 1), min(r2, rows) + 1) for c in range(max(c1, 1), min(c2, cols) + 1)
+    }
 
 
 class Box(NamedTuple):
@@ -99,4 +104,3 @@ def region_box(region_type: str, region_params: Mapping) -> Box:
         return inner._replace(outside=not inner.outside)
     (r1, r2), (c1, c2) = _box(region_type, region_params)
     return Box(r1, r2, c1, c2)
-

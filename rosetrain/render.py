@@ -2,6 +2,7 @@
 T4's visual cue on a second copy. No margins, no labels: the image is exactly
 ``cols * cell_size`` wide and ``rows * cell_size`` high, as in the release.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,15 +20,21 @@ def _cells(family: str, config_json: str, item_json: str, cell_size: int) -> tup
     family_obj = get_family(family, json.loads(config_json))
     majority, exception = family_obj.draw_cells(json.loads(item_json), cell_size)
     if majority.size != (cell_size, cell_size) or exception.size != (cell_size, cell_size):
-        raise RuntimeError(f"family {family!r} drew cells of {majority.size}/{exception.size}, "
-                           f"expected {cell_size}x{cell_size}")
+        raise RuntimeError(
+            f"family {family!r} drew cells of {majority.size}/{exception.size}, "
+            f"expected {cell_size}x{cell_size}"
+        )
     return majority.convert("RGB"), exception.convert("RGB")
 
 
 def scene_cells(scene: Scene) -> tuple[Image.Image, Image.Image]:
     """(majority cell, exception cell) of a scene, cached across scenes that share them."""
-    return _cells(scene.family, json.dumps(scene.family_config, sort_keys=True),
-                  json.dumps(scene.item, sort_keys=True), scene.cell_size)
+    return _cells(
+        scene.family,
+        json.dumps(scene.family_config, sort_keys=True),
+        json.dumps(scene.item, sort_keys=True),
+        scene.cell_size,
+    )
 
 
 def render_scene(scene: Scene, noise: float = 0.0) -> Image.Image:
@@ -59,12 +66,17 @@ def _add_noise(image: Image.Image, amplitude: float, seed: int) -> Image.Image:
     return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8), "RGB")
 
 
-def render_cue(base: Image.Image, params: dict, cell_size: int, cue: CueSpec,
-               in_place: bool = False) -> Image.Image:
+def render_cue(
+    base: Image.Image, params: dict, cell_size: int, cue: CueSpec, in_place: bool = False
+) -> Image.Image:
     """``base`` with the VISUAL_REGION rectangle highlighted: a copy, or with
     ``in_place`` (a caller done with ``base``) possibly ``base`` itself, drawn on."""
-    box = ((params["c1"] - 1) * cell_size, (params["r1"] - 1) * cell_size,
-           params["c2"] * cell_size - 1, params["r2"] * cell_size - 1)
+    box = (
+        (params["c1"] - 1) * cell_size,
+        (params["r1"] - 1) * cell_size,
+        params["c2"] * cell_size - 1,
+        params["r2"] * cell_size - 1,
+    )
     if cue.style == "outline":
         image = base if in_place else base.copy()
         ImageDraw.Draw(image).rectangle(box, outline=tuple(cue.color), width=cue.width)

@@ -6,13 +6,14 @@ same text and tables, and the plots inline (data: URIs), so it can be opened,
 mailed or attached as one file. Only the Markdown rosetrain writes is read:
 headings, paragraphs, pipe tables, images, **bold** and `code`.
 """
+
 from __future__ import annotations
 
 import base64
 import html
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 60em; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -82,13 +83,18 @@ def render_block(block: list[str], folder: Path) -> str:
     if found:
         return image(found.group(1), found.group(2), folder)
     # Markdown breaks a line only where it ends in two spaces
-    return "<p>" + "\n".join(inline(line.rstrip()) + ("<br>" if line.endswith("  ") else "")
-                             for line in block) + "</p>"
+    return (
+        "<p>"
+        + "\n".join(inline(line.rstrip()) + ("<br>" if line.endswith("  ") else "") for line in block)
+        + "</p>"
+    )
 
 
 def markdown_to_html(markdown: str, folder: str | Path, title: str) -> str:
     """The page for ``markdown`` whose images lie in ``folder``."""
     body = "\n".join(render_block(b, Path(folder)) for b in blocks(markdown.splitlines()))
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n"
-            f"<body>\n{body}\n</body>\n</html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n"
+        f"<body>\n{body}\n</body>\n</html>\n"
+    )

@@ -28,6 +28,7 @@ scored once however many of them ask.
 returns the three with their weights (what ``rosetrain train grpo`` uses, with
 PASS logged per template).
 """
+
 from __future__ import annotations
 
 from rosetrain.train.rewards import GOLD_COLUMNS, ScoreCache, build_rewards, make_reward
@@ -37,5 +38,12 @@ pass_reward = make_reward("pass", _SHARED)
 soft_reward = make_reward("soft", _SHARED)
 format_reward = make_reward("format", _SHARED)
 
-__all__ = ["GOLD_COLUMNS", "ScoreCache", "build_rewards", "format_reward", "make_reward",
-           "pass_reward", "soft_reward"]
+__all__ = [
+    "GOLD_COLUMNS",
+    "ScoreCache",
+    "build_rewards",
+    "format_reward",
+    "make_reward",
+    "pass_reward",
+    "soft_reward",
+]

@@ -4,6 +4,7 @@ A scene is pure data and a pure function of (spec, seed, index): item ``i``
 of a spec never depends on items before it, so shards can be made anywhere,
 in any order, by any number of processes, and agree byte for byte.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -30,16 +31,16 @@ def derived_seed(*parts: Any) -> int:
 class Scene:
     scene_id: str
     index: int
-    seed: int                    # the scene's own seed (from spec namespace, seed, index)
+    seed: int  # the scene's own seed (from spec namespace, seed, index)
     level: str
     family: str
     family_config: dict
-    item: dict                   # what the family draws: fully determines both cells
+    item: dict  # what the family draws: fully determines both cells
     rows: int
     cols: int
     cell_size: int
     profile: str
-    targets: tuple[Cell, ...]    # exception cells, 1-based (row, col), row-major order
+    targets: tuple[Cell, ...]  # exception cells, 1-based (row, col), row-major order
 
     @property
     def negative(self) -> bool:
@@ -49,8 +50,11 @@ class Scene:
     def fingerprint(self) -> str:
         """Identity of what a model sees, independent of ids, seeds and cell size:
         two scenes with equal fingerprints are the same training example."""
-        content = json.dumps([self.family, _portable(self.item), self.rows, self.cols, self.targets],
-                             sort_keys=True, separators=(",", ":"))
+        content = json.dumps(
+            [self.family, _portable(self.item), self.rows, self.cols, self.targets],
+            sort_keys=True,
+            separators=(",", ":"),
+        )
         return hashlib.sha256(content.encode()).hexdigest()[:20]
 
 
@@ -87,7 +91,7 @@ def choose_level(spec: Spec, index: int, rng: random.Random) -> LevelSpec:
             return level
     if spec.curriculum == "staged":
         return spec.levels[-1]
-    mixed = spec.levels[len(spec.warmup_levels):]
+    mixed = spec.levels[len(spec.warmup_levels) :]
     name = _choose(rng, {lv.name: lv.weight for lv in mixed})
     return next(lv for lv in mixed if lv.name == name)
 
@@ -122,10 +126,20 @@ def sample_scene(spec: Spec, seed: int, index: int, split: str = "train") -> Sce
     from rosetrain.families import get_family
 
     item = get_family(family, family_spec.config).sample_item(random.Random(derived_seed(scene_seed, "item")))
-    return Scene(scene_id=f"{split}-{index:07d}", index=index, seed=scene_seed, level=level.name,
-                 family=family, family_config=dict(family_spec.config), item=item, rows=rows,
-                 cols=cols, cell_size=cell_size, profile=profile if not level.rows else "custom",
-                 targets=targets)
+    return Scene(
+        scene_id=f"{split}-{index:07d}",
+        index=index,
+        seed=scene_seed,
+        level=level.name,
+        family=family,
+        family_config=dict(family_spec.config),
+        item=item,
+        rows=rows,
+        cols=cols,
+        cell_size=cell_size,
+        profile=profile if not level.rows else "custom",
+        targets=targets,
+    )
 
 
 def _bounds(pair: tuple[int, int]) -> tuple[int, int]:

@@ -9,12 +9,14 @@ order (``scenes`` each); ``mixture`` draws a level per scene by weight, after
 its leading warm-up levels (those that set ``scenes``) have run in order: a
 cell-addressing stage that teaches *where* before the mixture teaches *what*.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rosetrain import protocol as P
 from rosetrain.errors import RosetrainError
@@ -88,6 +90,7 @@ class FamilySpec:
 @dataclasses.dataclass(frozen=True)
 class CueSpec:
     """How T4's visual region is drawn on the second copy of the image."""
+
     style: str = "outline"
     color: tuple[int, int, int] = (255, 0, 0)
     width: int = 4
@@ -95,8 +98,11 @@ class CueSpec:
     def __post_init__(self):
         if self.style not in CUE_STYLES:
             raise ValueError(f"cue.style: {self.style!r} is not one of {', '.join(CUE_STYLES)}")
-        if not (isinstance(self.color, (list, tuple)) and len(self.color) == 3
-                and all(_is_int(c) and 0 <= c <= 255 for c in self.color)):
+        if not (
+            isinstance(self.color, (list, tuple))
+            and len(self.color) == 3
+            and all(_is_int(c) and 0 <= c <= 255 for c in self.color)
+        ):
             raise ValueError(f"cue.color: expected 3 integers [r, g, b] in 0..255, got {self.color!r}")
         if not _is_int(self.width) or not 1 <= self.width <= 32:
             raise ValueError(f"cue.width: expected an integer 1..32, got {self.width!r}")
@@ -105,24 +111,31 @@ class CueSpec:
 @dataclasses.dataclass(frozen=True)
 class LevelSpec:
     """Everything that decides what one scene and its tasks look like."""
+
     name: str = "default"
     weight: float = 1.0
     scenes: int | None = None  # staged curricula: scenes at this level before the next
     families: dict[str, FamilySpec] = dataclasses.field(default_factory=dict)
-    profiles: dict[str, float] = dataclasses.field(default_factory=lambda: {"small": 0.27, "medium": 0.47, "large": 0.26})
-    rows: tuple[int, int] | None = None       # overrides the profile's rows
+    profiles: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"small": 0.27, "medium": 0.47, "large": 0.26}
+    )
+    rows: tuple[int, int] | None = None  # overrides the profile's rows
     cols: tuple[int, int] | None = None
     cell_size: tuple[int, int] = (42, 64)
     exceptions: tuple[int, int] = (1, 8)
     negative_rate: float = 0.05
-    region_cases: dict[str, float] = dataclasses.field(default_factory=lambda: {"zero": 0.33, "partial": 0.45, "all": 0.22})
-    region_types: dict[str, float] = dataclasses.field(default_factory=lambda: {P.ROW_RANGE: 1.0, P.COL_RANGE: 1.0, P.RECTANGLE: 1.0})
+    region_cases: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"zero": 0.33, "partial": 0.45, "all": 0.22}
+    )
+    region_types: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {P.ROW_RANGE: 1.0, P.COL_RANGE: 1.0, P.RECTANGLE: 1.0}
+    )
     tasks: dict[str, float] = dataclasses.field(default_factory=lambda: {t: 1.0 for t in P.TEMPLATES})
     tasks_per_scene: int | None = None  # None: every task with weight > 0
     prompt_style: str = "rose"
     cue: CueSpec = dataclasses.field(default_factory=CueSpec)
-    image_multiple: int | None = None   # e.g. 28: both image sides a multiple of it
-    noise: float = 0.0                  # opt-in per-cell pixel noise amplitude (0..64)
+    image_multiple: int | None = None  # e.g. 28: both image sides a multiple of it
+    noise: float = 0.0  # opt-in per-cell pixel noise amplitude (0..64)
 
     def __post_init__(self):
         from rosetrain.families import FAMILIES
@@ -148,9 +161,11 @@ class LevelSpec:
             raise ValueError(f"exceptions: must be >= 0, got {list(self.exceptions)}")
         smallest_grid = min(self.grid_choices("rows")) * min(self.grid_choices("cols"))
         if self.exceptions[1] > smallest_grid // 2:  # never capped while sampling: refused here
-            raise ValueError(f"exceptions: up to {self.exceptions[1]} exceptions do not leave a majority "
-                             f"in the smallest grid ({smallest_grid} cells allow at most "
-                             f"{smallest_grid // 2}); use fewer exceptions or larger grids")
+            raise ValueError(
+                f"exceptions: up to {self.exceptions[1]} exceptions do not leave a majority "
+                f"in the smallest grid ({smallest_grid} cells allow at most "
+                f"{smallest_grid // 2}); use fewer exceptions or larger grids"
+            )
         if not 0 <= self.negative_rate <= 1:
             raise ValueError(f"negative_rate: expected 0..1, got {self.negative_rate}")
         if self.prompt_style not in PROMPT_STYLES:
@@ -195,12 +210,12 @@ class Spec:
     namespace: str
     seed: int
     levels: tuple[LevelSpec, ...]
-    curriculum: str = "mixture"       # mixture: level drawn by weight; staged: by scene index
+    curriculum: str = "mixture"  # mixture: level drawn by weight; staged: by scene index
     heldout_family: str | None = None  # role heldout: the family no training spec may use
-    heldout_spec: str | None = None    # role train: the held-out spec to stay disjoint from
-    heldout_scenes: int = 2000         # how many held-out scenes the overlap check covers
+    heldout_spec: str | None = None  # role train: the held-out spec to stay disjoint from
+    heldout_scenes: int = 2000  # how many held-out scenes the overlap check covers
     description: str = ""
-    layout: str = "rosetrain"          # rose: ROSE subset names, bridges in their own files
+    layout: str = "rosetrain"  # rose: ROSE subset names, bridges in their own files
 
     @property
     def warmup_levels(self) -> tuple[LevelSpec, ...]:
@@ -219,15 +234,28 @@ class Spec:
 
 
 _LEVEL_FIELDS = {f.name for f in dataclasses.fields(LevelSpec)}
-_SPEC_FIELDS = {"name", "role", "namespace", "seed", "levels", "curriculum", "heldout_family",
-                "heldout_spec", "heldout_scenes", "description", "layout"}
+_SPEC_FIELDS = {
+    "name",
+    "role",
+    "namespace",
+    "seed",
+    "levels",
+    "curriculum",
+    "heldout_family",
+    "heldout_spec",
+    "heldout_scenes",
+    "description",
+    "layout",
+}
 LAYOUTS = ("rosetrain", "rose")
 
 
 def _build_level(raw: Mapping[str, Any], where: str) -> LevelSpec:
     unknown = set(raw) - _LEVEL_FIELDS
     if unknown:
-        raise ValueError(f"{where}unknown field {sorted(unknown)[0]!r}; valid: {', '.join(sorted(_LEVEL_FIELDS | _SPEC_FIELDS))}")
+        raise ValueError(
+            f"{where}unknown field {sorted(unknown)[0]!r}; valid: {', '.join(sorted(_LEVEL_FIELDS | _SPEC_FIELDS))}"
+        )
     kwargs = dict(raw)
     if "families" in kwargs:
         kwargs["families"] = _families(kwargs["families"])
@@ -301,8 +329,10 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         raise ValueError(f"role: {role!r} is not one of {', '.join(ROLES)}")
     namespace = str(top.get("namespace", role))
     if (namespace == RESERVED_NAMESPACE) != (role == "heldout"):
-        raise ValueError(f"namespace: {namespace!r} with role {role!r}: the namespace "
-                         f"{RESERVED_NAMESPACE!r} belongs to held-out specs and only to them")
+        raise ValueError(
+            f"namespace: {namespace!r} with role {role!r}: the namespace "
+            f"{RESERVED_NAMESPACE!r} belongs to held-out specs and only to them"
+        )
     level_dicts = top.get("levels")
     if level_dicts is None:
         level_dicts = [{}]  # no levels: the top-level fields are the one level
@@ -329,15 +359,24 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         raise ValueError("levels: a staged curriculum needs `scenes` on every level but the last")
     if curriculum == "mixture":
         _check_warmup(levels)
-    _weights({lv.name: lv.weight for lv in levels if curriculum == "staged" or lv.scenes is None},
-             "levels (weights)")
-    spec = Spec(name=str(top.get("name", Path(str(path)).stem)), path=str(path), role=role,
-                namespace=namespace, seed=_top_int(top, "seed", 0), levels=tuple(levels),
-                curriculum=curriculum, heldout_family=top.get("heldout_family"),
-                heldout_spec=_top_str(top, "heldout_spec"),
-                heldout_scenes=_top_int(top, "heldout_scenes", 2000, minimum=0),
-                description=str(top.get("description", "")),
-                layout=str(top.get("layout", "rosetrain")))
+    _weights(
+        {lv.name: lv.weight for lv in levels if curriculum == "staged" or lv.scenes is None},
+        "levels (weights)",
+    )
+    spec = Spec(
+        name=str(top.get("name", Path(str(path)).stem)),
+        path=str(path),
+        role=role,
+        namespace=namespace,
+        seed=_top_int(top, "seed", 0),
+        levels=tuple(levels),
+        curriculum=curriculum,
+        heldout_family=top.get("heldout_family"),
+        heldout_spec=_top_str(top, "heldout_spec"),
+        heldout_scenes=_top_int(top, "heldout_scenes", 2000, minimum=0),
+        description=str(top.get("description", "")),
+        layout=str(top.get("layout", "rosetrain")),
+    )
     if spec.layout not in LAYOUTS:
         raise ValueError(f"layout: {spec.layout!r} is not one of {', '.join(LAYOUTS)}")
     if spec.heldout_family is not None:
@@ -346,7 +385,9 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         if role != "heldout":
             raise ValueError("heldout_family: only a spec with role: heldout names a held-out family")
         if spec.heldout_family not in FAMILIES:
-            raise ValueError(f"heldout_family: unknown family {spec.heldout_family!r}; valid: {', '.join(FAMILIES)}")
+            raise ValueError(
+                f"heldout_family: unknown family {spec.heldout_family!r}; valid: {', '.join(FAMILIES)}"
+            )
     return spec
 
 
@@ -355,16 +396,19 @@ def _refuse_duplicate_names(levels: list[LevelSpec]) -> None:
     first: dict[str, int] = {}
     for i, level in enumerate(levels):
         if level.name in first:
-            raise ValueError(f"levels[{i}]: name {level.name!r} is already the name of "
-                             f"levels[{first[level.name]}]; give every level its own name")
+            raise ValueError(
+                f"levels[{i}]: name {level.name!r} is already the name of "
+                f"levels[{first[level.name]}]; give every level its own name"
+            )
         first[level.name] = i
 
 
 def _top_int(top: Mapping[str, Any], field: str, default: int, minimum: int | None = None) -> int:
     value = top.get(field, default)
     if not _is_int(value) or (minimum is not None and value < minimum):
-        raise ValueError(f"{field}: expected an integer{'' if minimum is None else f' >= {minimum}'}, "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{field}: expected an integer{'' if minimum is None else f' >= {minimum}'}, got {value!r}"
+        )
     return value
 
 
@@ -380,12 +424,15 @@ def _check_warmup(levels: list[LevelSpec]) -> None:
     least one level (without ``scenes``) is left to mix."""
     mixed = [i for i, level in enumerate(levels) if level.scenes is None]
     if not mixed:
-        raise ValueError("levels: a mixture needs at least one level without `scenes` "
-                         "(levels with `scenes` are warm-up stages that run first)")
-    late = [level.name for level in levels[mixed[0]:] if level.scenes is not None]
+        raise ValueError(
+            "levels: a mixture needs at least one level without `scenes` "
+            "(levels with `scenes` are warm-up stages that run first)"
+        )
+    late = [level.name for level in levels[mixed[0] :] if level.scenes is not None]
     if late:
-        raise ValueError(f"levels ({late[0]}): a warm-up level (one with `scenes`) must come "
-                         f"before every mixed level")
+        raise ValueError(
+            f"levels ({late[0]}): a warm-up level (one with `scenes`) must come before every mixed level"
+        )
 
 
 def check_families_available(spec: Spec) -> None:
@@ -415,6 +462,8 @@ def check_training_spec(spec: Spec) -> Spec | None:
     if heldout.role != "heldout":
         raise SpecError(f"{spec.path}: heldout_spec: {heldout.path} has role {heldout.role!r}, not 'heldout'")
     if heldout.heldout_family and heldout.heldout_family in spec.families:
-        raise SpecError(f"{spec.path}: families: {heldout.heldout_family!r} is held out of training "
-                        f"by {heldout.path}; remove it from this spec")
+        raise SpecError(
+            f"{spec.path}: families: {heldout.heldout_family!r} is held out of training "
+            f"by {heldout.path}; remove it from this spec"
+        )
     return heldout

@@ -6,6 +6,7 @@ the scene's targets inside it); when the scene makes the wanted case
 impossible (one target cannot be "partial"), the nearest possible case is
 drawn instead and ``region_case_wanted`` records the wish.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,6 +46,7 @@ def _case(inside: int, total: int) -> str:
 
 def _rect_around(rng: random.Random, kind: str, rows: int, cols: int, anchor: list[P.Cell]) -> Region:
     """A random region of ``kind`` that contains every cell of ``anchor``."""
+
     def span(lo: int, hi: int, size: int) -> tuple[int, int]:
         reach = rng.randint(0, max(1, size // 3))
         return rng.randint(max(1, lo - reach), lo), rng.randint(hi, min(size, hi + reach))
@@ -58,8 +60,15 @@ def _rect_around(rng: random.Random, kind: str, rows: int, cols: int, anchor: li
     return Region(kind, {"r1": r1, "r2": r2, "c1": c1, "c2": c2})
 
 
-def sample_region(rng: random.Random, kind: str, scene: Scene, want: str, *,
-                  exclusion: bool = False, avoid: Region | None = None) -> tuple[Region, str]:
+def sample_region(
+    rng: random.Random,
+    kind: str,
+    scene: Scene,
+    want: str,
+    *,
+    exclusion: bool = False,
+    avoid: Region | None = None,
+) -> tuple[Region, str]:
     """A local region of ``kind`` whose case is ``want`` when the scene allows it.
 
     With ``exclusion`` the region is EXCLUSION of a ``kind`` region and the case
@@ -85,8 +94,11 @@ def _grid_cells(scene: Scene) -> list[P.Cell]:
 
 def _task_region(inner: Region, exclusion: bool) -> Region:
     """``inner`` itself, or with ``exclusion`` every cell outside it."""
-    return Region(P.EXCLUSION, {"exclude_type": inner.type, "exclude_params": inner.params}) \
-        if exclusion else inner
+    return (
+        Region(P.EXCLUSION, {"exclude_type": inner.type, "exclude_params": inner.params})
+        if exclusion
+        else inner
+    )
 
 
 def _case_of(region: Region, scene: Scene) -> str:
@@ -94,8 +106,15 @@ def _case_of(region: Region, scene: Scene) -> str:
     return _case(sum(1 for t in scene.targets if box.contains(t)), len(scene.targets))
 
 
-def _search(rng: random.Random, kind: str, scene: Scene, want: str, exclusion: bool,
-            avoid: Region | None, found: dict[str, Region]) -> tuple[Region, str] | None:
+def _search(
+    rng: random.Random,
+    kind: str,
+    scene: Scene,
+    want: str,
+    exclusion: bool,
+    avoid: Region | None,
+    found: dict[str, Region],
+) -> tuple[Region, str] | None:
     """Up to _TRIES regions grown around an anchor chosen for ``want``; the
     first of each other case met on the way is kept in ``found``."""
     rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
@@ -136,6 +155,7 @@ def _single(params: dict) -> dict:
 
 def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str, Region, str, str]]:
     """(template, region, case, wanted case) for each task of the scene."""
+
     def numeric(avoid=None, exclusion=False):
         want = _choose(rng, level.region_cases)
         kind = _choose(rng, level.region_types)
@@ -150,8 +170,15 @@ def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str,
     t4_region, t4_case = sample_region(rng, P.RECTANGLE, scene, want4)
     t4 = Region(P.VISUAL_REGION, t4_region.params), t4_case, want4
     t5 = numeric(exclusion=True)
-    plan = {P.T1: (whole, everything, everything), P.T1B: (whole, everything, everything),
-            P.T2: t2, P.T3: t3, P.T2B: t3, P.T4: t4, P.T5: t5}
+    plan = {
+        P.T1: (whole, everything, everything),
+        P.T1B: (whole, everything, everything),
+        P.T2: t2,
+        P.T3: t3,
+        P.T2B: t3,
+        P.T4: t4,
+        P.T5: t5,
+    }
     wanted = [t for t, w in level.tasks.items() if w > 0]
     if level.tasks_per_scene is not None:
         chosen: list[str] = []
@@ -177,36 +204,38 @@ def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, An
         sentence = task_sentence(template, region.type, region.params, level.prompt_style, rng)
         on_cue = template == P.T4
         image_id = cue_image_id if on_cue else scene.scene_id
-        records.append({
-            "item_id": f"{scene.scene_id}-{template.split('_')[0]}",
-            "scene_id": scene.scene_id,
-            "image_id": image_id,
-            "split": split,
-            "task_template": template,
-            "task_mode": mode,
-            "region_type": region.type,
-            "region_params": region.params,
-            "region_case": case,
-            "region_case_wanted": want,
-            "cue_type": "VISUAL_HIGHLIGHT" if on_cue else "NONE",
-            "prompt_global": P.PROMPT_PREFIX,
-            "prompt_local": sentence,
-            "prompt": P.PROMPT_PREFIX + "\n" + sentence,
-            "expected_output_format": P.EXPECTED_FORMAT[mode],
-            "ground_truth_count": len(inside),
-            "ground_truth_clicks": [P.cell_str(c) for c in inside],
-            "ground_truth_formal_answer": P.format_answer(mode, inside),
-            "answer": P.format_answer(mode, inside),
-            "all_target_cells": [P.cell_str(c) for c in targets],
-            "region_target_cells": [P.cell_str(c) for c in inside],
-            "target_cells": [list(c) for c in targets],
-            "global_target_count": len(targets),
-            "region_target_count": len(inside),
-            "num_out_region_targets": len(targets) - len(inside),
-            "region_cell_count": len(cells),
-            "region_non_target_count": len(cells) - len(inside),
-            "region_ratio": round(len(cells) / (scene.rows * scene.cols), 6),
-            "bridge_task": template in P.BRIDGE_TEMPLATES,
-            "source_item_id": f"{scene.scene_id}-T3" if template == P.T2B else None,
-        })
+        records.append(
+            {
+                "item_id": f"{scene.scene_id}-{template.split('_')[0]}",
+                "scene_id": scene.scene_id,
+                "image_id": image_id,
+                "split": split,
+                "task_template": template,
+                "task_mode": mode,
+                "region_type": region.type,
+                "region_params": region.params,
+                "region_case": case,
+                "region_case_wanted": want,
+                "cue_type": "VISUAL_HIGHLIGHT" if on_cue else "NONE",
+                "prompt_global": P.PROMPT_PREFIX,
+                "prompt_local": sentence,
+                "prompt": P.PROMPT_PREFIX + "\n" + sentence,
+                "expected_output_format": P.EXPECTED_FORMAT[mode],
+                "ground_truth_count": len(inside),
+                "ground_truth_clicks": [P.cell_str(c) for c in inside],
+                "ground_truth_formal_answer": P.format_answer(mode, inside),
+                "answer": P.format_answer(mode, inside),
+                "all_target_cells": [P.cell_str(c) for c in targets],
+                "region_target_cells": [P.cell_str(c) for c in inside],
+                "target_cells": [list(c) for c in targets],
+                "global_target_count": len(targets),
+                "region_target_count": len(inside),
+                "num_out_region_targets": len(targets) - len(inside),
+                "region_cell_count": len(cells),
+                "region_non_target_count": len(cells) - len(inside),
+                "region_ratio": round(len(cells) / (scene.rows * scene.cols), 6),
+                "bridge_task": template in P.BRIDGE_TEMPLATES,
+                "source_item_id": f"{scene.scene_id}-T3" if template == P.T2B else None,
+            }
+        )
     return records

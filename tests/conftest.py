@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ROSE_V01 = ROOT / "tests" / "data" / "rose-v0.1"   # real release metadata, vendored
+ROSE_V01 = ROOT / "tests" / "data" / "rose-v0.1"  # real release metadata, vendored
 GENERATORS = ROOT / "generators"
 
 requires_cjk = pytest.mark.skipif(shutil.which("fc-list") is None, reason="fontconfig missing")

@@ -18,6 +18,7 @@ follows :func:`behaviour` for the item's position in the split:
 ``GET /stats`` returns request counts, attempts per item and the most requests
 that were ever in flight at once (to check bounded concurrency).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,8 +96,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         state = self.state
         with state.lock:
-            self._reply(200, {"requests": state.requests, "max_in_flight": state.max_in_flight,
-                              "attempts": dict(state.attempts)})
+            self._reply(
+                200,
+                {
+                    "requests": state.requests,
+                    "max_in_flight": state.max_in_flight,
+                    "attempts": dict(state.attempts),
+                },
+            )
 
     def do_POST(self):
         state = self.state
@@ -139,18 +146,24 @@ class Handler(BaseHTTPRequestHandler):
         if attempt == 1 and failure == "500":
             return self._reply(500, {"error": {"message": "internal error (test)"}})
         if attempt == 1 and failure == "429":
-            return self._reply(429, {"error": {"message": "rate limited (test)"}},
-                               {"Retry-After": "0"})
+            return self._reply(429, {"error": {"message": "rate limited (test)"}}, {"Retry-After": "0"})
         if attempt == 1 and failure == "slow":
             self._count_out()  # the client gives up meanwhile: not one of its requests in flight
             time.sleep(state.slow_s)
         else:
             time.sleep(state.delay_s)  # a little work, so concurrent requests overlap
         text = record["answer"] if gold else GARBAGE
-        self._reply(200, {"id": f"cmpl-{position}", "object": "chat.completion",
-                          "model": body.get("model"),
-                          "choices": [{"index": 0, "finish_reason": "stop",
-                                       "message": {"role": "assistant", "content": text}}]})
+        self._reply(
+            200,
+            {
+                "id": f"cmpl-{position}",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                ],
+            },
+        )
 
     def _find_item(self, body):
         try:
@@ -164,17 +177,34 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve_in_subprocess(data_dir, split: str = "test", *, key_env: str | None = None,
-                        env: dict | None = None, slow_s: float = 1.0, delay_s: float = 0.02,
-                        fail_every: int = 0):
+def serve_in_subprocess(
+    data_dir,
+    split: str = "test",
+    *,
+    key_env: str | None = None,
+    env: dict | None = None,
+    slow_s: float = 1.0,
+    delay_s: float = 0.02,
+    fail_every: int = 0,
+):
     """Start this server as a separate process; yield its base URL (".../v1")."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--data", str(data_dir),
-               "--split", split, "--slow-s", str(slow_s), "--delay-s", str(delay_s),
-               "--fail-every", str(fail_every)]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--data",
+        str(data_dir),
+        "--split",
+        split,
+        "--slow-s",
+        str(slow_s),
+        "--delay-s",
+        str(delay_s),
+        "--fail-every",
+        str(fail_every),
+    ]
     if key_env:
         command += ["--key-env", key_env]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     try:
         line = process.stdout.readline()  # "" if the server died before listening
         if not line.startswith("PORT "):
@@ -200,12 +230,12 @@ def main() -> None:
     parser.add_argument("--key-env", help="require 'Bearer $VAR' in Authorization")
     parser.add_argument("--slow-s", type=float, default=2.0, help="first-attempt delay of slow items")
     parser.add_argument("--delay-s", type=float, default=0.02, help="time to answer any request")
-    parser.add_argument("--fail-every", type=int, default=0,
-                        help="items at position N-1 modulo N always fail with 500")
+    parser.add_argument(
+        "--fail-every", type=int, default=0, help="items at position N-1 modulo N always fail with 500"
+    )
     args = parser.parse_args()
     key = os.environ[args.key_env] if args.key_env else None
-    Handler.state = State(load_items(args.data, args.split), key, args.slow_s, args.delay_s,
-                          args.fail_every)
+    Handler.state = State(load_items(args.data, args.split), key, args.slow_s, args.delay_s, args.fail_every)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)

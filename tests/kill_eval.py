@@ -13,6 +13,7 @@ The process kills itself (SIGKILL: no cleanup, no finally blocks):
 
 Exits with the command's code if the run finished before the kill point.
 """
+
 import os
 import signal
 import sys

@@ -12,6 +12,7 @@ joined metadata, and the last step of every atomic write), killed before it.
 With ``--num-proc 1`` everything happens in this process. Exits with the
 command's code if the run finished before the N-th match.
 """
+
 import os
 import re
 import signal

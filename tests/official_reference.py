@@ -6,6 +6,7 @@ It shares no code with ``rosetrain.scoring``: it reads a response token by
 token with ``re``'s own case folding and digit class, and computes every
 field from scratch with plain sets.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,8 +16,12 @@ CLICK_TOKEN = re.compile(r"\s*click\s*\(\s*r\s*(\d+)\s*,\s*c\s*(\d+)\s*\)\s*", r
 COUNT_ANSWER = re.compile(r"\s*count\s*\(\s*(\d+)\s*\)\s*", re.IGNORECASE)
 SUBMIT_TOKEN = re.compile(r"\s*submit\s*\(\s*(\d+)\s*\)\s*", re.IGNORECASE)
 DONE_TOKEN = re.compile(r"\s*done\s*", re.IGNORECASE)
-LOCAL_MAIN = {"T2_COUNT_LOCAL_NUMERIC", "T3_CLICK_LOCAL_NUMERIC", "T4_CLICK_VISUAL_REGION",
-              "T5_CLICK_COUNT_EXCLUSION"}
+LOCAL_MAIN = {
+    "T2_COUNT_LOCAL_NUMERIC",
+    "T3_CLICK_LOCAL_NUMERIC",
+    "T4_CLICK_VISUAL_REGION",
+    "T5_CLICK_COUNT_EXCLUSION",
+}
 
 
 def read(raw, mode):
@@ -26,8 +31,9 @@ def read(raw, mode):
         return False, "empty", None, [], []
     if mode == "COUNT":
         m = COUNT_ANSWER.fullmatch(text)
-        return (True, None, int(m.group(1)), [], []) if m else \
-            (False, "expected_COUNT_only", None, [], [text])
+        return (
+            (True, None, int(m.group(1)), [], []) if m else (False, "expected_COUNT_only", None, [], [text])
+        )
     tokens = [t.strip() for t in text.split(";") if t.strip()]
     if mode == "CLICK_COUNT" and not tokens:
         return False, "empty", None, [], []
@@ -116,46 +122,82 @@ def expected_row(item, raw, model, error):
         g_click = is_click and gold != everything and pred == everything
     excl = 0
     if item["region_type"] == "EXCLUSION":
-        excl = int(bool(pred & distractors)) if is_click else int(
-            pc is not None and n_gold != len(everything) and pc == len(everything))
-    click = (lambda v: v if is_click else None)
+        excl = (
+            int(bool(pred & distractors))
+            if is_click
+            else int(pc is not None and n_gold != len(everything) and pc == len(everything))
+        )
+
+    def click(v):
+        return v if is_click else None
+
     return {
-        "item_id": item["item_id"], "scene_id": item.get("scene_id"),
-        "image_id": item.get("image_id"), "model": model, "rose_subset": item.get("rose_subset"),
-        "rose_split": item.get("split"), "primitive_type": item.get("primitive_type"),
-        "task_template": template, "task_mode": mode, "region_type": item["region_type"],
-        "region_case": item.get("region_case"), "cue_type": item.get("cue_type"),
-        "difficulty": item.get("difficulty"), "rows": rows, "cols": cols,
-        "region_cell_count": len(area), "raw_text": raw,
-        "api_error": int(error not in (None, "", "None")), "api_error_text": error,
-        "format_valid": int(valid), "format_error": int(not valid), "parse_error": code,
-        "invalid_action_tokens": rejected, "pass": int(passed), "unified_soft": soft,
-        "count_applicable": int(is_count), "click_applicable": int(is_click),
-        "submit_applicable": int(is_submit), "gt_count": n_gold, "pred_count": pc,
+        "item_id": item["item_id"],
+        "scene_id": item.get("scene_id"),
+        "image_id": item.get("image_id"),
+        "model": model,
+        "rose_subset": item.get("rose_subset"),
+        "rose_split": item.get("split"),
+        "primitive_type": item.get("primitive_type"),
+        "task_template": template,
+        "task_mode": mode,
+        "region_type": item["region_type"],
+        "region_case": item.get("region_case"),
+        "cue_type": item.get("cue_type"),
+        "difficulty": item.get("difficulty"),
+        "rows": rows,
+        "cols": cols,
+        "region_cell_count": len(area),
+        "raw_text": raw,
+        "api_error": int(error not in (None, "", "None")),
+        "api_error_text": error,
+        "format_valid": int(valid),
+        "format_error": int(not valid),
+        "parse_error": code,
+        "invalid_action_tokens": rejected,
+        "pass": int(passed),
+        "unified_soft": soft,
+        "count_applicable": int(is_count),
+        "click_applicable": int(is_click),
+        "submit_applicable": int(is_submit),
+        "gt_count": n_gold,
+        "pred_count": pc,
         "count_exact": (int(pc == n_gold) if pc is not None else 0) if is_count else None,
         "count_mae": None if pc is None else abs(pc - n_gold),
-        "count_bias": None if pc is None else pc - n_gold, "count_soft": count_soft,
-        "gt_clicks": sorted(map(label, gold)), "pred_clicks_all": [label(c) for c in clicks],
+        "count_bias": None if pc is None else pc - n_gold,
+        "count_soft": count_soft,
+        "gt_clicks": sorted(map(label, gold)),
+        "pred_clicks_all": [label(c) for c in clicks],
         "pred_clicks_valid": [label(c) for c in inside],
         "pred_clicks_valid_unique": sorted(map(label, pred)),
-        "pred_clicks_invalid": [label(c) for c in outside], "pred_click_count_raw": len(clicks),
-        "pred_click_count_valid": len(inside), "pred_click_count_unique": len(pred),
-        "invalid_coordinate_count": click(len(outside)), "duplicate_click_count": click(dups),
+        "pred_clicks_invalid": [label(c) for c in outside],
+        "pred_click_count_raw": len(clicks),
+        "pred_click_count_valid": len(inside),
+        "pred_click_count_unique": len(pred),
+        "invalid_coordinate_count": click(len(outside)),
+        "duplicate_click_count": click(dups),
         "click_exact_set": click(int(pred == gold)),
         "click_exact_set_strict": click(int(clean and pred == gold)),
-        "click_precision": click(p), "click_recall": click(r), "click_f1": click(f1),
-        "click_f1_strict": click(f1 if clean else 0.0), "click_iou": click(iou),
+        "click_precision": click(p),
+        "click_recall": click(r),
+        "click_f1": click(f1),
+        "click_f1_strict": click(f1 if clean else 0.0),
+        "click_iou": click(iou),
         "click_iou_strict": click(iou if clean else 0.0),
         "submit_count": number if is_submit else None,
         "submit_exact": int(number is not None and number == n_gold) if is_submit else None,
         "click_submit_consistency": consistent,
-        "region_violation_count": click(len(pred - area)), "region_ok": click(int(pred <= area)),
+        "region_violation_count": click(len(pred - area)),
+        "region_ok": click(int(pred <= area)),
         "outside_distractor_hit_count": click(len(pred & distractors)),
-        "missed_target_count": click(len(missed)), "false_positive_count": click(len(pred - gold)),
+        "missed_target_count": click(len(missed)),
+        "false_positive_count": click(len(pred - gold)),
         "over_click_count": click(max(0, len(pred) - n_gold)),
         "under_click_count": click(max(0, n_gold - len(pred))),
-        "near_miss_count": click(near), "near_miss_rate": click(near / max(1, len(gold))),
-        "global_default_error": int(g_count or g_click), "exclusion_failure": excl,
+        "near_miss_count": click(near),
+        "near_miss_rate": click(near / max(1, len(gold))),
+        "global_default_error": int(g_count or g_click),
+        "exclusion_failure": excl,
         "all_target_cells": sorted(map(label, everything)),
         "region_target_cells": sorted(map(label, listed)),
         "out_region_target_cells": sorted(map(label, distractors)),

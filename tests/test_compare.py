@@ -1,4 +1,5 @@
 """Before/after comparison: paired scene bootstrap, McNemar, mismatches, outputs."""
+
 from __future__ import annotations
 
 import json
@@ -9,16 +10,30 @@ import pytest
 
 from rosetrain.compare import _SceneTable, compare_runs, figures, pair_runs
 from rosetrain.errors import RosetrainError
-from rosetrain.protocol import (CLICK, COUNT, MAIN_TEMPLATES, T1, T2, T3, T4, T5, TASK_MODE,
-                                cell_str, format_answer)
+from rosetrain.protocol import (
+    CLICK,
+    COUNT,
+    MAIN_TEMPLATES,
+    T1,
+    T2,
+    T3,
+    T4,
+    T5,
+    TASK_MODE,
+    cell_str,
+    format_answer,
+)
 from rosetrain.scoring import score_item, summarize, write_scored_run
 
 SUBSETS = ("ROSE-A", "ROSE-B", "ROSE-C")
 EXCLUDE = {"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 2}}
-REGIONS = {T1: ("GLOBAL", {}), T2: ("ROW_RANGE", {"r1": 3, "r2": 5}),
-           T3: ("COL_RANGE", {"c1": 1, "c2": 4}),
-           T4: ("VISUAL_REGION", {"r1": 2, "r2": 6, "c1": 2, "c2": 6}),
-           T5: ("EXCLUSION", EXCLUDE)}
+REGIONS = {
+    T1: ("GLOBAL", {}),
+    T2: ("ROW_RANGE", {"r1": 3, "r2": 5}),
+    T3: ("COL_RANGE", {"c1": 1, "c2": 4}),
+    T4: ("VISUAL_REGION", {"r1": 2, "r2": 6, "c1": 2, "c2": 6}),
+    T5: ("EXCLUSION", EXCLUDE),
+}
 
 
 def synthetic_golds(scenes: int, seed: int = 0) -> list[dict]:
@@ -31,18 +46,26 @@ def synthetic_golds(scenes: int, seed: int = 0) -> list[dict]:
         for template in MAIN_TEMPLATES:
             region_type, params = REGIONS[template]
             inside = _inside(template, targets)
-            golds.append({
-                "item_id": f"s{s}-{template}", "scene_id": f"s{s}",
-                "task_template": template, "task_mode": TASK_MODE[template],
-                "rows": 8, "cols": 8, "region_type": region_type, "region_params": params,
-                "ground_truth_count": len(inside),
-                "ground_truth_clicks": [cell_str(c) for c in inside],
-                "all_target_cells": [cell_str(c) for c in targets],
-                "region_case": "zero" if not inside else
-                               ("all" if len(inside) == len(targets) else "partial"),
-                "rose_subset": SUBSETS[s % len(SUBSETS)],
-                "answer": format_answer(TASK_MODE[template], inside),
-            })
+            golds.append(
+                {
+                    "item_id": f"s{s}-{template}",
+                    "scene_id": f"s{s}",
+                    "task_template": template,
+                    "task_mode": TASK_MODE[template],
+                    "rows": 8,
+                    "cols": 8,
+                    "region_type": region_type,
+                    "region_params": params,
+                    "ground_truth_count": len(inside),
+                    "ground_truth_clicks": [cell_str(c) for c in inside],
+                    "all_target_cells": [cell_str(c) for c in targets],
+                    "region_case": "zero"
+                    if not inside
+                    else ("all" if len(inside) == len(targets) else "partial"),
+                    "rose_subset": SUBSETS[s % len(SUBSETS)],
+                    "answer": format_answer(TASK_MODE[template], inside),
+                }
+            )
     return golds
 
 
@@ -63,8 +86,11 @@ def run_dir(tmp_path, name, golds, p_right, seed, p_right_counting=None):
     rng = random.Random(seed)
     rows = []
     for g in golds:
-        p = p_right_counting if (p_right_counting is not None and
-                                 TASK_MODE[g["task_template"]] == COUNT) else p_right
+        p = (
+            p_right_counting
+            if (p_right_counting is not None and TASK_MODE[g["task_template"]] == COUNT)
+            else p_right
+        )
         if rng.random() < p:
             text = g["answer"]
         else:
@@ -88,7 +114,7 @@ def test_detects_a_real_improvement(tmp_path, golds):
     for key in ("action_avg", "avg_pass"):
         low, high = result[key]["ci95"]
         assert 0 < low <= result[key]["delta"] <= high
-    assert result["gap"]["ci95"][1] < 0           # the gap shrank, beyond noise
+    assert result["gap"]["ci95"][1] < 0  # the gap shrank, beyond noise
     for template in (T3, T4, T5):
         entry = result["templates"][template]
         assert entry["delta"] > 0 and entry["mcnemar_p"] < 0.01
@@ -100,10 +126,10 @@ def test_detects_a_real_improvement(tmp_path, golds):
     for template, entry in result["templates"].items():
         assert entry["after"] == pytest.approx(summary_after["templates"][template]["pass"])
     names = {p.name for p in (tmp_path / "cmp").iterdir()}
-    assert {"compare.json", "report.md", "pass_per_template.png", "gap.png",
-            "region_case.png"} <= names
-    assert all((tmp_path / "cmp" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-               for n in names if n.endswith(".png"))
+    assert {"compare.json", "report.md", "pass_per_template.png", "gap.png", "region_case.png"} <= names
+    assert all(
+        (tmp_path / "cmp" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names if n.endswith(".png")
+    )
     saved = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert saved["gap"]["ci95"] == result["gap"]["ci95"]
     assert "gap.png" in (tmp_path / "cmp" / "report.md").read_text()
@@ -175,14 +201,26 @@ def test_compare_command(tmp_path, golds, capsys):
 
     before = run_dir(tmp_path, "b", golds, 0.3, seed=10)
     after = run_dir(tmp_path, "a", golds, 0.9, seed=11)
-    assert main(["compare", str(before), str(after), "--out", str(tmp_path / "c"),
-                 "--resamples", "300", "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(before),
+                str(after),
+                "--out",
+                str(tmp_path / "c"),
+                "--resamples",
+                "300",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "avg_pass" in out and "McNemar" in out
     assert (tmp_path / "c" / "compare.json").exists()
     assert not list((tmp_path / "c").glob("*.png"))
-    assert main(["compare", str(before), str(tmp_path / "missing"), "--out",
-                 str(tmp_path / "d")]) == 2
+    assert main(["compare", str(before), str(tmp_path / "missing"), "--out", str(tmp_path / "d")]) == 2
 
 
 def test_click_templates_use_click_answers(golds):

@@ -1,6 +1,7 @@
 """The demo's orchestration on the tiny model with a handful of steps: every
 stage runs through the real generate/train/eval/compare code, the report and
 summary are written, a rerun resumes, and the same seed gives the same summary."""
+
 import json
 import shutil
 from pathlib import Path
@@ -13,9 +14,19 @@ pytestmark = pytest.mark.slow
 
 
 def small_config(out, base):
-    return DemoConfig(out=out, base=base, sft_steps=2, grpo_steps=2, heldout_scenes=3, family_scenes=2,
-                      eval_batch_size=8, max_new_tokens=12, threads=1, progress=False,
-                      grpo_recipe=plain_grpo_recipe(Path(out).parent))
+    return DemoConfig(
+        out=out,
+        base=base,
+        sft_steps=2,
+        grpo_steps=2,
+        heldout_scenes=3,
+        family_scenes=2,
+        eval_batch_size=8,
+        max_new_tokens=12,
+        threads=1,
+        progress=False,
+        grpo_recipe=plain_grpo_recipe(Path(out).parent),
+    )
 
 
 def plain_grpo_recipe(folder):
@@ -47,8 +58,14 @@ def test_summary_and_report(demo_run):
     for stage in on_disk["stages"].values():
         assert {"counting_avg", "action_avg", "gap", "avg_pass", "templates"} <= set(stage)
     assert {"ci95", "delta", "before", "after"} <= set(on_disk["compare"]["action_avg"])
-    assert set(on_disk["targets"]) == {"base_gap", "action_gain", "gap_ratio", "counting_drop",
-                                       "action_over_majority", "templates_over_majority"}
+    assert set(on_disk["targets"]) == {
+        "base_gap",
+        "action_gain",
+        "gap_ratio",
+        "counting_drop",
+        "action_over_majority",
+        "templates_over_majority",
+    }
     report = (out / "report.md").read_text()
     assert "a visual family no training stage shows" in report and "Did GRPO help?" in report
     assert "Targets" in report and "What one run can and cannot show" in report
@@ -172,8 +189,10 @@ def test_rebuild_base_never_replaces_a_folder_it_did_not_write(tmp_path):
 
 def without_paths(stages):
     """Stage summaries less the files they name (a copied run names its own)."""
-    return {name: {k: v for k, v in stage.items() if k not in ("predictions_jsonl", "metadata_jsonl")}
-            for name, stage in stages.items()}
+    return {
+        name: {k: v for k, v in stage.items() if k not in ("predictions_jsonl", "metadata_jsonl")}
+        for name, stage in stages.items()
+    }
 
 
 def test_missing_base_is_a_clear_error(tmp_path):
@@ -192,11 +211,19 @@ def test_shipped_base_perceives_but_does_not_act(tmp_path):
     from rosetrain.demo import ASSET_BASE, GENERATORS
     from rosetrain.spec import load_spec
 
-    job = make_job(load_spec(GENERATORS / "heldout.yaml"), tmp_path / "data", "test", 12,
-                   formats=("release",))
+    job = make_job(
+        load_spec(GENERATORS / "heldout.yaml"), tmp_path / "data", "test", 12, formats=("release",)
+    )
     run_job(job, progress=False)
-    summary = evaluate(str(ASSET_BASE), tmp_path / "data", "test", tmp_path / "run",
-                       batch_size=32, max_new_tokens=16, progress=False)
+    summary = evaluate(
+        str(ASSET_BASE),
+        tmp_path / "data",
+        "test",
+        tmp_path / "run",
+        batch_size=32,
+        max_new_tokens=16,
+        progress=False,
+    )
     assert summary["templates"]["T1_COUNT_GLOBAL"]["pass"] >= 0.9
     assert summary["action_avg"] == 0.0
     answers = [json.loads(line)["raw_text"] for line in (tmp_path / "run" / "predictions.jsonl").open()]

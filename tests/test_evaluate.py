@@ -1,12 +1,13 @@
 """`rosetrain eval` end to end: a tiny local VLM and a real local HTTP endpoint."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from fake_openai_server import GARBAGE, behaviour, fetch_stats, serve_in_subprocess
+
 from rosetrain.cli import main as cli_main
 from rosetrain.commands.evaluate import evaluate, load_suite
 from rosetrain.errors import RosetrainError
@@ -14,9 +15,27 @@ from rosetrain.runners.transformers_runner import TransformersRunner
 
 
 def generate_split(out: Path, scenes: int) -> Path:
-    assert cli_main(["generate", "--spec", "generators/smoke.yaml", "--out", str(out),
-                     "--split", "test", "--scenes", str(scenes), "--formats", "release",
-                     "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                "generators/smoke.yaml",
+                "--out",
+                str(out),
+                "--split",
+                "test",
+                "--scenes",
+                str(scenes),
+                "--formats",
+                "release",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -45,8 +64,9 @@ class OracleRunner:
 
 def test_library_evaluate_with_a_runner_object_scores_gold_as_pass(split_dir, tmp_path):
     oracle = OracleRunner()
-    summary = evaluate("oracle", split_dir, "test", tmp_path / "run", runner=oracle,
-                       batch_size=4, progress=False)
+    summary = evaluate(
+        "oracle", split_dir, "test", tmp_path / "run", runner=oracle, batch_size=4, progress=False
+    )
     assert oracle.calls == summary["n"] == 21
     assert summary["avg_pass"] == 1.0 and summary["gap"] == 0.0
     assert {r["model"] for r in read_jsonl(tmp_path / "run" / "predictions.jsonl")} == {"oracle"}
@@ -63,13 +83,27 @@ def test_a_run_folder_refuses_predictions_of_another_model(split_dir, tmp_path):
 @pytest.mark.slow
 def test_eval_tiny_model_resumes_and_compares(split_dir, tiny_model_dir, tmp_path, monkeypatch):
     run_a, run_b = tmp_path / "a", tmp_path / "b"
-    args = ["eval", "--model", str(tiny_model_dir), "--data", str(split_dir), "--split", "test",
-            "--max-new-tokens", "8", "--batch-size", "2", "--no-progress"]
+    args = [
+        "eval",
+        "--model",
+        str(tiny_model_dir),
+        "--data",
+        str(split_dir),
+        "--split",
+        "test",
+        "--max-new-tokens",
+        "8",
+        "--batch-size",
+        "2",
+        "--no-progress",
+    ]
     assert cli_main(args + ["--out", str(run_a), "--limit", "5"]) == 0
     predictions = read_jsonl(run_a / "predictions.jsonl")
     assert [p["item_id"] for p in predictions] == [f"test-0000000-T{t}" for t in "12345"]
-    assert all(p["model"] == str(tiny_model_dir) and p["error"] is None
-               and isinstance(p["raw_text"], str) for p in predictions)
+    assert all(
+        p["model"] == str(tiny_model_dir) and p["error"] is None and isinstance(p["raw_text"], str)
+        for p in predictions
+    )
     summary = json.loads((run_a / "evaluation_summary.json").read_text())
     assert summary["n"] == 5 and len(read_jsonl(run_a / "per_item_eval.jsonl")) == 5
     run_info = json.loads((run_a / "eval_run.json").read_text())
@@ -96,20 +130,20 @@ def test_eval_tiny_model_resumes_and_compares(split_dir, tiny_model_dir, tmp_pat
     assert json.loads((run_a / "evaluation_summary.json").read_text())["n"] == 8
 
     # Another batch size gives the same greedy answers; compare pairs the two runs.
-    assert cli_main(args[:-3] + ["--batch-size", "8", "--no-progress", "--out", str(run_b),
-                                 "--limit", "8"]) == 0
+    assert (
+        cli_main(args[:-3] + ["--batch-size", "8", "--no-progress", "--out", str(run_b), "--limit", "8"]) == 0
+    )
     texts = lambda run: [p["raw_text"] for p in read_jsonl(run / "predictions.jsonl")]  # noqa: E731
     assert texts(run_a) == texts(run_b)
-    assert cli_main(["compare", str(run_a), str(run_b), "--out", str(tmp_path / "same"),
-                     "--no-plots"]) == 0
+    assert cli_main(["compare", str(run_a), str(run_b), "--out", str(tmp_path / "same"), "--no-plots"]) == 0
     same = json.loads((tmp_path / "same" / "compare.json").read_text())
     assert same["avg_pass"]["delta"] == 0.0
 
     # Against a run that answers gold on the same items, compare shows the whole gain.
-    oracle_summary = evaluate("oracle", split_dir, "test", tmp_path / "oracle",
-                              runner=OracleRunner(), limit=8, progress=False)
-    assert cli_main(["compare", str(run_a), str(tmp_path / "oracle"),
-                     "--out", str(tmp_path / "cmp")]) == 0
+    oracle_summary = evaluate(
+        "oracle", split_dir, "test", tmp_path / "oracle", runner=OracleRunner(), limit=8, progress=False
+    )
+    assert cli_main(["compare", str(run_a), str(tmp_path / "oracle"), "--out", str(tmp_path / "cmp")]) == 0
     compare = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     before = json.loads((run_a / "evaluation_summary.json").read_text())["avg_pass"]
     assert compare["avg_pass"]["before"] == pytest.approx(before)
@@ -142,17 +176,34 @@ def test_batched_generation_matches_one_at_a_time(split_dir, tiny_model_dir):
     assert len({text for text, _ in batched}) > 1
 
 
-def test_eval_openai_endpoint_scores_resumes_and_retries_only_failures(split_dir, tmp_path,
-                                                                       monkeypatch):
+def test_eval_openai_endpoint_scores_resumes_and_retries_only_failures(split_dir, tmp_path, monkeypatch):
     suite = tmp_path / "suite.yaml"
     suite.write_text(f"name: smoke\ndata: {split_dir}\nsplit: test\n")
     out = tmp_path / "run"
     monkeypatch.setenv("FAKE_KEY", "sk-local")
     with serve_in_subprocess(split_dir, key_env="FAKE_KEY", slow_s=1.0) as base_url:
-        args = ["eval", "--runner", "openai", "--base-url", base_url, "--api-key-env", "FAKE_KEY",
-                "--model", "fake-model", "--suite", str(suite), "--out", str(out),
-                "--concurrency", "4", "--request-timeout", "0.5", "--no-progress",
-                "--max-error-rate", "0.05"]  # the refused item stays an error
+        args = [
+            "eval",
+            "--runner",
+            "openai",
+            "--base-url",
+            base_url,
+            "--api-key-env",
+            "FAKE_KEY",
+            "--model",
+            "fake-model",
+            "--suite",
+            str(suite),
+            "--out",
+            str(out),
+            "--concurrency",
+            "4",
+            "--request-timeout",
+            "0.5",
+            "--no-progress",
+            "--max-error-rate",
+            "0.05",
+        ]  # the refused item stays an error
         assert cli_main(args) == 0
         first = fetch_stats(base_url)
         assert cli_main(args) == 0  # everything answered: only the refused item is asked again
@@ -231,15 +282,35 @@ def test_sigint_mid_run_then_rerun_finishes_with_no_item_lost_or_doubled(split_d
 
     out = tmp_path / "run"
     with serve_in_subprocess(split_dir, slow_s=0.2, delay_s=0.05) as base_url:
-        args = [sys.executable, "-m", "rosetrain", "eval", "--runner", "openai", "--base-url",
-                base_url, "--model", "fake-model", "--data", str(split_dir), "--out", str(out),
-                "--concurrency", "2", "--request-timeout", "5",
-                "--no-progress", "--max-error-rate", "0.05"]
+        args = [
+            sys.executable,
+            "-m",
+            "rosetrain",
+            "eval",
+            "--runner",
+            "openai",
+            "--base-url",
+            base_url,
+            "--model",
+            "fake-model",
+            "--data",
+            str(split_dir),
+            "--out",
+            str(out),
+            "--concurrency",
+            "2",
+            "--request-timeout",
+            "5",
+            "--no-progress",
+            "--max-error-rate",
+            "0.05",
+        ]
         process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
         predictions = out / "predictions.jsonl"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (
-                not predictions.exists() or predictions.read_text().count("\n") < 4):
+            not predictions.exists() or predictions.read_text().count("\n") < 4
+        ):
             time.sleep(0.02)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
@@ -254,8 +325,7 @@ def test_sigint_mid_run_then_rerun_finishes_with_no_item_lost_or_doubled(split_d
     ids = [p["item_id"] for p in read_jsonl(predictions)]
     assert sorted(ids) == sorted(r["item_id"] for r in read_jsonl(split_dir / "metadata_test.jsonl"))
     split_ids = [r["item_id"] for r in read_jsonl(split_dir / "metadata_test.jsonl")]
-    extra = {i: attempts[i] - (1 + (behaviour(p)[0] in ("500", "429")))
-             for p, i in enumerate(split_ids)}
+    extra = {i: attempts[i] - (1 + (behaviour(p)[0] in ("500", "429"))) for p, i in enumerate(split_ids)}
     # The refused item is asked once more by the rerun; at most two (the concurrency)
     # were in flight when the interrupt came. (Slow items had a 5 s timeout: no retry.)
     asked_again = [i for i, n in extra.items() if n > 0 and i != split_ids[7]]

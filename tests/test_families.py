@@ -1,4 +1,5 @@
 """Behaviour of the six visual families behind rosetrain.families.base."""
+
 from __future__ import annotations
 
 import hashlib
@@ -80,9 +81,18 @@ def test_bytes_repeat_across_processes():
         "    rng = random.Random(3)\n"
         "    cells = [c for _ in range(3) for c in fam.draw_cells(fam.sample_item(rng), 48)]\n"
         "    out[name] = hashlib.sha256(b''.join(c.tobytes() for c in cells)).hexdigest()\n"
-        "print(json.dumps(out, sort_keys=True))\n")
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+        "print(json.dumps(out, sort_keys=True))\n"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    ]
     assert runs[0] == runs[1] and json.loads(runs[0])
 
 
@@ -91,6 +101,7 @@ def test_subtlety_makes_the_exception_closer(name):
     def mean_difference(subtlety: float) -> float:
         fam = family(name, subtlety=subtlety)
         return sum(mean_abs_diff(*fam.draw_cells(item, 64)) for item in items(fam, 40, seed=1)) / 40
+
     assert mean_difference(1.0) < mean_difference(0.0)
 
 
@@ -130,11 +141,17 @@ def test_glyph_any_mixes_scripts_and_one_font_per_scene():
     assert len({(i["font_file"], i["font_index"]) for i in scene_items}) > 2
 
 
-@pytest.mark.parametrize("config, words", [
-    ({"fonts": ["No Such Font XYZ"]}, ["glyph", "No Such Font XYZ", "not installed"]),
-    ({"fonts": ["/nonexistent/NotoSansCJK.ttc#2"], "script": "cjk"}, ["/nonexistent/NotoSansCJK.ttc#2", "apt-get install fonts-noto-cjk"]),
-    ({"fonts": ["DejaVu Sans"], "script": "cjk"}, ["cjk", "apt-get install fonts-noto-cjk"]),
-])
+@pytest.mark.parametrize(
+    "config, words",
+    [
+        ({"fonts": ["No Such Font XYZ"]}, ["glyph", "No Such Font XYZ", "not installed"]),
+        (
+            {"fonts": ["/nonexistent/NotoSansCJK.ttc#2"], "script": "cjk"},
+            ["/nonexistent/NotoSansCJK.ttc#2", "apt-get install fonts-noto-cjk"],
+        ),
+        ({"fonts": ["DejaVu Sans"], "script": "cjk"}, ["cjk", "apt-get install fonts-noto-cjk"]),
+    ],
+)
 def test_missing_glyph_font_is_a_clear_error(config, words):
     fam = get_family("glyph", config)
     with pytest.raises(RosetrainError) as error:
@@ -146,22 +163,27 @@ def test_missing_glyph_font_is_a_clear_error(config, words):
 
 @pytest.mark.parametrize("name", ["emoji_content", "emoji_style"])
 def test_missing_emoji_font_is_a_clear_error(name):
-    with pytest.raises(RosetrainError, match=f"{name}.*No Emoji Font.*apt-get install fonts-noto-color-emoji"):
+    with pytest.raises(
+        RosetrainError, match=f"{name}.*No Emoji Font.*apt-get install fonts-noto-color-emoji"
+    ):
         get_family(name, {"font": "No Emoji Font"}).check_available()
 
 
-@pytest.mark.parametrize("name, config, field", [
-    ("glyph", {"subtlety": 1.5}, "subtlety"),
-    ("glyph", {"script": "greek"}, "script"),
-    ("glyph", {"fonts": "DejaVu Sans"}, "fonts"),
-    ("emoji_style", {"styles": ["sepia"]}, "styles"),
-    ("emoji_content", {"render_size": 0}, "render_size"),
-    ("sprite_edit", {"sizes": [12, 6]}, "sizes"),
-    ("attribute", {"attributes": ["texture"]}, "attributes"),
-    ("attribute", {"shapes": ["circle"]}, "shapes"),
-    ("attribute", {"hue_range": [200, 100]}, "hue_range"),
-    ("attribute", {"swap_roles": "no"}, "swap_roles"),
-])
+@pytest.mark.parametrize(
+    "name, config, field",
+    [
+        ("glyph", {"subtlety": 1.5}, "subtlety"),
+        ("glyph", {"script": "greek"}, "script"),
+        ("glyph", {"fonts": "DejaVu Sans"}, "fonts"),
+        ("emoji_style", {"styles": ["sepia"]}, "styles"),
+        ("emoji_content", {"render_size": 0}, "render_size"),
+        ("sprite_edit", {"sizes": [12, 6]}, "sizes"),
+        ("attribute", {"attributes": ["texture"]}, "attributes"),
+        ("attribute", {"shapes": ["circle"]}, "shapes"),
+        ("attribute", {"hue_range": [200, 100]}, "hue_range"),
+        ("attribute", {"swap_roles": "no"}, "swap_roles"),
+    ],
+)
 def test_bad_config_names_the_field(name, config, field):
     with pytest.raises(ValueError, match=field):
         get_family(name, config)
@@ -179,9 +201,14 @@ def test_sprite_edit_changes_exactly_edit_pixels_and_fewer_when_subtle():
 
 def test_sprite_pair_keeps_the_silhouette_when_subtle_and_not_when_easy():
     def same_silhouette(item) -> bool:
-        return [[ch != "0" for ch in row] for row in item["majority"]] == \
-            [[ch != "0" for ch in row] for row in item["target"]]
-    subtle, easy = items(family("sprite_pair", subtlety=1.0), 40), items(family("sprite_pair", subtlety=0.0), 40)
+        return [[ch != "0" for ch in row] for row in item["majority"]] == [
+            [ch != "0" for ch in row] for row in item["target"]
+        ]
+
+    subtle, easy = (
+        items(family("sprite_pair", subtlety=1.0), 40),
+        items(family("sprite_pair", subtlety=0.0), 40),
+    )
     assert all(item["majority"] != item["target"] for item in subtle + easy)
     # Only a sprite with almost no inner pixels needs its outline redrawn to change.
     assert sum(map(same_silhouette, subtle)) >= 36 and sum(map(same_silhouette, easy)) <= 4
@@ -201,6 +228,7 @@ def test_attribute_exception_differs_in_exactly_one_attribute():
 def test_attribute_hue_range_holds_the_majority_unless_roles_swap():
     def in_range(item) -> bool:
         return 170 <= item["majority"]["hue"] <= 200
+
     kept = items(family("attribute", attributes=["hue"], hue_range=[170, 200], swap_roles=False), 40)
     swapped = items(family("attribute", attributes=["hue"], hue_range=[170, 200]), 40)
     assert all(map(in_range, kept))
@@ -208,11 +236,14 @@ def test_attribute_hue_range_holds_the_majority_unless_roles_swap():
 
 
 def test_describe_has_release_style_fields():
-    expected = {"glyph": {"background_char", "target_char", "font_name", "pair_key"},
-                "emoji_content": {"background_emoji", "target_emoji", "pair_key"},
-                "emoji_style": {"emoji_char", "majority_style", "target_style"},
-                "sprite_edit": {"pair_key", "edit_pixels"}, "sprite_pair": {"pair_key"},
-                "attribute": {"attribute", "background_shape", "target_shape", "pair_key"}}
+    expected = {
+        "glyph": {"background_char", "target_char", "font_name", "pair_key"},
+        "emoji_content": {"background_emoji", "target_emoji", "pair_key"},
+        "emoji_style": {"emoji_char", "majority_style", "target_style"},
+        "sprite_edit": {"pair_key", "edit_pixels"},
+        "sprite_pair": {"pair_key"},
+        "attribute": {"attribute", "background_shape", "target_shape", "pair_key"},
+    }
     for name, keys in expected.items():
         fam = family(name)
         assert keys <= set(fam.describe(items(fam, 1)[0])), name

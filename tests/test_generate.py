@@ -1,13 +1,14 @@
 """The generator's promises: determinism, honest labels, parseable gold answers,
 clear errors before any output, resumable atomic writes, HF and stream rows."""
+
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
+from conftest import GENERATORS, SMALL_SPEC, write_spec
 from PIL import Image
 
-from conftest import GENERATORS, SMALL_SPEC, write_spec
 from rosetrain import protocol as P
 from rosetrain.cli import main
 from rosetrain.data.generate import make_job, run_job
@@ -23,8 +24,11 @@ def generate(spec_path, out, scenes=12, num_proc=1, **kw):
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and ".parts" not in p.parts}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".parts" not in p.parts
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +65,11 @@ def test_labels_are_honest(small_split):
         image = Image.open(out / r["image"]).convert("RGB")
         size = r["cell_size"]
         assert image.size == (r["cols"] * size, r["rows"] * size)
-        crops = {(row, col): image.crop(((col - 1) * size, (row - 1) * size, col * size, row * size)).tobytes()
-                 for row in range(1, r["rows"] + 1) for col in range(1, r["cols"] + 1)}
+        crops = {
+            (row, col): image.crop(((col - 1) * size, (row - 1) * size, col * size, row * size)).tobytes()
+            for row in range(1, r["rows"] + 1)
+            for col in range(1, r["cols"] + 1)
+        }
         counts = {}
         for data in crops.values():
             counts[data] = counts.get(data, 0) + 1
@@ -83,6 +90,7 @@ def test_gold_answers_parse_and_pass(small_split):
 def test_region_cases_and_zero_target_regions(small_split):
     _, _, rows = small_split
     from rosetrain.regions import cells_in_region
+
     click_rows = [r for r in rows if r["task_template"] in (P.T3, P.T4, P.T5)]
     assert any(r["region_case"] == "zero" and r["answer"] in ("DONE", "SUBMIT(0)") for r in click_rows)
     for r in rows:
@@ -98,8 +106,10 @@ def test_region_cases_and_zero_target_regions(small_split):
         by_scene.setdefault(r["scene_id"], {})[r["task_template"]] = r
     for tasks in by_scene.values():
         assert tasks[P.T2B]["region_params"] == tasks[P.T3]["region_params"]
-        assert (tasks[P.T2]["region_type"], tasks[P.T2]["region_params"]) != \
-               (tasks[P.T3]["region_type"], tasks[P.T3]["region_params"])
+        assert (tasks[P.T2]["region_type"], tasks[P.T2]["region_params"]) != (
+            tasks[P.T3]["region_type"],
+            tasks[P.T3]["region_params"],
+        )
         assert tasks[P.T4]["image"] != tasks[P.T1]["image"]
 
 
@@ -112,8 +122,20 @@ def test_an_impossible_case_falls_back_to_the_nearest_one(exclusion):
     from rosetrain.scene import Scene
     from rosetrain.tasks import sample_region
 
-    scene = Scene(scene_id="s", index=0, seed=0, level="l", family="attribute", family_config={}, item={},
-                  rows=3, cols=3, cell_size=28, profile="small", targets=((2, 2),))
+    scene = Scene(
+        scene_id="s",
+        index=0,
+        seed=0,
+        level="l",
+        family="attribute",
+        family_config={},
+        item={},
+        rows=3,
+        cols=3,
+        cell_size=28,
+        profile="small",
+        targets=((2, 2),),
+    )
     rng = random.Random(0)
     for kind in (P.ROW_RANGE, P.COL_RANGE, P.RECTANGLE):
         for _ in range(20):
@@ -125,25 +147,50 @@ def test_an_impossible_case_falls_back_to_the_nearest_one(exclusion):
 def test_rose_prompts_are_verbatim(small_split):
     _, _, rows = small_split
     t1b = next(r for r in rows if r["task_template"] == P.T1B)
-    assert t1b["prompt_local"] == ("Click all cells that are different from the majority in the whole grid. "
-                                   "Answer only using CLICK(Rr,Cc); ...; DONE.")
+    assert t1b["prompt_local"] == (
+        "Click all cells that are different from the majority in the whole grid. "
+        "Answer only using CLICK(Rr,Cc); ...; DONE."
+    )
     assert all(r["prompt"].startswith(P.PROMPT_PREFIX) for r in rows)
 
 
-@pytest.mark.parametrize("mutation, message", [
-    ("families: [nosuch]", "unknown family 'nosuch'"),
-    ("exceptions: [1, 40]", "exceptions"),
-    ("region_cases: {zero: 0.5, partial: 0.3, all: 0.1}", "sums to 0.9"),
-    ("bogus_field: 1", "unknown field 'bogus_field'"),
-    ("rows: [3, 30]", "rows"),
-])
+@pytest.mark.parametrize(
+    "mutation, message",
+    [
+        ("families: [nosuch]", "unknown family 'nosuch'"),
+        ("exceptions: [1, 40]", "exceptions"),
+        ("region_cases: {zero: 0.5, partial: 0.3, all: 0.1}", "sums to 0.9"),
+        ("bogus_field: 1", "unknown field 'bogus_field'"),
+        ("rows: [3, 30]", "rows"),
+    ],
+)
 def test_bad_spec_fails_before_output(tmp_path, mutation, message, capsys):
     key = mutation.split(":")[0]
-    text = "\n".join(line for line in SMALL_SPEC.splitlines() if not line.startswith(key)
-                     and not (key == "families" and line.startswith("  "))) + "\n" + mutation + "\n"
+    text = (
+        "\n".join(
+            line
+            for line in SMALL_SPEC.splitlines()
+            if not line.startswith(key) and not (key == "families" and line.startswith("  "))
+        )
+        + "\n"
+        + mutation
+        + "\n"
+    )
     spec = write_spec(tmp_path, text)
-    code = main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--split", "t",
-                 "--scenes", "3", "--quiet"])
+    code = main(
+        [
+            "generate",
+            "--spec",
+            str(spec),
+            "--out",
+            str(tmp_path / "out"),
+            "--split",
+            "t",
+            "--scenes",
+            "3",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and message in err and str(spec) in err
     assert not (tmp_path / "out").exists()
@@ -159,6 +206,7 @@ def test_missing_font_is_a_clear_error(tmp_path, capsys):
 def test_interrupted_generate_resumes_to_same_bytes(tmp_path, small_split, monkeypatch):
     spec, out, _ = small_split
     import rosetrain.data.generate as gen
+
     real = gen.write_shard
     calls = {"n": 0}
 
@@ -175,7 +223,9 @@ def test_interrupted_generate_resumes_to_same_bytes(tmp_path, small_split, monke
     assert not list((tmp_path / "resume").rglob("*.tmp*"))
     monkeypatch.setattr(gen, "write_shard", real)
     generate(spec, tmp_path / "resume", scenes=30, shard_size=8)
-    assert (tmp_path / "resume" / "metadata_test.jsonl").read_bytes() == (out / "metadata_test.jsonl").read_bytes()
+    assert (tmp_path / "resume" / "metadata_test.jsonl").read_bytes() == (
+        out / "metadata_test.jsonl"
+    ).read_bytes()
 
 
 def test_rerun_with_other_settings_is_refused(tmp_path, small_split):
@@ -187,6 +237,7 @@ def test_rerun_with_other_settings_is_refused(tmp_path, small_split):
 
 def test_hf_parquet_and_stream_give_the_same_rows(small_split):
     import datasets
+
     from rosetrain.data.hf import load_hf_split, stream_dataset
 
     spec, out, rows = small_split
@@ -218,7 +269,9 @@ def test_stream_reads_scenes_in_order_like_the_writer(small_split):
     assert streamed == [r["item_id"] for r in rows if r["scene_index"] < 6]
     for start in (0, 2):  # unlimited: scenes start, start+1, ... (not one shard's 0, 64, 128, ...)
         expected = [r["item_id"] for r in rows if start <= r["scene_index"] < start + 3]
-        assert [r["item_id"] for r in itertools.islice(_stream_ids(spec, start=start), len(expected))] == expected
+        assert [
+            r["item_id"] for r in itertools.islice(_stream_ids(spec, start=start), len(expected))
+        ] == expected
 
 
 def test_stream_shards_split_across_ranks_and_dataloader_workers(small_split):
@@ -232,8 +285,10 @@ def test_stream_shards_split_across_ranks_and_dataloader_workers(small_split):
     one = [r["item_id"] for r in _stream_ids(spec, stop=6)]
 
     def ranks():
-        return [[r["item_id"] for r in split_dataset_by_node(_stream_ids(spec, stop=6), rank=k, world_size=2)]
-                for k in range(2)]
+        return [
+            [r["item_id"] for r in split_dataset_by_node(_stream_ids(spec, stop=6), rank=k, world_size=2)]
+            for k in range(2)
+        ]
 
     by_rank = ranks()
     assert by_rank == ranks()
@@ -256,15 +311,30 @@ def test_stream_never_yields_an_excluded_scene(tmp_path, small_split, monkeypatc
 
     spec, _, rows = small_split
     fingerprint = {r["scene_index"]: r["scene_fingerprint"] for r in rows}
-    streamed = {r["scene_id"] for r in _stream_ids(spec, stop=5, exclude_fingerprints={fingerprint[1], fingerprint[3]})}
+    streamed = {
+        r["scene_id"]
+        for r in _stream_ids(spec, stop=5, exclude_fingerprints={fingerprint[1], fingerprint[3]})
+    }
     assert streamed == {"test-0000000", "test-0000002", "test-0000004"}
     # a training spec that names a held-out spec skips the held-out scenes by default
-    write_spec(tmp_path, SMALL_SPEC.replace("role: eval", "role: heldout").replace(
-        "namespace: test-small", "namespace: heldout"), "h.yaml")
-    train = write_spec(tmp_path, SMALL_SPEC.replace("role: eval", "role: train").replace(
-        "namespace: test-small", "namespace: t-small\nheldout_spec: h.yaml"), "t.yaml")
+    write_spec(
+        tmp_path,
+        SMALL_SPEC.replace("role: eval", "role: heldout").replace(
+            "namespace: test-small", "namespace: heldout"
+        ),
+        "h.yaml",
+    )
+    train = write_spec(
+        tmp_path,
+        SMALL_SPEC.replace("role: eval", "role: train").replace(
+            "namespace: test-small", "namespace: t-small\nheldout_spec: h.yaml"
+        ),
+        "t.yaml",
+    )
     train_fingerprint = {i: gen.sample_scene(load_spec(train), 3, i, "test").fingerprint for i in range(4)}
-    monkeypatch.setattr(gen, "heldout_fingerprints", lambda heldout: {train_fingerprint[0], train_fingerprint[2]})
+    monkeypatch.setattr(
+        gen, "heldout_fingerprints", lambda heldout: {train_fingerprint[0], train_fingerprint[2]}
+    )
     assert {r["scene_id"] for r in _stream_ids(train, stop=4)} == {"test-0000001", "test-0000003"}
 
 
@@ -275,9 +345,16 @@ def test_image_multiple_of_28(tmp_path):
 
 
 def test_training_spec_never_overlaps_heldout(tmp_path):
-    heldout = write_spec(tmp_path, SMALL_SPEC.replace("role: eval", "role: heldout").replace(
-        "namespace: test-small", "namespace: heldout\nheldout_family: sprite_pair\nheldout_scenes: 50"), "h.yaml")
-    train_text = SMALL_SPEC.replace("namespace: test-small", "namespace: train\nheldout_spec: h.yaml").replace("role: eval", "role: train")
+    heldout = write_spec(
+        tmp_path,
+        SMALL_SPEC.replace("role: eval", "role: heldout").replace(
+            "namespace: test-small", "namespace: heldout\nheldout_family: sprite_pair\nheldout_scenes: 50"
+        ),
+        "h.yaml",
+    )
+    train_text = SMALL_SPEC.replace(
+        "namespace: test-small", "namespace: train\nheldout_spec: h.yaml"
+    ).replace("role: eval", "role: train")
     with pytest.raises(RosetrainError, match="held out"):
         load_and_make(write_spec(tmp_path, train_text, "t.yaml"), tmp_path)
     ok = write_spec(tmp_path, train_text.replace("  sprite_pair: 1\n", ""), "t2.yaml")
@@ -286,7 +363,9 @@ def test_training_spec_never_overlaps_heldout(tmp_path):
     # the same scenes as the held-out split are refused: exclude its own metadata
     rows = generate(heldout, tmp_path / "h", scenes=3)
     with pytest.raises(RosetrainError, match="held-out"):
-        generate(heldout, tmp_path / "again", scenes=3, exclude_metadata=[tmp_path / "h" / "metadata_test.jsonl"])
+        generate(
+            heldout, tmp_path / "again", scenes=3, exclude_metadata=[tmp_path / "h" / "metadata_test.jsonl"]
+        )
     assert rows[0]["heldout_family"] in (True, False)
 
 
@@ -307,8 +386,12 @@ def test_shipped_specs_load(name):
 
 
 def test_generate_cli_starts_without_torch(tmp_path):
-    import subprocess, sys
-    code = ("import sys, rosetrain.cli as c; c.main(['generate','--spec',sys.argv[1],'--out',sys.argv[2],"
-            "'--scenes','2','--quiet']); assert 'torch' not in sys.modules, 'torch imported'")
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rosetrain.cli as c; c.main(['generate','--spec',sys.argv[1],'--out',sys.argv[2],"
+        "'--scenes','2','--quiet']); assert 'torch' not in sys.modules, 'torch imported'"
+    )
     spec = write_spec(tmp_path, SMALL_SPEC)
     subprocess.run([sys.executable, "-c", code, str(spec), str(tmp_path / "o")], check=True)

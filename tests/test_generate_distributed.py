@@ -1,6 +1,7 @@
 """Many machines make one split: ``--shard K/N`` array jobs joined by
 ``--merge``, and ``--engine ray`` on a local two-worker Ray cluster, each
 byte-identical to a one-machine run (manifest and metadata included)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import SMALL_SPEC, write_spec
+
 from rosetrain.cli import main
 
 SCENES, SHARD_SIZE = 20, 4  # five shards: three jobs get 2, 2 and 1
@@ -17,14 +18,31 @@ SCENES, SHARD_SIZE = 20, 4  # five shards: three jobs get 2, 2 and 1
 
 def tree_digest(root: Path) -> dict[str, str]:
     """Every file, the manifest and the parts included (not the lock file)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(".lock")
+    }
 
 
 def command(spec: Path, out: Path, *extra: str) -> list[str]:
-    return ["generate", "--spec", str(spec), "--out", str(out), "--split", "train",
-            "--scenes", str(SCENES), "--shard-size", str(SHARD_SIZE), "--num-proc", "1",
-            "--quiet", *extra]
+    return [
+        "generate",
+        "--spec",
+        str(spec),
+        "--out",
+        str(out),
+        "--split",
+        "train",
+        "--scenes",
+        str(SCENES),
+        "--shard-size",
+        str(SHARD_SIZE),
+        "--num-proc",
+        "1",
+        "--quiet",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +63,14 @@ def three_jobs(tmp_path, one_machine):
 
 
 def test_shard_jobs_are_disjoint_and_cover_the_split(three_jobs):
-    parts = [sorted(p.name for p in (folder / ".parts" / "train").glob("part-*.jsonl"))
-             for folder in three_jobs]
-    assert parts == [["part-00000.jsonl", "part-00003.jsonl"], ["part-00001.jsonl", "part-00004.jsonl"],
-                     ["part-00002.jsonl"]]
+    parts = [
+        sorted(p.name for p in (folder / ".parts" / "train").glob("part-*.jsonl")) for folder in three_jobs
+    ]
+    assert parts == [
+        ["part-00000.jsonl", "part-00003.jsonl"],
+        ["part-00001.jsonl", "part-00004.jsonl"],
+        ["part-00002.jsonl"],
+    ]
     assert not any((folder / "metadata_train.jsonl").exists() for folder in three_jobs)
 
 

@@ -1,4 +1,5 @@
 """output_lock: a second writer of the same folder is refused, never interleaved."""
+
 import subprocess
 import sys
 import textwrap
@@ -17,8 +18,9 @@ def test_second_writer_in_another_process_is_refused(tmp_path):
             print("held", flush=True)
             sys.stdin.readline()
     """)
-    proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "held"
         with pytest.raises(RosetrainError, match="another rosetrain process"):

@@ -1,5 +1,6 @@
 """pyproject.toml declares ranges; requirements/lock.txt pins the tested set the
 Makefile and CI install. The two must agree, or CI tests a set users never get."""
+
 from __future__ import annotations
 
 import tomllib
@@ -31,8 +32,9 @@ def test_every_installed_requirement_is_pinned_within_its_declared_range():
         requirement = Requirement(text)
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{requirement.name} is in pyproject.toml but not in requirements/lock.txt"
-        assert requirement.specifier.contains(pins[name], prereleases=True), \
+        assert requirement.specifier.contains(pins[name], prereleases=True), (
             f"lock.txt pins {name}=={pins[name]}, outside pyproject.toml's {requirement}"
+        )
 
 
 def test_core_dependencies_are_ranges_not_pins():

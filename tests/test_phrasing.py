@@ -6,6 +6,7 @@ with every kind of region obeys the rules (number agreement, no predicate used
 as an adjective, one-cell and one-row ranges named naturally). ``rose``
 (evaluation) sentences stay the release's, byte for byte.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,29 +81,44 @@ PLURAL_VERBS = {"are", "differ", "do", "break"}
 
 
 def all_forms() -> list[str]:
-    forms = [Q.fill_varied(template, odd, "{where}")
-             for templates in Q.VARIED_SENTENCES.values() for template in templates for odd in Q.ODD_PHRASES]
+    forms = [
+        Q.fill_varied(template, odd, "{where}")
+        for templates in Q.VARIED_SENTENCES.values()
+        for template in templates
+        for odd in Q.ODD_PHRASES
+    ]
     return list(dict.fromkeys(forms))
 
 
 def all_wheres(mode: str) -> list[str]:
     if mode == P.CLICK_COUNT:  # the excluded cells
-        return [Q.natural_exclusion_phrase({"exclude_type": kind, "exclude_params": params})
-                for kind, params, _ in NUMERIC_REGIONS]
+        return [
+            Q.natural_exclusion_phrase({"exclude_type": kind, "exclude_params": params})
+            for kind, params, _ in NUMERIC_REGIONS
+        ]
     numeric = [Q.natural_region_phrase(kind, params) for kind, params, _ in NUMERIC_REGIONS]
     return [*Q.VARIED_GLOBAL, *numeric, *(Q.VARIED_VISUAL if mode == P.CLICK else [])]
 
 
 def all_sentences() -> list[str]:
-    return [Q.fill_varied(template, odd, where)
-            for mode, templates in Q.VARIED_SENTENCES.items() for template in templates
-            for odd in Q.ODD_PHRASES for where in all_wheres(mode)]
+    return [
+        Q.fill_varied(template, odd, where)
+        for mode, templates in Q.VARIED_SENTENCES.items()
+        for template in templates
+        for odd in Q.ODD_PHRASES
+        for where in all_wheres(mode)
+    ]
 
 
 def grammar_problems(sentence: str) -> list[str]:
     """The rules every filled-in sentence must obey; the list of what it breaks."""
     problems = []
-    if not sentence[0].isupper() or sentence[-1] not in ".?" or "  " in sentence or re.search(r" [,.;?]", sentence):
+    if (
+        not sentence[0].isupper()
+        or sentence[-1] not in ".?"
+        or "  " in sentence
+        or re.search(r" [,.;?]", sentence)
+    ):
         problems.append("capital, single spaces, final punctuation")
     words = re.findall(r"[\w-]+", sentence.lower())
     for i, word in enumerate(words):
@@ -113,7 +129,9 @@ def grammar_problems(sentence: str) -> list[str]:
             problems.append(f"'{subject} ... {word}' disagree in number")
     if re.search(r"\bis (?:\w+ )?ones\b|\bare an? ", sentence):
         problems.append("'is ... ones' or 'are a ...' disagree in number")
-    if re.search(r"\b(?:the|all) (?:unlike|not|different|odd ones|exceptions to the pattern cells)\b", sentence):
+    if re.search(
+        r"\b(?:the|all) (?:unlike|not|different|odd ones|exceptions to the pattern cells)\b", sentence
+    ):
         problems.append("a predicate used as an adjective")
     if re.search(r"\b(rows?|columns?) (\d+) to \2\b", sentence):
         problems.append("a range from a number to itself")
@@ -136,15 +154,18 @@ def test_every_filled_in_sentence_obeys_the_rules():
     assert broken == {}
 
 
-@pytest.mark.parametrize("sentence", [
-    "Count the unlike the others cells in row 3.",
-    "Select all not the majority item cells in row 3, then finish.",
-    "Click every cell in row 3 that is odd ones out.",
-    "How many cells in row 3 differs from the majority?",
-    "Count the cells from row 3 column 13 to row 3 column 13.",
-    "Count the cells in rows 4 to 4.",
-    "Count the cells from row 3, column 2 to row 3, column 9.",
-])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Count the unlike the others cells in row 3.",
+        "Select all not the majority item cells in row 3, then finish.",
+        "Click every cell in row 3 that is odd ones out.",
+        "How many cells in row 3 differs from the majority?",
+        "Count the cells from row 3 column 13 to row 3 column 13.",
+        "Count the cells in rows 4 to 4.",
+        "Count the cells from row 3, column 2 to row 3, column 9.",
+    ],
+)
 def test_the_rules_catch_what_the_old_phrasings_said(sentence):
     assert grammar_problems(sentence)
 
@@ -176,31 +197,45 @@ def test_varied_sentences_come_from_the_reviewed_forms_and_end_with_the_answer_f
 ROSE_EXPECTED = {
     (P.T1, P.GLOBAL): "Count the number of cells that are different from the majority in the whole grid.",
     (P.T1B, P.GLOBAL): "Click all cells that are different from the majority in the whole grid.",
-    (P.T4, P.VISUAL_REGION): "Click all cells that are different from the majority inside the highlighted region.",
+    (
+        P.T4,
+        P.VISUAL_REGION,
+    ): "Click all cells that are different from the majority inside the highlighted region.",
 }
 
 
 def test_rose_sentences_are_the_release_words_and_draw_nothing():
     rng = random.Random(7)
     for (template, kind), expected in ROSE_EXPECTED.items():
-        assert Q.task_sentence(template, kind, {}, "rose", rng) == f"{expected} {Q.ANSWER_HINT[P.TASK_MODE[template]]}"
+        assert (
+            Q.task_sentence(template, kind, {}, "rose", rng)
+            == f"{expected} {Q.ANSWER_HINT[P.TASK_MODE[template]]}"
+        )
     rect = {"r1": 3, "r2": 3, "c1": 13, "c2": 13}  # the release names even one cell by both ends
     assert Q.task_sentence(P.T3, P.RECTANGLE, rect, "rose", rng) == (
         "Click all cells that are different from the majority from row 3 column 13 to row 3 column 13. "
-        "Answer only using CLICK(Rr,Cc); ...; DONE.")
+        "Answer only using CLICK(Rr,Cc); ...; DONE."
+    )
     excluded = {"exclude_type": P.ROW_RANGE, "exclude_params": {"r1": 2, "r2": 2}}
     assert Q.task_sentence(P.T5, P.EXCLUSION, excluded, "rose", rng) == (
         "Click all cells that are different from the majority in the whole grid, except the cells in row 2, "
-        "then submit the number of cells you clicked. Answer only using CLICK(Rr,Cc); ...; SUBMIT(n).")
+        "then submit the number of cells you clicked. Answer only using CLICK(Rr,Cc); ...; SUBMIT(n)."
+    )
     assert rng.random() == random.Random(7).random()
 
 
 def test_rose_sentences_match_every_prompt_of_the_real_release(rose_sample_dir):
-    rows = [json.loads(line) for line in
-            (rose_sample_dir / "metadata_test_matched_local_count_bridge.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for line in (rose_sample_dir / "metadata_test_matched_local_count_bridge.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     rng = random.Random(0)
     for row in rows:
-        sentence = Q.task_sentence(row["task_template"], row["region_type"], row["region_params"], "rose", rng)
+        sentence = Q.task_sentence(
+            row["task_template"], row["region_type"], row["region_params"], "rose", rng
+        )
         assert row["prompt"].endswith("\n" + sentence), row["item_id"]
 
 

@@ -1,5 +1,6 @@
 """The recipe key list in recipes/README.md is written from the recipe classes'
 field documentation, and is current."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,7 +23,8 @@ def test_the_readme_lists_the_current_recipe_keys():
     text = README.read_text(encoding="utf-8")
     assert replace_block(text) == text, (
         "recipes/README.md's recipe keys are out of date: run "
-        "`python -m rosetrain.train.recipe_keys recipes/README.md`")
+        "`python -m rosetrain.train.recipe_keys recipes/README.md`"
+    )
     listed = text.split(BEGIN, 1)[1].split(END, 1)[0]
     for cls in (Recipe, *SECTIONS.values()):
         for key in valid_keys(cls):

@@ -8,6 +8,7 @@ the recipe evaluates) and the stream's shuffle buffer (filling 512 rows costs
 Everything else (LoRA targets, pixel budgets, batch sizes, gradient
 accumulation, GRPO settings, the streamed curriculum spec) is the recipe's own.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,11 @@ LOCAL_MODELS = {
     "runs/demo/sft/checkpoint-final": "qwen3-vl",
 }
 HUB_FAMILY = re.compile(r"Qwen(2\.5|2|3)-VL", re.IGNORECASE)
-MODEL_CLASS = {"qwen2-vl": "Qwen2VLForConditionalGeneration",
-               "qwen2.5-vl": "Qwen2_5_VLForConditionalGeneration",
-               "qwen3-vl": "Qwen3VLForConditionalGeneration"}
+MODEL_CLASS = {
+    "qwen2-vl": "Qwen2VLForConditionalGeneration",
+    "qwen2.5-vl": "Qwen2_5_VLForConditionalGeneration",
+    "qwen3-vl": "Qwen3VLForConditionalGeneration",
+}
 
 HELDOUT_SPEC = """
 name: recipes-heldout
@@ -76,8 +79,27 @@ def heldout(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("recipes-heldout")
     (root / "spec.yaml").write_text(HELDOUT_SPEC)
     out = root / "heldout"
-    assert cli_main(["generate", "--spec", str(root / "spec.yaml"), "--out", str(out), "--split", "test",
-                     "--scenes", "1", "--formats", "release", "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(root / "spec.yaml"),
+                "--out",
+                str(out),
+                "--split",
+                "test",
+                "--scenes",
+                "1",
+                "--formats",
+                "release",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -104,7 +126,9 @@ def test_tiny_qwen2_5_vl_loads_through_auto_classes_with_windowed_vision(tiny_mo
 
     prompt = processor.apply_chat_template(
         [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Count."}]}],
-        tokenize=False, add_generation_prompt=True)
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     image = Image.new("RGB", (112, 84), "white")  # 4 x 3 cells of 28 px: 12 tokens, 4 windows
     inputs = processor(text=[prompt], images=[[image]], return_tensors="pt")
     assert (inputs["input_ids"] == model.config.image_token_id).sum() == 12
@@ -140,8 +164,26 @@ def test_shipped_recipe_trains_two_steps_and_its_checkpoint_evaluates(path, tiny
         evals = (tmp_path / "run" / "heldout_eval.jsonl").read_text().splitlines()
         assert json.loads(evals[-1])["step"] == 2
 
-    assert cli_main(["eval", "--model", str(final), "--data", str(heldout), "--split", "test",
-                     "--out", str(tmp_path / "eval"), "--limit", "2", "--max-new-tokens", "8",
-                     "--no-progress"]) == 0
+    assert (
+        cli_main(
+            [
+                "eval",
+                "--model",
+                str(final),
+                "--data",
+                str(heldout),
+                "--split",
+                "test",
+                "--out",
+                str(tmp_path / "eval"),
+                "--limit",
+                "2",
+                "--max-new-tokens",
+                "8",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     predictions = (tmp_path / "eval" / "predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 2 and all(json.loads(p)["error"] is None for p in predictions)

@@ -1,4 +1,5 @@
 """Reading splits in the ROSE release layout and predictions files."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,20 @@ COUNT_BRIDGE = "metadata_test_matched_local_count_bridge.jsonl"
 
 
 def record(item_id: str, **changes) -> dict:
-    base = {"item_id": item_id, "scene_id": "s1", "task_template": "T1_COUNT_GLOBAL",
-            "task_mode": "COUNT", "region_type": "GLOBAL", "region_params": {}, "rows": 7,
-            "cols": 7, "ground_truth_count": 1, "ground_truth_clicks": ["R1,C1"],
-            "all_target_cells": ["R1,C1"], "answer": "COUNT(1)"}
+    base = {
+        "item_id": item_id,
+        "scene_id": "s1",
+        "task_template": "T1_COUNT_GLOBAL",
+        "task_mode": "COUNT",
+        "region_type": "GLOBAL",
+        "region_params": {},
+        "rows": 7,
+        "cols": 7,
+        "ground_truth_count": 1,
+        "ground_truth_clicks": ["R1,C1"],
+        "all_target_cells": ["R1,C1"],
+        "answer": "COUNT(1)",
+    }
     base.update(changes)
     return base
 
@@ -101,23 +112,31 @@ def test_missing_folder_is_an_error(tmp_path):
 
 
 def test_read_predictions(tmp_path):
-    path = write_jsonl(tmp_path / "p.jsonl", [
-        {"item_id": "a", "raw_text": "COUNT(1)", "model": "m", "error": None},
-        "",
-        {"item_id": "b", "raw_text": None, "model": "m", "error": "timeout"},
-    ])
+    path = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"item_id": "a", "raw_text": "COUNT(1)", "model": "m", "error": None},
+            "",
+            {"item_id": "b", "raw_text": None, "model": "m", "error": "timeout"},
+        ],
+    )
     predictions = read_predictions(path)
     assert list(predictions) == ["a", "b"] and predictions["b"]["error"] == "timeout"
 
 
-@pytest.mark.parametrize("bad_line, message", [
-    ('{"item_id": "b", "raw_text": "x"', r"p.jsonl:2: not valid JSON"),
-    ('"just a string"', r"p.jsonl:2: expected a JSON object"),
-    ('{"raw_text": "COUNT(1)"}', r"p.jsonl:2: a prediction needs a string 'item_id'"),
-    ('{"item_id": 7}', r"p.jsonl:2: a prediction needs a string 'item_id'"),
-    ('{"item_id": "a", "raw_text": "COUNT(2)"}',
-     r"p.jsonl:2: duplicate prediction for item_id 'a' \(first at line 1\)"),
-])
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        ('{"item_id": "b", "raw_text": "x"', r"p.jsonl:2: not valid JSON"),
+        ('"just a string"', r"p.jsonl:2: expected a JSON object"),
+        ('{"raw_text": "COUNT(1)"}', r"p.jsonl:2: a prediction needs a string 'item_id'"),
+        ('{"item_id": 7}', r"p.jsonl:2: a prediction needs a string 'item_id'"),
+        (
+            '{"item_id": "a", "raw_text": "COUNT(2)"}',
+            r"p.jsonl:2: duplicate prediction for item_id 'a' \(first at line 1\)",
+        ),
+    ],
+)
 def test_bad_prediction_lines_fail_with_their_line(tmp_path, bad_line, message):
     path = write_jsonl(tmp_path / "p.jsonl", [{"item_id": "a", "raw_text": "COUNT(1)"}, bad_line])
     with pytest.raises(RosetrainError, match=message):
@@ -133,7 +152,9 @@ def test_loader_imports_only_the_standard_library():
     import subprocess
     import sys
 
-    code = ("import sys; import rosetrain.data.release; "
-            "heavy = {'numpy', 'torch', 'pyarrow', 'datasets'} & set(sys.modules); "
-            "assert not heavy, heavy")
+    code = (
+        "import sys; import rosetrain.data.release; "
+        "heavy = {'numpy', 'torch', 'pyarrow', 'datasets'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

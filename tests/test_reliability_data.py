@@ -2,13 +2,14 @@
 dataset folder, gold records that contradict themselves and specs with values
 of the wrong kind are errors naming file, line and field, and held-out scenes
 never reach a training stream. Every failure is one line on the console."""
+
 import json
 import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import SMALL_SPEC, write_spec
+
 from rosetrain.cli import main
 from rosetrain.data.release import load_split, select_records, with_image_paths
 from rosetrain.errors import RosetrainError
@@ -19,8 +20,27 @@ def split(tmp_path_factory):
     """A generated split (release layout), read-only: tests copy it before changing it."""
     root = tmp_path_factory.mktemp("data")
     spec = write_spec(root, SMALL_SPEC)
-    assert main(["generate", "--spec", str(spec), "--out", str(root / "split"), "--split", "test",
-                 "--scenes", "6", "--formats", "release", "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "--spec",
+                str(spec),
+                "--out",
+                str(root / "split"),
+                "--split",
+                "test",
+                "--scenes",
+                "6",
+                "--formats",
+                "release",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return root / "split"
 
 
@@ -45,14 +65,29 @@ def score(folder: Path, tmp_path: Path) -> int:
     predictions = tmp_path / "predictions.jsonl"
     if not predictions.exists():
         predictions.write_text('{"item_id": "none", "raw_text": "COUNT(1)"}\n')
-    return main(["score", "--data", str(folder), "--split", "test", "--predictions", str(predictions),
-                 "--out", str(tmp_path / "scored"), "--allow-partial"])
+    return main(
+        [
+            "score",
+            "--data",
+            str(folder),
+            "--split",
+            "test",
+            "--predictions",
+            str(predictions),
+            "--out",
+            str(tmp_path / "scored"),
+            "--allow-partial",
+        ]
+    )
 
 
 # ----------------------------------------------------------------- image paths
 
-@pytest.mark.parametrize("image", ["../../../../../../etc/passwd", "/etc/passwd",
-                                   "images/../../outside.png", "images/link-out.png"])
+
+@pytest.mark.parametrize(
+    "image",
+    ["../../../../../../etc/passwd", "/etc/passwd", "images/../../outside.png", "images/link-out.png"],
+)
 def test_an_image_path_leaving_the_folder_names_the_row(tmp_path, split, capsys, image):
     (tmp_path / "outside.png").write_bytes(b"secret")
     folder = copy_with(split, tmp_path, 3, image=image)
@@ -81,20 +116,31 @@ def test_the_official_release_files_load(rose_sample_dir):
 
 # ----------------------------------------------------------------- gold records
 
-@pytest.mark.parametrize("changes, message", [
-    ({"ground_truth_clicks": ["R99,C1"], "ground_truth_count": 1}, "ground_truth_clicks: R99,C1 lies outside"),
-    ({"all_target_cells": ["R1,C99"]}, "all_target_cells: R1,C99 lies outside"),
-    ({"ground_truth_count": 7}, "ground_truth_count: 7 disagrees"),
-    ({"task_template": "T9_CLICK_EVERYTHING"}, "task_template: unknown template 'T9_CLICK_EVERYTHING'"),
-    ({"rows": True}, "rows: expected an integer"),
-    ({"ground_truth_clicks": "R1,C1"}, "ground_truth_clicks: a string that is not a JSON list"),
-    ({"region_target_cells": []}, None),
-])
-def test_a_gold_record_that_contradicts_itself_names_file_line_and_field(tmp_path, split, capsys,
-                                                                           changes, message):
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"ground_truth_clicks": ["R99,C1"], "ground_truth_count": 1},
+            "ground_truth_clicks: R99,C1 lies outside",
+        ),
+        ({"all_target_cells": ["R1,C99"]}, "all_target_cells: R1,C99 lies outside"),
+        ({"ground_truth_count": 7}, "ground_truth_count: 7 disagrees"),
+        ({"task_template": "T9_CLICK_EVERYTHING"}, "task_template: unknown template 'T9_CLICK_EVERYTHING'"),
+        ({"rows": True}, "rows: expected an integer"),
+        ({"ground_truth_clicks": "R1,C1"}, "ground_truth_clicks: a string that is not a JSON list"),
+        ({"region_target_cells": []}, None),
+    ],
+)
+def test_a_gold_record_that_contradicts_itself_names_file_line_and_field(
+    tmp_path, split, capsys, changes, message
+):
     rows = [json.loads(line) for line in (split / "metadata_test.jsonl").read_text().splitlines()]
-    line = next(i for i, r in enumerate(rows, 1) if r["ground_truth_count"] > 0
-                and r["task_template"] == "T3_CLICK_LOCAL_NUMERIC")
+    line = next(
+        i
+        for i, r in enumerate(rows, 1)
+        if r["ground_truth_count"] > 0 and r["task_template"] == "T3_CLICK_LOCAL_NUMERIC"
+    )
     folder = copy_with(split, tmp_path, line, **changes)
     err = (score(folder, tmp_path), one_error_line(capsys))[1]
     assert f"metadata_test.jsonl:{line}: " in err
@@ -103,16 +149,22 @@ def test_a_gold_record_that_contradicts_itself_names_file_line_and_field(tmp_pat
 
 def test_clicks_must_be_the_targets_in_the_region(tmp_path, split, capsys):
     rows = [json.loads(line) for line in (split / "metadata_test.jsonl").read_text().splitlines()]
-    line, row = next((i, r) for i, r in enumerate(rows, 1) if r["task_template"] == "T3_CLICK_LOCAL_NUMERIC"
-                     and set(r["all_target_cells"]) - set(r["ground_truth_clicks"]))
+    line, row = next(
+        (i, r)
+        for i, r in enumerate(rows, 1)
+        if r["task_template"] == "T3_CLICK_LOCAL_NUMERIC"
+        and set(r["all_target_cells"]) - set(r["ground_truth_clicks"])
+    )
     wrong = sorted(set(row["all_target_cells"]) - set(row["ground_truth_clicks"]))[:1]
-    folder = copy_with(split, tmp_path, line, ground_truth_clicks=wrong, ground_truth_count=1,
-                       region_target_cells=wrong)
+    folder = copy_with(
+        split, tmp_path, line, ground_truth_clicks=wrong, ground_truth_count=1, region_target_cells=wrong
+    )
     assert score(folder, tmp_path) == 2
     assert f"metadata_test.jsonl:{line}: ground_truth_clicks" in one_error_line(capsys)
 
 
 # ----------------------------------------------------------------- specs
+
 
 def spec_with(tmp_path: Path, *replacements: tuple[str, str]) -> Path:
     text = SMALL_SPEC
@@ -125,28 +177,48 @@ def spec_with(tmp_path: Path, *replacements: tuple[str, str]) -> Path:
 LEVELS = "levels:\n  - {name: easy}\n  - {name: hard, rows: [5, 6]}\n  - {name: easy, cols: [5, 6]}\n"
 
 
-@pytest.mark.parametrize("replacements, message", [
-    ([("exceptions: [1, 4]", "exceptions: [1, 5]")], "exceptions: up to 5 exceptions"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\ntasks_per_scene: 2.5")], "tasks_per_scene: expected an integer"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\ntasks_per_scene: true")], "tasks_per_scene: expected an integer"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\ncue: {color: 5}")], "cue.color: expected 3 integers"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\ncue: {color: [1, 2, 300]}")], "cue.color: expected 3 integers"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\ncue: {colour: [1, 2, 3]}")], "cue: unknown field 'colour'"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\ncue: red")], "cue: expected a mapping"),
-    ([("seed: 3", "seed: 1.5")], "seed: expected an integer"),
-    ([("seed: 3", "seed: abc")], "seed: expected an integer"),
-    ([("negative_rate: 0.2", "negative_rate: high")], "negative_rate: expected a number"),
-    ([("rows: [3, 6]", "rows: [true, 6]")], "rows: expected an int or [low, high]"),
-    ([("  attribute: 1", "  attribute: {weight: heavy}")], "families.attribute.weight: expected a number"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\n" + LEVELS)], "levels[2]: name 'easy' is already"),
-    ([("negative_rate: 0.2", "negative_rate: 0.2\nlevels: []")], "levels: expected a non-empty list"),
-    ([("  attribute: 1", "  attribute: .inf")], "families.attribute: weight must be a finite number"),
-    ([("role: eval", "role: train\nheldout_spec: no-such.yaml")], "heldout_spec: spec file not found"),
-])
+@pytest.mark.parametrize(
+    "replacements, message",
+    [
+        ([("exceptions: [1, 4]", "exceptions: [1, 5]")], "exceptions: up to 5 exceptions"),
+        (
+            [("negative_rate: 0.2", "negative_rate: 0.2\ntasks_per_scene: 2.5")],
+            "tasks_per_scene: expected an integer",
+        ),
+        (
+            [("negative_rate: 0.2", "negative_rate: 0.2\ntasks_per_scene: true")],
+            "tasks_per_scene: expected an integer",
+        ),
+        ([("negative_rate: 0.2", "negative_rate: 0.2\ncue: {color: 5}")], "cue.color: expected 3 integers"),
+        (
+            [("negative_rate: 0.2", "negative_rate: 0.2\ncue: {color: [1, 2, 300]}")],
+            "cue.color: expected 3 integers",
+        ),
+        (
+            [("negative_rate: 0.2", "negative_rate: 0.2\ncue: {colour: [1, 2, 3]}")],
+            "cue: unknown field 'colour'",
+        ),
+        ([("negative_rate: 0.2", "negative_rate: 0.2\ncue: red")], "cue: expected a mapping"),
+        ([("seed: 3", "seed: 1.5")], "seed: expected an integer"),
+        ([("seed: 3", "seed: abc")], "seed: expected an integer"),
+        ([("negative_rate: 0.2", "negative_rate: high")], "negative_rate: expected a number"),
+        ([("rows: [3, 6]", "rows: [true, 6]")], "rows: expected an int or [low, high]"),
+        (
+            [("  attribute: 1", "  attribute: {weight: heavy}")],
+            "families.attribute.weight: expected a number",
+        ),
+        ([("negative_rate: 0.2", "negative_rate: 0.2\n" + LEVELS)], "levels[2]: name 'easy' is already"),
+        ([("negative_rate: 0.2", "negative_rate: 0.2\nlevels: []")], "levels: expected a non-empty list"),
+        ([("  attribute: 1", "  attribute: .inf")], "families.attribute: weight must be a finite number"),
+        ([("role: eval", "role: train\nheldout_spec: no-such.yaml")], "heldout_spec: spec file not found"),
+    ],
+)
 def test_a_bad_spec_value_is_refused_naming_the_field(tmp_path, capsys, replacements, message):
     spec = spec_with(tmp_path, *replacements)
-    assert main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--scenes", "2",
-                 "--quiet"]) == 2
+    assert (
+        main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--scenes", "2", "--quiet"])
+        == 2
+    )
     err = one_error_line(capsys)
     assert message in err and str(spec) in err
     assert not (tmp_path / "out").exists()
@@ -154,12 +226,26 @@ def test_a_bad_spec_value_is_refused_naming_the_field(tmp_path, capsys, replacem
 
 # ----------------------------------------------------------------- unreadable inputs
 
+
 def test_a_spec_that_is_a_folder_or_not_text(tmp_path, capsys):
     (tmp_path / "folder.yaml").mkdir()
     (tmp_path / "binary.yaml").write_bytes(b"name: \xff\xfe\n")
     for spec in ("folder.yaml", "binary.yaml"):
-        assert main(["generate", "--spec", str(tmp_path / spec), "--out", str(tmp_path / "o"),
-                     "--scenes", "1", "--quiet"]) == 2
+        assert (
+            main(
+                [
+                    "generate",
+                    "--spec",
+                    str(tmp_path / spec),
+                    "--out",
+                    str(tmp_path / "o"),
+                    "--scenes",
+                    "1",
+                    "--quiet",
+                ]
+            )
+            == 2
+        )
         assert spec in one_error_line(capsys)
 
 
@@ -180,14 +266,57 @@ def test_score_inputs_and_output_in_the_wrong_shape(tmp_path, split, capsys):
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text('{"item_id": "test-0000000-T1", "raw_text": "COUNT(1)"}\n')
     (tmp_path / "out-file").write_text("a file")
-    assert main(["score", "--data", str(split), "--predictions", str(predictions), "--split", "test",
-                 "--out", str(tmp_path / "out-file"), "--allow-partial"]) == 2
+    assert (
+        main(
+            [
+                "score",
+                "--data",
+                str(split),
+                "--predictions",
+                str(predictions),
+                "--split",
+                "test",
+                "--out",
+                str(tmp_path / "out-file"),
+                "--allow-partial",
+            ]
+        )
+        == 2
+    )
     assert "out-file" in one_error_line(capsys)
-    assert main(["score", "--data", str(split), "--predictions", str(tmp_path), "--split", "test",
-                 "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "score",
+                "--data",
+                str(split),
+                "--predictions",
+                str(tmp_path),
+                "--split",
+                "test",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     one_error_line(capsys)
-    assert main(["score", "--data", str(split), "--predictions", str(predictions), "--split", "../x",
-                 "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "score",
+                "--data",
+                str(split),
+                "--predictions",
+                str(predictions),
+                "--split",
+                "../x",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert "--split" in one_error_line(capsys)
 
 
@@ -199,13 +328,17 @@ def test_preview_inputs_and_output_in_the_wrong_shape(tmp_path, split, capsys):
     next((folder / "images").rglob("test-0000000.png")).write_bytes(b"not a png")
     assert main(["preview", str(folder), "--split", "test", "--out", str(tmp_path / "p.png")]) == 2
     assert "test-0000000.png" in one_error_line(capsys)
-    assert main(["preview", str(split), "--split", "test", "--limit", "0",
-                 "--out", str(tmp_path / "p.png")]) == 2
+    assert (
+        main(["preview", str(split), "--split", "test", "--limit", "0", "--out", str(tmp_path / "p.png")])
+        == 2
+    )
     assert "--limit" in one_error_line(capsys)
     assert main(["preview", str(split), "--split", "../test", "--out", str(tmp_path / "p.png")]) == 2
     assert "--split" in one_error_line(capsys)
-    assert main(["preview", str(split), "--split", "test", "--template", "T3", "--out",
-                 str(tmp_path / "p.png")]) == 2
+    assert (
+        main(["preview", str(split), "--split", "test", "--template", "T3", "--out", str(tmp_path / "p.png")])
+        == 2
+    )
     assert "--template: unknown template 'T3'" in one_error_line(capsys)
 
 
@@ -213,8 +346,23 @@ def test_exclude_needs_a_split_it_can_check_against(tmp_path, capsys):
     spec = write_spec(tmp_path, SMALL_SPEC)
     official = tmp_path / "metadata_test.jsonl"
     official.write_text('{"item_id": "CHITEM_000001__GCLK", "scene_id": "CHSCENE_000001"}\n')
-    assert main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--scenes", "2",
-                 "--exclude", str(official), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "generate",
+                "--spec",
+                str(spec),
+                "--out",
+                str(tmp_path / "out"),
+                "--scenes",
+                "2",
+                "--exclude",
+                str(official),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = one_error_line(capsys)
     assert "--exclude" in err and "no scene_fingerprint" in err
     assert not (tmp_path / "out").exists()
@@ -222,10 +370,13 @@ def test_exclude_needs_a_split_it_can_check_against(tmp_path, capsys):
 
 # ----------------------------------------------------------------- held-out scenes
 
+
 def test_a_heldout_spec_is_never_streamed_for_training(tmp_path):
     from rosetrain.data.hf import stream_dataset
 
-    spec = spec_with(tmp_path, ("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout"))
+    spec = spec_with(
+        tmp_path, ("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout")
+    )
     with pytest.raises(RosetrainError, match="role: heldout"):
         stream_dataset(str(spec), split="train")
 
@@ -235,8 +386,27 @@ def test_a_stream_of_the_heldout_splits_own_scenes_is_refused(tmp_path):
     from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
 
     spec = write_spec(tmp_path, SMALL_SPEC)  # role eval: the split a run is evaluated on
-    assert main(["generate", "--spec", str(spec), "--out", str(tmp_path / "held"), "--split", "test",
-                 "--scenes", "3", "--formats", "release", "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "--spec",
+                str(spec),
+                "--out",
+                str(tmp_path / "held"),
+                "--split",
+                "test",
+                "--scenes",
+                "3",
+                "--formats",
+                "release",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     records = load_split(tmp_path / "held", "test")
     heldout = EvalConfig(folder=str(tmp_path / "held"))
     with pytest.raises(RecipeError, match="streams the scenes of the held-out split"):
@@ -248,8 +418,29 @@ def test_a_folder_generated_from_a_heldout_spec_is_never_training_data(tmp_path)
     from rosetrain.train.data import check_folder
     from rosetrain.train.recipe import DataConfig, RecipeError
 
-    spec = spec_with(tmp_path, ("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout"))
-    assert main(["generate", "--spec", str(spec), "--out", str(tmp_path / "held"), "--split", "test",
-                 "--scenes", "2", "--formats", "hf", "--num-proc", "1", "--quiet"]) == 0
+    spec = spec_with(
+        tmp_path, ("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout")
+    )
+    assert (
+        main(
+            [
+                "generate",
+                "--spec",
+                str(spec),
+                "--out",
+                str(tmp_path / "held"),
+                "--split",
+                "test",
+                "--scenes",
+                "2",
+                "--formats",
+                "hf",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     with pytest.raises(RecipeError, match="role: heldout"):
         check_folder(DataConfig(folder=str(tmp_path / "held"), split="test"))

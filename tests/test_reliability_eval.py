@@ -1,6 +1,7 @@
 """Evaluation you can trust: failed requests are not wrong answers, results know
 their data, one writer per run folder, every failure one readable line, and a
 killed eval resumes to the same result."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fake_openai_server import serve_in_subprocess
+
 from rosetrain.cli import main as cli_main
 from rosetrain.commands.evaluate import evaluate
 from rosetrain.compare import compare_runs
@@ -21,9 +22,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def generate_split(out: Path, scenes: int = 3, seed: int | None = None) -> Path:
-    args = ["generate", "--spec", str(ROOT / "generators/smoke.yaml"), "--out", str(out),
-            "--split", "test", "--scenes", str(scenes), "--formats", "release",
-            "--num-proc", "1", "--quiet"]
+    args = [
+        "generate",
+        "--spec",
+        str(ROOT / "generators/smoke.yaml"),
+        "--out",
+        str(out),
+        "--split",
+        "test",
+        "--scenes",
+        str(scenes),
+        "--formats",
+        "release",
+        "--num-proc",
+        "1",
+        "--quiet",
+    ]
     if seed is not None:
         args += ["--seed", str(seed)]
     assert cli_main(args) == 0
@@ -63,9 +77,16 @@ def free_port() -> int:
 
 # --- 1. a failed request is not a wrong answer -----------------------------------------------
 
+
 def test_errored_items_leave_the_figures_and_are_counted_apart(split_dir, tmp_path):
-    summary = evaluate("oracle", split_dir, out_dir=tmp_path / "run", max_error_rate=1.0,
-                       runner=OracleRunner(fail_every=3), progress=False)
+    summary = evaluate(
+        "oracle",
+        split_dir,
+        out_dir=tmp_path / "run",
+        max_error_rate=1.0,
+        runner=OracleRunner(fail_every=3),
+        progress=False,
+    )
     # Every answered item is gold: errors must not turn into failures.
     assert summary["avg_pass"] == 1.0 and summary["gap"] == 0.0
     assert summary["n_errors"] == 7 and summary["n"] == 14 and summary["n_expected"] == 21
@@ -73,16 +94,19 @@ def test_errored_items_leave_the_figures_and_are_counted_apart(split_dir, tmp_pa
     assert summary["error_examples"][0]["error"] == "HTTP 500: test failure"
     assert "**7 items errored**" in (tmp_path / "run" / "summary.md").read_text()
     # The per-item file keeps them, scored as the official evaluator does (a failure).
-    errored = [r for r in read_jsonl(tmp_path / "run" / "per_item_eval.jsonl")
-               if r["api_error"]]
+    errored = [r for r in read_jsonl(tmp_path / "run" / "per_item_eval.jsonl") if r["api_error"]]
     assert len(errored) == 7 and not any(r["pass"] for r in errored)
 
 
 def test_library_eval_fails_when_errors_remain_unless_allowed(split_dir, tmp_path):
-    with pytest.raises(RosetrainError, match=r"7 of 21 items \(33.3%\) got no answer after "
-                                             r"retries .*--max-error-rate 0.333"):
-        evaluate("oracle", split_dir, out_dir=tmp_path / "a", runner=OracleRunner(fail_every=3),
-                 progress=False)
+    with pytest.raises(
+        RosetrainError,
+        match=r"7 of 21 items \(33.3%\) got no answer after "
+        r"retries .*--max-error-rate 0.333",
+    ):
+        evaluate(
+            "oracle", split_dir, out_dir=tmp_path / "a", runner=OracleRunner(fail_every=3), progress=False
+        )
     # The results were written before the error, and a rerun asks only the errored items.
     assert json.loads((tmp_path / "a" / "evaluation_summary.json").read_text())["n_errors"] == 7
     again = OracleRunner()
@@ -91,10 +115,15 @@ def test_library_eval_fails_when_errors_remain_unless_allowed(split_dir, tmp_pat
 
 
 def test_compare_leaves_errored_items_out_of_the_pairs(split_dir, tmp_path):
-    evaluate("oracle", split_dir, out_dir=tmp_path / "clean", runner=OracleRunner(),
-             progress=False)
-    evaluate("oracle", split_dir, out_dir=tmp_path / "flaky", max_error_rate=1.0,
-             runner=OracleRunner(fail_every=3), progress=False)
+    evaluate("oracle", split_dir, out_dir=tmp_path / "clean", runner=OracleRunner(), progress=False)
+    evaluate(
+        "oracle",
+        split_dir,
+        out_dir=tmp_path / "flaky",
+        max_error_rate=1.0,
+        runner=OracleRunner(fail_every=3),
+        progress=False,
+    )
     result = compare_runs(tmp_path / "clean", tmp_path / "flaky", tmp_path / "cmp", plots=False)
     assert result["errored_excluded"] == {"before": 0, "after": 7, "pairs": 7}
     assert result["n_items"] == 14
@@ -103,13 +132,27 @@ def test_compare_leaves_errored_items_out_of_the_pairs(split_dir, tmp_path):
     assert "**7 items left out**" in (tmp_path / "cmp" / "report.md").read_text()
 
 
-def test_eval_cli_against_a_flaky_endpoint_exits_non_zero_in_one_line(split_dir, tmp_path,
-                                                                      capsys):
+def test_eval_cli_against_a_flaky_endpoint_exits_non_zero_in_one_line(split_dir, tmp_path, capsys):
     out = tmp_path / "run"
     with serve_in_subprocess(split_dir, fail_every=3) as base_url:
-        args = ["eval", "--runner", "openai", "--base-url", base_url, "--model", "fake",
-                "--data", str(split_dir), "--out", str(out), "--max-retries", "1",
-                "--request-timeout", "5", "--no-progress"]
+        args = [
+            "eval",
+            "--runner",
+            "openai",
+            "--base-url",
+            base_url,
+            "--model",
+            "fake",
+            "--data",
+            str(split_dir),
+            "--out",
+            str(out),
+            "--max-retries",
+            "1",
+            "--request-timeout",
+            "5",
+            "--no-progress",
+        ]
         assert cli_main(args) == 2
         captured = capsys.readouterr()
         # 7 items always fail with 500 and one is refused with 400
@@ -124,13 +167,29 @@ def test_eval_cli_against_a_flaky_endpoint_exits_non_zero_in_one_line(split_dir,
 
 def test_an_unreachable_endpoint_fails_at_once_in_one_line(split_dir, tmp_path, capsys):
     base_url = f"http://127.0.0.1:{free_port()}/v1"
-    code = cli_main(["eval", "--runner", "openai", "--base-url", base_url, "--model", "m",
-                     "--data", str(split_dir), "--out", str(tmp_path / "run"), "--no-progress"])
+    code = cli_main(
+        [
+            "eval",
+            "--runner",
+            "openai",
+            "--base-url",
+            base_url,
+            "--model",
+            "m",
+            "--data",
+            str(split_dir),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "cannot reach 127.0.0.1" in err and "connection refused" in err
-    assert not (tmp_path / "run" / "predictions.jsonl").exists() or \
-        (tmp_path / "run" / "predictions.jsonl").read_text() == ""
+    assert (
+        not (tmp_path / "run" / "predictions.jsonl").exists()
+        or (tmp_path / "run" / "predictions.jsonl").read_text() == ""
+    )
 
 
 def test_an_endpoint_that_goes_away_mid_run_stops_the_run(split_dir, tmp_path):
@@ -141,14 +200,16 @@ def test_an_endpoint_that_goes_away_mid_run_stops_the_run(split_dir, tmp_path):
     with serve_in_subprocess(split_dir) as base_url:
         runner = OpenAIRunner("m", base_url=base_url, backoff_s=0.01)
     # the server has stopped: its port now refuses connections
-    records = [{**r, "image": str(split_dir / r["image"])}
-               for r in read_jsonl(split_dir / "metadata_test.jsonl")[:2]]
+    records = [
+        {**r, "image": str(split_dir / r["image"])} for r in read_jsonl(split_dir / "metadata_test.jsonl")[:2]
+    ]
     with pytest.raises(EndpointUnreachable, match="connection refused, 3 attempts"):
         runner.generate(records)
     runner.close()
 
 
 # --- 2. results know what data they belong to --------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def other_split_dir(tmp_path_factory) -> Path:
@@ -166,8 +227,9 @@ def test_split_fingerprint_names_the_metadata_bytes(split_dir, other_split_dir):
     assert split_fingerprint(split_dir, "test").startswith("sha256:")
     assert split_fingerprint(split_dir, "test") != split_fingerprint(other_split_dir, "test")
     # a folder and its one metadata file are the same data
-    assert split_fingerprint(split_dir, "test") == \
-        split_fingerprint(split_dir / "metadata_test.jsonl", "test")
+    assert split_fingerprint(split_dir, "test") == split_fingerprint(
+        split_dir / "metadata_test.jsonl", "test"
+    )
 
 
 def test_eval_into_a_run_of_regenerated_data_is_refused(split_dir, other_split_dir, tmp_path):
@@ -180,9 +242,12 @@ def test_eval_into_a_run_of_regenerated_data_is_refused(split_dir, other_split_d
     shutil.rmtree(data)
     shutil.copytree(other_split_dir, data)  # "regenerated" in place with another seed
     runner = OracleRunner()
-    with pytest.raises(RosetrainError, match=r"predictions\.jsonl holds predictions made on "
-                                             r"data [0-9a-f]{12} .* is data [0-9a-f]{12}: the data "
-                                             r"changed"):
+    with pytest.raises(
+        RosetrainError,
+        match=r"predictions\.jsonl holds predictions made on "
+        r"data [0-9a-f]{12} .* is data [0-9a-f]{12}: the data "
+        r"changed",
+    ):
         evaluate("oracle", data, out_dir=out, runner=runner, progress=False)
     assert runner.seen == 0 and (out / "predictions.jsonl").read_bytes() == predictions
 
@@ -190,9 +255,10 @@ def test_eval_into_a_run_of_regenerated_data_is_refused(split_dir, other_split_d
 def test_eval_refuses_a_run_folder_without_fingerprints(split_dir, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    (out / "predictions.jsonl").write_text(json.dumps(
-        {"item_id": "test-0000000-T1", "raw_text": "COUNT(1)", "model": "oracle", "error": None})
-        + "\n")
+    (out / "predictions.jsonl").write_text(
+        json.dumps({"item_id": "test-0000000-T1", "raw_text": "COUNT(1)", "model": "oracle", "error": None})
+        + "\n"
+    )
     with pytest.raises(RosetrainError, match="made on no data fingerprint"):
         evaluate("oracle", split_dir, out_dir=out, runner=OracleRunner(), progress=False)
 
@@ -200,15 +266,36 @@ def test_eval_refuses_a_run_folder_without_fingerprints(split_dir, tmp_path):
 def test_score_refuses_predictions_of_other_data(split_dir, other_split_dir, tmp_path, capsys):
     evaluate("oracle", split_dir, out_dir=tmp_path / "run", runner=OracleRunner(), progress=False)
     predictions = str(tmp_path / "run" / "predictions.jsonl")
-    code = cli_main(["score", "--data", str(other_split_dir), "--predictions", predictions,
-                     "--out", str(tmp_path / "scored")])
+    code = cli_main(
+        [
+            "score",
+            "--data",
+            str(other_split_dir),
+            "--predictions",
+            predictions,
+            "--out",
+            str(tmp_path / "scored"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "the data changed or this is another dataset" in err
     assert not (tmp_path / "scored" / "evaluation_summary.json").exists()
     # The data they were made on scores them, and the summary records that data.
-    assert cli_main(["score", "--data", str(split_dir / "metadata_test.jsonl"), "--predictions",
-                     predictions, "--out", str(tmp_path / "scored")]) == 0
+    assert (
+        cli_main(
+            [
+                "score",
+                "--data",
+                str(split_dir / "metadata_test.jsonl"),
+                "--predictions",
+                predictions,
+                "--out",
+                str(tmp_path / "scored"),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "scored" / "evaluation_summary.json").read_text())
     run_info = json.loads((tmp_path / "run" / "eval_run.json").read_text())
     assert summary["data_fingerprint"] == run_info["data_fingerprint"]
@@ -217,27 +304,47 @@ def test_score_refuses_predictions_of_other_data(split_dir, other_split_dir, tmp
 
 def test_compare_refuses_runs_of_other_data(split_dir, other_split_dir, tmp_path, capsys):
     evaluate("oracle", split_dir, out_dir=tmp_path / "a", runner=OracleRunner(), progress=False)
-    evaluate("oracle", other_split_dir, out_dir=tmp_path / "b", runner=OracleRunner(),
-             progress=False)
-    code = cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out",
-                     str(tmp_path / "cmp"), "--no-plots"])
+    evaluate("oracle", other_split_dir, out_dir=tmp_path / "b", runner=OracleRunner(), progress=False)
+    code = cli_main(
+        ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"), "--no-plots"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "scored on different data" in err
     assert not (tmp_path / "cmp" / "compare.json").exists()
     result = compare_runs(tmp_path / "a", tmp_path / "a", plots=False)
-    assert result["data_fingerprint"] == json.loads(
-        (tmp_path / "a" / "eval_run.json").read_text())["data_fingerprint"]
+    assert (
+        result["data_fingerprint"]
+        == json.loads((tmp_path / "a" / "eval_run.json").read_text())["data_fingerprint"]
+    )
 
 
 def test_a_second_eval_into_the_same_folder_is_refused(split_dir, tmp_path):
     out = tmp_path / "run"
     with serve_in_subprocess(split_dir, delay_s=0.2) as base_url:
-        args = [sys.executable, "-m", "rosetrain", "eval", "--runner", "openai", "--base-url",
-                base_url, "--model", "fake", "--data", str(split_dir), "--out", str(out),
-                "--concurrency", "1", "--request-timeout", "5", "--no-progress",
-                "--max-error-rate", "0.05"]
-        first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 cwd=ROOT)
+        args = [
+            sys.executable,
+            "-m",
+            "rosetrain",
+            "eval",
+            "--runner",
+            "openai",
+            "--base-url",
+            base_url,
+            "--model",
+            "fake",
+            "--data",
+            str(split_dir),
+            "--out",
+            str(out),
+            "--concurrency",
+            "1",
+            "--request-timeout",
+            "5",
+            "--no-progress",
+            "--max-error-rate",
+            "0.05",
+        ]
+        first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         try:
             wait_for_lines(out / "predictions.jsonl", 1, first)
             second = subprocess.run(args, check=False, capture_output=True, text=True, cwd=ROOT)
@@ -262,6 +369,7 @@ def wait_for_lines(path: Path, lines: int, process: subprocess.Popen) -> None:
 
 # --- 3. every eval/score/compare failure is one readable line -----------------------------------
 
+
 def one_line_error(capsys, command: str) -> str:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"rosetrain {command}: error: "), err
@@ -276,21 +384,49 @@ def scored_run(split_dir, tmp_path) -> Path:
 
 def test_undecodable_bytes_in_predictions_name_the_line(split_dir, tmp_path, capsys):
     bad = tmp_path / "predictions.jsonl"
-    bad.write_bytes(b'{"item_id": "test-0000000-T1", "raw_text": "COUNT(1)"}\n'
-                    b'{"item_id": "test-0000000-T2", "raw_text": "COUNT(\xff)"}\n')
-    assert cli_main(["score", "--data", str(split_dir), "--predictions", str(bad),
-                     "--out", str(tmp_path / "s")]) == 2
+    bad.write_bytes(
+        b'{"item_id": "test-0000000-T1", "raw_text": "COUNT(1)"}\n'
+        b'{"item_id": "test-0000000-T2", "raw_text": "COUNT(\xff)"}\n'
+    )
+    assert (
+        cli_main(["score", "--data", str(split_dir), "--predictions", str(bad), "--out", str(tmp_path / "s")])
+        == 2
+    )
     assert f"{bad}:2: not UTF-8 text" in one_line_error(capsys, "score")
 
 
 def test_a_folder_where_a_file_is_expected(split_dir, scored_run, tmp_path, capsys):
-    assert cli_main(["score", "--data", str(split_dir), "--predictions", str(scored_run),
-                     "--out", str(tmp_path / "s")]) == 2
+    assert (
+        cli_main(
+            [
+                "score",
+                "--data",
+                str(split_dir),
+                "--predictions",
+                str(scored_run),
+                "--out",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 2
+    )
     assert "is a folder; expected a predictions .jsonl file" in one_line_error(capsys, "score")
     afile = tmp_path / "afile"
     afile.write_text("mine\n")
-    assert cli_main(["score", "--data", str(split_dir), "--predictions",
-                     str(scored_run / "predictions.jsonl"), "--out", str(afile)]) == 2
+    assert (
+        cli_main(
+            [
+                "score",
+                "--data",
+                str(split_dir),
+                "--predictions",
+                str(scored_run / "predictions.jsonl"),
+                "--out",
+                str(afile),
+            ]
+        )
+        == 2
+    )
     assert f"{afile}: cannot create" in one_line_error(capsys, "score")
     assert cli_main(["compare", str(scored_run), str(scored_run), "--out", str(afile)]) == 2
     assert f"{afile}: cannot create" in one_line_error(capsys, "compare")
@@ -298,8 +434,9 @@ def test_a_folder_where_a_file_is_expected(split_dir, scored_run, tmp_path, caps
 
 
 @pytest.mark.parametrize("failure", [(28, "No space left on device"), (13, "Permission denied")])
-def test_disk_full_or_permission_denied_while_writing(split_dir, scored_run, tmp_path, capsys,
-                                                      monkeypatch, failure):
+def test_disk_full_or_permission_denied_while_writing(
+    split_dir, scored_run, tmp_path, capsys, monkeypatch, failure
+):
     """The machine refuses a write (root ignores file modes, so the refusal is simulated)."""
     import rosetrain.io
 
@@ -308,8 +445,20 @@ def test_disk_full_or_permission_denied_while_writing(split_dir, scored_run, tmp
 
     monkeypatch.setattr(rosetrain.io.os, "replace", refuse)
     out = tmp_path / "scored"
-    assert cli_main(["score", "--data", str(split_dir), "--predictions",
-                     str(scored_run / "predictions.jsonl"), "--out", str(out)]) == 2
+    assert (
+        cli_main(
+            [
+                "score",
+                "--data",
+                str(split_dir),
+                "--predictions",
+                str(scored_run / "predictions.jsonl"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     err = one_line_error(capsys, "score")
     assert str(out / "per_item_eval.jsonl") in err and failure[1] in err
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]  # no temp file left
@@ -325,9 +474,25 @@ def test_disk_full_while_saving_predictions(split_dir, tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(rosetrain.predictions.os, "fsync", disk_full)
     with serve_in_subprocess(split_dir) as base_url:
-        assert cli_main(["eval", "--runner", "openai", "--base-url", base_url, "--model", "m",
-                         "--data", str(split_dir), "--out", str(tmp_path / "run"),
-                         "--no-progress"]) == 2
+        assert (
+            cli_main(
+                [
+                    "eval",
+                    "--runner",
+                    "openai",
+                    "--base-url",
+                    base_url,
+                    "--model",
+                    "m",
+                    "--data",
+                    str(split_dir),
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--no-progress",
+                ]
+            )
+            == 2
+        )
     assert "No space left on device" in one_line_error(capsys, "eval")
 
 
@@ -337,8 +502,21 @@ def test_a_folder_that_is_not_a_model(split_dir, tmp_path, capsys, config):
     model.mkdir()
     if config is not None:
         (model / "config.json").write_text(config)
-    assert cli_main(["eval", "--model", str(model), "--data", str(split_dir),
-                     "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert (
+        cli_main(
+            [
+                "eval",
+                "--model",
+                str(model),
+                "--data",
+                str(split_dir),
+                "--out",
+                str(tmp_path / "run"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = one_line_error(capsys, "eval")
     assert str(model) in err and ("not a model" in err or "model_type" in err)
 
@@ -347,13 +525,33 @@ def test_a_hub_id_that_cannot_be_fetched_offline(split_dir, tmp_path):
     """No network (an endpoint that refuses): one line at once, not a minute of retries."""
     import os
 
-    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}",
-           "HF_HUB_CACHE": str(tmp_path / "empty-cache"), "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "HF_HUB_CACHE": str(tmp_path / "empty-cache"),
+        "PYTHONPATH": str(ROOT),
+    }
     env.pop("HF_HUB_OFFLINE", None)
-    result = subprocess.run([sys.executable, "-m", "rosetrain", "eval", "--model",
-                             "some-org/some-model", "--data", str(split_dir), "--out",
-                             str(tmp_path / "run"), "--no-progress"],
-                            check=False, capture_output=True, text=True, env=env, cwd=ROOT)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rosetrain",
+            "eval",
+            "--model",
+            "some-org/some-model",
+            "--data",
+            str(split_dir),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
     assert "not in the local Hugging Face cache and the Hub cannot be reached" in result.stderr
@@ -367,14 +565,16 @@ NOT_RESULTS = {"eval_run.json", ".rosetrain.lock", "predictions.jsonl"}
 
 
 def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def results(out: Path) -> dict[str, bytes]:
     """The run folder's files, with the folder's own path taken out (the summary names it)."""
-    return {name: data.replace(str(out).encode(), b"<OUT>")
-            for name, data in tree(out).items() if name not in NOT_RESULTS}
+    return {
+        name: data.replace(str(out).encode(), b"<OUT>")
+        for name, data in tree(out).items()
+        if name not in NOT_RESULTS
+    }
 
 
 def predictions_by_id(out: Path) -> dict[str, dict]:
@@ -388,23 +588,41 @@ def endpoint(split_dir):
 
 
 def eval_command(base_url: str, data: Path, out: Path) -> list[str]:
-    return ["--runner", "openai", "--base-url", base_url, "--model", "fake", "--data", str(data),
-            "--out", str(out), "--concurrency", "3", "--request-timeout", "5", "--no-progress",
-            "--max-error-rate", "0.05"]  # the item the endpoint always refuses
+    return [
+        "--runner",
+        "openai",
+        "--base-url",
+        base_url,
+        "--model",
+        "fake",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--concurrency",
+        "3",
+        "--request-timeout",
+        "5",
+        "--no-progress",
+        "--max-error-rate",
+        "0.05",
+    ]  # the item the endpoint always refuses
 
 
-@pytest.mark.parametrize("kind, which", [
-    ("torn-line", "1"),                        # the first prediction, half saved
-    ("saved-line", "1"),
-    ("torn-line", "11"),                       # midway
-    ("saved-line", "21"),                      # every answer saved, nothing scored yet
-    ("torn-file", "per_item_eval.jsonl"),      # scoring, half written
-    ("before-rename", "evaluation_summary.json"),
-    ("torn-file", "summary.md"),
-    ("before-rename", "eval_run.json"),        # the very last write
-])
-def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint, tmp_path,
-                                                           kind, which):
+@pytest.mark.parametrize(
+    "kind, which",
+    [
+        ("torn-line", "1"),  # the first prediction, half saved
+        ("saved-line", "1"),
+        ("torn-line", "11"),  # midway
+        ("saved-line", "21"),  # every answer saved, nothing scored yet
+        ("torn-file", "per_item_eval.jsonl"),  # scoring, half written
+        ("before-rename", "evaluation_summary.json"),
+        ("torn-file", "summary.md"),
+        ("before-rename", "eval_run.json"),  # the very last write
+    ],
+)
+def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint, tmp_path, kind, which):
     import shutil
 
     data = tmp_path / "data"
@@ -415,13 +633,23 @@ def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint,
     assert cli_main(["eval", *eval_command(endpoint, data, reference)]) == 0
     before = {k: v for k, v in tree(tmp_path).items() if not k.startswith("killed/")}
 
-    killed = subprocess.run([sys.executable, str(KILLER), kind, which, "--",
-                             *eval_command(endpoint, data, out)],
-                            check=False, capture_output=True, text=True, env=env, cwd=tmp_path)
+    killed = subprocess.run(
+        [sys.executable, str(KILLER), kind, which, "--", *eval_command(endpoint, data, out)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert killed.returncode == -9, killed.stderr  # the kill point was reached
-    rerun = subprocess.run([sys.executable, "-m", "rosetrain", "eval",
-                            *eval_command(endpoint, data, out)],
-                           check=False, capture_output=True, text=True, env=env, cwd=tmp_path)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "rosetrain", "eval", *eval_command(endpoint, data, out)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert rerun.returncode == 0, rerun.stderr
 
     assert results(out) == results(reference)
@@ -433,15 +661,17 @@ def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint,
 
 # --- 5. compare's intervals can always be indexed ----------------------------------------------
 
-def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(split_dir, tmp_path,
-                                                                            capsys):
+
+def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(split_dir, tmp_path, capsys):
     """Runs holding only counting items: action_avg and gap are undefined, and
     their ci95 is [None, None], never None (the demo and its report index it)."""
     for name in ("a", "b"):
-        evaluate("oracle", split_dir, out_dir=tmp_path / name, runner=OracleRunner(), limit=2,
-                 progress=False)  # T1 and T2 of the first scene
-    assert cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "b"),
-                     "--out", str(tmp_path / "cmp")]) == 0
+        evaluate(
+            "oracle", split_dir, out_dir=tmp_path / name, runner=OracleRunner(), limit=2, progress=False
+        )  # T1 and T2 of the first scene
+    assert (
+        cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp")]) == 0
+    )
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert result["action_avg"]["delta"] is None and result["counting_avg"]["delta"] == 0.0
     headline = [result[k] for k in ("counting_avg", "action_avg", "gap", "avg_pass")]
@@ -455,8 +685,7 @@ def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(spli
     assert "gap" in capsys.readouterr().out
 
 
-def test_resuming_with_settings_that_change_answers_is_refused(split_dir, endpoint, tmp_path,
-                                                               capsys):
+def test_resuming_with_settings_that_change_answers_is_refused(split_dir, endpoint, tmp_path, capsys):
     out = tmp_path / "run"
     args = ["eval", *eval_command(endpoint, split_dir, out), "--limit", "3"]
     assert cli_main(args + ["--max-new-tokens", "64"]) == 0
@@ -475,9 +704,26 @@ def test_an_endpoint_that_never_answers_stops_the_run(split_dir, tmp_path, capsy
         hung.bind(("127.0.0.1", 0))
         hung.listen(64)  # the kernel completes connections; nobody ever reads them
         base_url = f"http://127.0.0.1:{hung.getsockname()[1]}/v1"
-        code = cli_main(["eval", "--runner", "openai", "--base-url", base_url, "--model", "m",
-                         "--data", str(split_dir), "--out", str(tmp_path / "run"),
-                         "--concurrency", "2", "--request-timeout", "0.2", "--no-progress"])
+        code = cli_main(
+            [
+                "eval",
+                "--runner",
+                "openai",
+                "--base-url",
+                base_url,
+                "--model",
+                "m",
+                "--data",
+                str(split_dir),
+                "--out",
+                str(tmp_path / "run"),
+                "--concurrency",
+                "2",
+                "--request-timeout",
+                "0.2",
+                "--no-progress",
+            ]
+        )
     assert code == 2
     err = one_line_error(capsys, "eval")
     assert "accepted connections but answered none of 3 requests" in err

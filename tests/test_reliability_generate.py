@@ -4,14 +4,15 @@ Every destructive path here runs inside the test's own ``tmp_path``, nested a
 few folders deep so that even a split name that climbs (``../..``) stays
 inside it.
 """
+
 import errno
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
-
 from conftest import SMALL_SPEC, write_spec
+
 from rosetrain.cli import main
 from rosetrain.io import output_lock
 
@@ -24,14 +25,33 @@ def spec(tmp_path):
 
 
 def run_generate(spec, out, *extra, split="test", scenes=SCENES):
-    return main(["generate", "--spec", str(spec), "--out", str(out), f"--split={split}",
-                 "--scenes", scenes, "--shard-size", SHARD, "--num-proc", "1", "--quiet", *extra])
+    return main(
+        [
+            "generate",
+            "--spec",
+            str(spec),
+            "--out",
+            str(out),
+            f"--split={split}",
+            "--scenes",
+            scenes,
+            "--shard-size",
+            SHARD,
+            "--num-proc",
+            "1",
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def tree(root: Path, skip=(".rosetrain.lock",)) -> dict[str, str]:
     """Every file under ``root`` (hidden ones too) -> sha256."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name not in skip}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in skip
+    }
 
 
 @pytest.fixture
@@ -87,8 +107,11 @@ def test_overwrite_removes_only_files_in_the_manifest(tmp_path, spec, fresh):
     out = tmp_path / "out"
     assert run_generate(spec, out, scenes="20") == 0
     subset = next((out / "images").iterdir())
-    mine = {subset / "my-notes.png": b"user file", out / "metadata_test.jsonl.bak": b"a backup",
-            out / "hf" / "train.parquet": b"mine"}
+    mine = {
+        subset / "my-notes.png": b"user file",
+        out / "metadata_test.jsonl.bak": b"a backup",
+        out / "hf" / "train.parquet": b"mine",
+    }
     for path, data in mine.items():
         path.write_bytes(data)
     assert run_generate(spec, out, "--overwrite") == 0
@@ -119,16 +142,27 @@ def cut(path: Path, keep: int = 0) -> None:
     path.write_bytes(path.read_bytes()[:keep])
 
 
-@pytest.mark.parametrize("damage", [
-    lambda out: cut(out / ".parts" / "test" / "part-00001.jsonl"),
-    lambda out: cut(out / ".parts" / "test" / "part-00001.jsonl", 300),
-    lambda out: (out / ".parts" / "test" / "part-00002.jsonl").unlink(),
-    lambda out: next((out / "images").rglob("test-0000005.png")).unlink(),
-    lambda out: cut(next((out / "images").rglob("test-0000009-cue.png")), 100),
-    lambda out: cut(next((out / "hf" / "test").glob("shard-00001-*")), 50),
-    lambda out: (out / "metadata_test.jsonl").unlink(),
-], ids=["empty-part", "cut-part", "deleted-part", "deleted-image", "cut-image", "cut-parquet",
-        "deleted-metadata"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda out: cut(out / ".parts" / "test" / "part-00001.jsonl"),
+        lambda out: cut(out / ".parts" / "test" / "part-00001.jsonl", 300),
+        lambda out: (out / ".parts" / "test" / "part-00002.jsonl").unlink(),
+        lambda out: next((out / "images").rglob("test-0000005.png")).unlink(),
+        lambda out: cut(next((out / "images").rglob("test-0000009-cue.png")), 100),
+        lambda out: cut(next((out / "hf" / "test").glob("shard-00001-*")), 50),
+        lambda out: (out / "metadata_test.jsonl").unlink(),
+    ],
+    ids=[
+        "empty-part",
+        "cut-part",
+        "deleted-part",
+        "deleted-image",
+        "cut-image",
+        "cut-parquet",
+        "deleted-metadata",
+    ],
+)
 def test_a_damaged_split_is_repaired_on_rerun(tmp_path, spec, fresh, damage):
     out = tmp_path / "out"
     assert run_generate(spec, out) == 0
@@ -171,10 +205,12 @@ def test_a_second_writer_is_refused(tmp_path, spec, capsys):
     assert not (out / "metadata_test.jsonl").exists()
 
 
-@pytest.mark.parametrize("code, message", [(errno.ENOSPC, "No space left on device"),
-                                           (errno.EACCES, "Permission denied")])
-def test_a_failed_write_is_one_line_and_the_rerun_resumes(tmp_path, spec, fresh, capsys, monkeypatch,
-                                                          code, message):
+@pytest.mark.parametrize(
+    "code, message", [(errno.ENOSPC, "No space left on device"), (errno.EACCES, "Permission denied")]
+)
+def test_a_failed_write_is_one_line_and_the_rerun_resumes(
+    tmp_path, spec, fresh, capsys, monkeypatch, code, message
+):
     import rosetrain.data.generate as gen
 
     real, calls = gen.atomic_write, []
@@ -201,8 +237,7 @@ def die_in_a_worker(job, shard):
     os._exit(1)  # as a worker killed by the OOM killer ends: no exception, no result
 
 
-def test_a_worker_that_dies_is_one_line_and_the_rerun_resumes(tmp_path, spec, fresh, capsys,
-                                                              monkeypatch):
+def test_a_worker_that_dies_is_one_line_and_the_rerun_resumes(tmp_path, spec, fresh, capsys, monkeypatch):
     import rosetrain.data.generate as gen
 
     out = tmp_path / "out"
@@ -214,11 +249,22 @@ def test_a_worker_that_dies_is_one_line_and_the_rerun_resumes(tmp_path, spec, fr
     assert tree(out) == fresh
 
 
-@pytest.mark.parametrize("flag, value", [("--shard-size", "0"), ("--shard-size", "-3"),
-                                         ("--num-proc", "0"), ("--scenes", "0")])
+@pytest.mark.parametrize(
+    "flag, value", [("--shard-size", "0"), ("--shard-size", "-3"), ("--num-proc", "0"), ("--scenes", "0")]
+)
 def test_non_positive_sizes_are_refused(tmp_path, spec, capsys, flag, value):
-    args = ["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--scenes", "4",
-            "--quiet", flag, value]
+    args = [
+        "generate",
+        "--spec",
+        str(spec),
+        "--out",
+        str(tmp_path / "out"),
+        "--scenes",
+        "4",
+        "--quiet",
+        flag,
+        value,
+    ]
     assert main(args) == 2
     assert flag in one_error_line(capsys)
     assert not (tmp_path / "out").exists()

@@ -1,6 +1,7 @@
 """SIGKILL ``rosetrain generate`` anywhere: the rerun finishes the split, its
 files are byte for byte those of an uninterrupted run, and nothing outside the
 output folder changed. Everything lives in the test's own ``tmp_path``."""
+
 import os
 import signal
 import subprocess
@@ -9,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SMALL_SPEC, write_spec
 from test_reliability_generate import run_generate, tree
 
@@ -29,8 +29,20 @@ def outside(tmp_path: Path) -> dict[str, str]:
 
 
 def generate_args(spec: Path, out: Path, scenes: str = "12", num_proc: str = "1") -> list[str]:
-    return ["--spec", str(spec), "--out", str(out), "--split=test", "--scenes", scenes,
-            "--shard-size", "4", "--num-proc", num_proc, "--quiet"]
+    return [
+        "--spec",
+        str(spec),
+        "--out",
+        str(out),
+        "--split=test",
+        "--scenes",
+        scenes,
+        "--shard-size",
+        "4",
+        "--num-proc",
+        num_proc,
+        "--quiet",
+    ]
 
 
 def wait_for_the_lock(out: Path) -> None:
@@ -54,22 +66,29 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
-@pytest.mark.parametrize("kind, pattern, nth", [
-    ("write", r"manifest\.json$", 1),          # the manifest, before any shard
-    ("write", r"\.png$", 1),                   # the first image, half written
-    ("write", r"\.png$", 11),                  # midway through the second shard
-    ("rename", r"\.parquet$", 2),              # the second Parquet shard, written, not in place
-    ("write", r"part-00001\.jsonl$", 1),       # the second shard's done marker, half written
-    ("write", r"manifest\.json$", 2),          # every shard done, the file list half written
-    ("rename", r"metadata_test\.jsonl$", 1),   # the file list written, the metadata not in place
-], ids=["manifest", "first-image", "mid-shard", "parquet", "part", "file-list", "metadata"])
+@pytest.mark.parametrize(
+    "kind, pattern, nth",
+    [
+        ("write", r"manifest\.json$", 1),  # the manifest, before any shard
+        ("write", r"\.png$", 1),  # the first image, half written
+        ("write", r"\.png$", 11),  # midway through the second shard
+        ("rename", r"\.parquet$", 2),  # the second Parquet shard, written, not in place
+        ("write", r"part-00001\.jsonl$", 1),  # the second shard's done marker, half written
+        ("write", r"manifest\.json$", 2),  # every shard done, the file list half written
+        ("rename", r"metadata_test\.jsonl$", 1),  # the file list written, the metadata not in place
+    ],
+    ids=["manifest", "first-image", "mid-shard", "parquet", "part", "file-list", "metadata"],
+)
 def test_killed_at_any_write_the_rerun_gives_the_same_bytes(tmp_path, world, kind, pattern, nth):
     spec, out = world
     assert run_generate(spec, tmp_path / "fresh") == 0
     expected = tree(tmp_path / "fresh")
     before = outside(tmp_path)
-    killed = subprocess.run([sys.executable, str(KILLER), kind, pattern, str(nth), "--",
-                             *generate_args(spec, out)], env=child_env(), capture_output=True)
+    killed = subprocess.run(
+        [sys.executable, str(KILLER), kind, pattern, str(nth), "--", *generate_args(spec, out)],
+        env=child_env(),
+        capture_output=True,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     assert run_generate(spec, out) == 0
     assert tree(out) == expected
@@ -83,10 +102,13 @@ def test_killed_with_its_workers_the_rerun_gives_the_same_bytes(tmp_path, world)
     assert run_generate(spec, tmp_path / "fresh", scenes="40") == 0
     expected = tree(tmp_path / "fresh")
     before = outside(tmp_path)
-    command = subprocess.Popen([sys.executable, "-m", "rosetrain", "generate",
-                                *generate_args(spec, out, scenes="40", num_proc="2")],
-                               env=child_env(), start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = subprocess.Popen(
+        [sys.executable, "-m", "rosetrain", "generate", *generate_args(spec, out, scenes="40", num_proc="2")],
+        env=child_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 300  # a guard against a hang, not a timing check
         while command.poll() is None and len(list(out.glob(".parts/test/part-*.jsonl"))) < 2:
@@ -110,8 +132,19 @@ def test_killed_while_writing_bridge_files_overwrite_still_owns_them(tmp_path, w
     out = world[1]
     assert run_generate(spec, tmp_path / "fresh", scenes="8") == 0
     expected = tree(tmp_path / "fresh")
-    killed = subprocess.run([sys.executable, str(KILLER), "rename", r"matched_local_count_bridge", "1",
-                             "--", *generate_args(spec, out)], env=child_env(), capture_output=True)
+    killed = subprocess.run(
+        [
+            sys.executable,
+            str(KILLER),
+            "rename",
+            r"matched_local_count_bridge",
+            "1",
+            "--",
+            *generate_args(spec, out),
+        ],
+        env=child_env(),
+        capture_output=True,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     assert (out / "metadata_test_global_click_bridge.jsonl").exists()
     assert run_generate(spec, out, "--overwrite", scenes="8") == 0
@@ -125,8 +158,11 @@ def test_overwrite_after_a_kill_removes_the_unfinished_splits_files(tmp_path, wo
     spec, out = world
     assert run_generate(spec, tmp_path / "fresh", scenes="8") == 0
     expected = tree(tmp_path / "fresh")
-    killed = subprocess.run([sys.executable, str(KILLER), "write", r"part-00002\.jsonl$", "1", "--",
-                             *generate_args(spec, out)], env=child_env(), capture_output=True)
+    killed = subprocess.run(
+        [sys.executable, str(KILLER), "write", r"part-00002\.jsonl$", "1", "--", *generate_args(spec, out)],
+        env=child_env(),
+        capture_output=True,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     assert len(list(out.glob("hf/test/*.parquet"))) == 3
     assert run_generate(spec, out, "--overwrite", scenes="8") == 0

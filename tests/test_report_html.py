@@ -1,5 +1,6 @@
 """`rosetrain compare` writes report.html: report.md's tables and text with the
 plots inline, one file a browser opens."""
+
 from __future__ import annotations
 
 import base64
@@ -61,21 +62,65 @@ def parse(text: str) -> Page:
 
 def predictions(rows, path, right_share: float, seed: int):
     rng = random.Random(seed)
-    path.write_text("".join(json.dumps({"item_id": r["item_id"], "model": "m", "error": None,
-                                        "raw_text": r["answer"] if rng.random() < right_share else "DONE"}) + "\n"
-                            for r in rows))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item_id": r["item_id"],
+                    "model": "m",
+                    "error": None,
+                    "raw_text": r["answer"] if rng.random() < right_share else "DONE",
+                }
+            )
+            + "\n"
+            for r in rows
+        )
+    )
 
 
 def test_compare_writes_a_self_contained_html_report(tmp_path):
     (tmp_path / "spec.yaml").write_text(SPEC)
     data = tmp_path / "data"
-    assert cli_main(["generate", "--spec", str(tmp_path / "spec.yaml"), "--out", str(data), "--split", "test",
-                     "--scenes", "12", "--formats", "release", "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(tmp_path / "spec.yaml"),
+                "--out",
+                str(data),
+                "--split",
+                "test",
+                "--scenes",
+                "12",
+                "--formats",
+                "release",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in (data / "metadata_test.jsonl").read_text().splitlines()]
     for name, share, seed in (("before", 0.3, 1), ("after", 0.8, 2)):
         predictions(rows, tmp_path / f"{name}.jsonl", share, seed)
-        assert cli_main(["score", "--data", str(data), "--split", "test", "--predictions",
-                         str(tmp_path / f"{name}.jsonl"), "--out", str(tmp_path / name)]) == 0
+        assert (
+            cli_main(
+                [
+                    "score",
+                    "--data",
+                    str(data),
+                    "--split",
+                    "test",
+                    "--predictions",
+                    str(tmp_path / f"{name}.jsonl"),
+                    "--out",
+                    str(tmp_path / name),
+                ]
+            )
+            == 0
+        )
     out = tmp_path / "cmp"
     assert cli_main(["compare", str(tmp_path / "before"), str(tmp_path / "after"), "--out", str(out)]) == 0
 
@@ -84,7 +129,10 @@ def test_compare_writes_a_self_contained_html_report(tmp_path):
     table = {row[0]: row[1:] for row in page.rows}
     for template, entry in compared["templates"].items():
         before, after = table[f"{entry['short']} ({template})"][:2]
-        assert (float(before), float(after)) == (round(100 * entry["before"], 1), round(100 * entry["after"], 1))
+        assert (float(before), float(after)) == (
+            round(100 * entry["before"], 1),
+            round(100 * entry["after"], 1),
+        )
     assert "gap" in table and page.headings[0] == "Before/after comparison"
     plots = sorted(p.name for p in out.glob("*.png"))
     assert len(page.images) == len(plots) == 3
@@ -93,11 +141,16 @@ def test_compare_writes_a_self_contained_html_report(tmp_path):
 
 
 def test_markdown_subset_renders_escaped_text_breaks_and_missing_images_as_links(tmp_path):
-    markdown = ("# Title <x>\n\nfirst `a<b>` line  \nsecond **bold** line\njoined\n\n"
-                "| k | v |\n|---|---|\n| a & b | 1 |\n\n![plot](missing.png)\n")
+    markdown = (
+        "# Title <x>\n\nfirst `a<b>` line  \nsecond **bold** line\njoined\n\n"
+        "| k | v |\n|---|---|\n| a & b | 1 |\n\n![plot](missing.png)\n"
+    )
     page_html = markdown_to_html(markdown, tmp_path, "t")
     assert "<h1>Title &lt;x&gt;</h1>" in page_html
-    assert "<p>first <code>a&lt;b&gt;</code> line<br>\nsecond <strong>bold</strong> line\njoined</p>" in page_html
+    assert (
+        "<p>first <code>a&lt;b&gt;</code> line<br>\nsecond <strong>bold</strong> line\njoined</p>"
+        in page_html
+    )
     assert parse(page_html).rows == [["k", "v"], ["a & b", "1"]]
     assert '<a href="missing.png">plot</a>' in page_html
     assert markdown_to_html(markdown, tmp_path, "t") == page_html  # same input, same bytes

@@ -1,5 +1,6 @@
 """The held-out metrics logged during training reach the trackers of `report_to`:
 TensorBoard, read back from its event files (offline, no server)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,17 +43,55 @@ def test_heldout_metrics_reach_tensorboard(tmp_path, tiny_model_dir):
     pytest.importorskip("tensorboard")  # in the test extra; CI installs it
     (tmp_path / "spec.yaml").write_text(SPEC)
     held = tmp_path / "held.yaml"
-    held.write_text(SPEC.replace("tb-train", "tb-held").replace("role: train", "role: eval")
-                    .replace("seed: 1", "seed: 2"))
-    assert cli_main(["generate", "--spec", str(held), "--out", str(tmp_path / "heldout"), "--split", "test",
-                     "--scenes", "1", "--formats", "release", "--num-proc", "1", "--quiet"]) == 0
+    held.write_text(
+        SPEC.replace("tb-train", "tb-held").replace("role: train", "role: eval").replace("seed: 1", "seed: 2")
+    )
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(held),
+                "--out",
+                str(tmp_path / "heldout"),
+                "--split",
+                "test",
+                "--scenes",
+                "1",
+                "--formats",
+                "release",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(yaml.safe_dump({
-        "method": "sft", "model": str(tiny_model_dir), "output_dir": str(tmp_path / "run"),
-        "data": {"spec": str(tmp_path / "spec.yaml"), "shuffle_buffer": 0},
-        "eval": {"folder": str(tmp_path / "heldout"), "every_steps": 1, "items": 4, "max_new_tokens": 8},
-        "max_steps": 2, "per_device_train_batch_size": 2, "learning_rate": 1e-3, "logging_steps": 1,
-        "save_steps": 100, "lora": None, "cpu_threads": 1, "report_to": ["tensorboard"]}))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "method": "sft",
+                "model": str(tiny_model_dir),
+                "output_dir": str(tmp_path / "run"),
+                "data": {"spec": str(tmp_path / "spec.yaml"), "shuffle_buffer": 0},
+                "eval": {
+                    "folder": str(tmp_path / "heldout"),
+                    "every_steps": 1,
+                    "items": 4,
+                    "max_new_tokens": 8,
+                },
+                "max_steps": 2,
+                "per_device_train_batch_size": 2,
+                "learning_rate": 1e-3,
+                "logging_steps": 1,
+                "save_steps": 100,
+                "lora": None,
+                "cpu_threads": 1,
+                "report_to": ["tensorboard"],
+            }
+        )
+    )
     assert cli_main(["train", "sft", "--recipe", str(recipe)]) == 0
 
     logged = scalars(tmp_path / "run")

@@ -1,13 +1,12 @@
 """``rosetrain.rewards`` as a user would use it: plain reward functions in their
 own TRL ``GRPOTrainer`` script, agreeing with ``rosetrain score`` on every
 completion."""
+
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
 from conftest import write_spec
+
 from rosetrain.cli import main as cli_main
 from rosetrain.scoring import score_item
 
@@ -31,8 +30,25 @@ def rows(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("rewards-user")
     spec = write_spec(root, SPEC)
-    assert cli_main(["generate", "--spec", str(spec), "--out", str(root / "data"), "--split",
-                     "train", "--scenes", "4", "--formats", "hf", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(spec),
+                "--out",
+                str(root / "data"),
+                "--split",
+                "train",
+                "--scenes",
+                "4",
+                "--formats",
+                "hf",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return load_hf_split(str(root / "data"), "train")
 
 
@@ -43,8 +59,10 @@ def _columns(dataset) -> dict:
 def test_rewards_are_the_scorers_verdicts(rows):
     from rosetrain.rewards import format_reward, pass_reward, soft_reward
 
-    texts = [row["answer"] if i % 3 == 0 else ("COUNT(1) ;;" if i % 3 == 1 else "no idea")
-             for i, row in enumerate(rows)]
+    texts = [
+        row["answer"] if i % 3 == 0 else ("COUNT(1) ;;" if i % 3 == 1 else "no idea")
+        for i, row in enumerate(rows)
+    ]
     completions = [[{"role": "assistant", "content": text}] for text in texts]
     columns = _columns(rows)
     expected = [score_item(row, text) for row, text in zip(rows, texts)]
@@ -72,12 +90,27 @@ def test_a_users_own_grpo_trainer_runs_on_the_rewards(rows, tiny_model_dir, tmp_
     model = AutoModelForImageTextToText.from_pretrained(tiny_model_dir)
     processor = AutoProcessor.from_pretrained(tiny_model_dir)
     processor.tokenizer.padding_side = "left"
-    args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=2, learning_rate=1e-5,
-                      per_device_train_batch_size=2, num_generations=2, max_completion_length=6,
-                      logging_steps=1, report_to=[], save_strategy="no", bf16=False,
-                      remove_unused_columns=False, use_cpu=True)
-    trainer = GRPOTrainer(model=model, processing_class=processor, train_dataset=rows, args=args,
-                          reward_funcs=[pass_recorded, soft_reward, format_reward])
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=2,
+        learning_rate=1e-5,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=6,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        bf16=False,
+        remove_unused_columns=False,
+        use_cpu=True,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=processor,
+        train_dataset=rows,
+        args=args,
+        reward_funcs=[pass_recorded, soft_reward, format_reward],
+    )
     trainer.train()
     logged = {key for entry in trainer.state.log_history for key in entry}
     assert {"rewards/pass/mean", "rewards/soft/mean", "rewards/format/mean"} <= logged

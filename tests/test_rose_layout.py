@@ -1,14 +1,15 @@
 """``layout: rose`` (the ROSE-protocol spec) writes data the official ROSE
 evaluator reads as ROSE: official subset names, bridges in their own files,
 full Table 1 and Table 2 rows for gold answers."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from conftest import write_spec
+
 from rosetrain.cli import main
 from rosetrain.data.release import load_split
 from rosetrain.examples import subset_name
@@ -16,15 +17,32 @@ from rosetrain.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES, T1B, T2B
 from rosetrain.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-ROSE_SUBSETS = {"ROSE-ChineseGlyph", "ROSE-EmojiStyle", "ROSE-EmojiContent", "ROSE-PixelEdit",
-                "ROSE-PixelContent"}
+ROSE_SUBSETS = {
+    "ROSE-ChineseGlyph",
+    "ROSE-EmojiStyle",
+    "ROSE-EmojiContent",
+    "ROSE-PixelEdit",
+    "ROSE-PixelContent",
+}
 
 
 @pytest.fixture(scope="module")
 def rose_split(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("rose-layout")
-    main(["generate", "--spec", str(ROOT / "generators" / "rose-protocol.yaml"), "--out", str(out),
-          "--split", "test", "--scenes", "25", "--quiet"])  # every family by scene 23
+    main(
+        [
+            "generate",
+            "--spec",
+            str(ROOT / "generators" / "rose-protocol.yaml"),
+            "--out",
+            str(out),
+            "--split",
+            "test",
+            "--scenes",
+            "25",
+            "--quiet",
+        ]
+    )  # every family by scene 23
     return out
 
 
@@ -52,13 +70,18 @@ def test_readers_find_the_bridges_in_their_files(rose_split):
 
 def test_gold_answers_fill_table_rows_at_100(rose_split, tmp_path):
     predictions = tmp_path / "gold.jsonl"
-    predictions.write_text("".join(
-        json.dumps({"item_id": r["item_id"], "raw_text": r["answer"], "model": "gold",
-                    "error": None}) + "\n"
-        for r in _rows(rose_split / "metadata_test.jsonl")), encoding="utf-8")
+    predictions.write_text(
+        "".join(
+            json.dumps({"item_id": r["item_id"], "raw_text": r["answer"], "model": "gold", "error": None})
+            + "\n"
+            for r in _rows(rose_split / "metadata_test.jsonl")
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "scored"
-    assert main(["score", "--data", str(rose_split), "--predictions", str(predictions),
-                 "--out", str(out)]) in (0, None)
+    assert main(
+        ["score", "--data", str(rose_split), "--predictions", str(predictions), "--out", str(out)]
+    ) in (0, None)
     table1 = (out / "table1_row.txt").read_text(encoding="utf-8")
     table2 = (out / "table2_row.txt").read_text(encoding="utf-8")
     assert table1 == "gold\n& " + " & ".join(["100.0"] * 13) + " \\\\\n"
@@ -66,8 +89,13 @@ def test_gold_answers_fill_table_rows_at_100(rose_split, tmp_path):
     summary = json.loads((out / "evaluation_summary.json").read_text(encoding="utf-8"))
     assert summary["coverage"]["complete_submission"] is True
     assert summary["paper_metrics"]["table2"]["Avg. PASS"] == 1.0
-    for name in ("summary_by_subset.csv", "summary_by_template.csv",
-                 "coverage_by_subset_template.csv", "error_cases.jsonl", "per_item_eval.jsonl"):
+    for name in (
+        "summary_by_subset.csv",
+        "summary_by_template.csv",
+        "coverage_by_subset_template.csv",
+        "error_cases.jsonl",
+        "per_item_eval.jsonl",
+    ):
         assert (out / name).is_file(), name
     assert (out / "error_cases.jsonl").read_text() == ""
 
@@ -89,6 +117,18 @@ def test_layout_is_checked(tmp_path):
 
 def test_a_rerun_owns_its_bridge_files(rose_split):
     before = (rose_split / "metadata_test_global_click_bridge.jsonl").read_bytes()
-    main(["generate", "--spec", str(ROOT / "generators" / "rose-protocol.yaml"),
-          "--out", str(rose_split), "--split", "test", "--scenes", "25", "--quiet"])
+    main(
+        [
+            "generate",
+            "--spec",
+            str(ROOT / "generators" / "rose-protocol.yaml"),
+            "--out",
+            str(rose_split),
+            "--split",
+            "test",
+            "--scenes",
+            "25",
+            "--quiet",
+        ]
+    )
     assert (rose_split / "metadata_test_global_click_bridge.jsonl").read_bytes() == before

@@ -1,4 +1,5 @@
 """Predictions file durability and the runners that need no model weights."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_openai_server import GARBAGE, REFUSED_POSITION, behaviour, fetch_stats, serve_in_subprocess
+
 from rosetrain.cli import main as cli_main
-from rosetrain.errors import RosetrainError
 from rosetrain.data.release import read_predictions
+from rosetrain.errors import RosetrainError
 from rosetrain.predictions import PredictionWriter, prediction_row, repair_tail
 from rosetrain.runners import make_runner
 
@@ -23,9 +24,24 @@ SECRET = "sk-test-do-not-log-4242"
 
 
 def generate_split(out: Path, scenes: int = 3) -> Path:
-    code = cli_main(["generate", "--spec", "generators/smoke.yaml", "--out", str(out),
-                     "--split", "test", "--scenes", str(scenes), "--formats", "release",
-                     "--num-proc", "1", "--quiet"])
+    code = cli_main(
+        [
+            "generate",
+            "--spec",
+            "generators/smoke.yaml",
+            "--out",
+            str(out),
+            "--split",
+            "test",
+            "--scenes",
+            str(scenes),
+            "--formats",
+            "release",
+            "--num-proc",
+            "1",
+            "--quiet",
+        ]
+    )
     assert code == 0
     return out
 
@@ -41,6 +57,7 @@ def split_records(split_dir: Path) -> list[dict]:
 
 
 # --- predictions.jsonl -------------------------------------------------------------------
+
 
 def test_writer_truncates_torn_last_line_and_resumes(tmp_path):
     path = tmp_path / "predictions.jsonl"
@@ -119,14 +136,21 @@ def test_a_killed_writer_process_leaves_a_readable_file(tmp_path):
 
 # --- openai runner against a real HTTP server process --------------------------------------
 
+
 def test_openai_runner_retries_bounds_concurrency_and_records_failures(split_dir, monkeypatch):
     records = split_records(split_dir)
     assert len(records) > REFUSED_POSITION
     monkeypatch.setenv(KEY_ENV, SECRET)
-    with serve_in_subprocess(split_dir, key_env=KEY_ENV, env={KEY_ENV: SECRET},
-                             slow_s=1.5) as base_url:
-        runner = make_runner("openai", "fake-model", base_url=base_url, api_key_env=KEY_ENV,
-                             concurrency=3, timeout_s=0.5, backoff_s=0.01)
+    with serve_in_subprocess(split_dir, key_env=KEY_ENV, env={KEY_ENV: SECRET}, slow_s=1.5) as base_url:
+        runner = make_runner(
+            "openai",
+            "fake-model",
+            base_url=base_url,
+            api_key_env=KEY_ENV,
+            concurrency=3,
+            timeout_s=0.5,
+            backoff_s=0.01,
+        )
         try:
             answers = runner.generate(records)
         finally:
@@ -161,8 +185,9 @@ def test_openai_runner_wrong_key_fails_items_without_crashing_or_leaking(split_d
 def test_openai_runner_gives_up_on_an_unreachable_server(split_dir):
     # an endpoint nobody listens on stops the run at once, not item by item
     with pytest.raises(RosetrainError, match="cannot reach 127.0.0.1:9 .connection refused"):
-        make_runner("openai", "m", base_url="http://127.0.0.1:9/v1", timeout_s=0.5,
-                    max_retries=2, backoff_s=0.01)
+        make_runner(
+            "openai", "m", base_url="http://127.0.0.1:9/v1", timeout_s=0.5, max_retries=2, backoff_s=0.01
+        )
 
 
 def test_openai_runner_needs_a_base_url():
@@ -172,6 +197,7 @@ def test_openai_runner_needs_a_base_url():
 
 # --- vllm runner ---------------------------------------------------------------------------
 
+
 def test_vllm_runner_says_clearly_when_vllm_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` fail like an absent package
     with pytest.raises(RosetrainError, match=r"needs the vllm package.*rosetrain\[vllm\]"):
@@ -179,8 +205,9 @@ def test_vllm_runner_says_clearly_when_vllm_is_missing(monkeypatch):
 
 
 def test_vllm_runner_says_clearly_when_there_is_no_gpu(monkeypatch):
-    import torch
     import types
+
+    import torch
 
     monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -190,8 +217,20 @@ def test_vllm_runner_says_clearly_when_there_is_no_gpu(monkeypatch):
 
 def test_eval_cli_reports_missing_vllm_as_a_user_error(split_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
-    code = cli_main(["eval", "--runner", "vllm", "--model", "m", "--data", str(split_dir),
-                     "--out", str(tmp_path / "run"), "--no-progress"])
+    code = cli_main(
+        [
+            "eval",
+            "--runner",
+            "vllm",
+            "--model",
+            "m",
+            "--data",
+            str(split_dir),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
     assert code == 2
     assert "needs the vllm package" in capsys.readouterr().err
 

@@ -1,6 +1,7 @@
 """The scorer: every rule of docs/protocol.md with a hand-made case, the
 diagnostics, robustness on arbitrary text, the real ROSE gold answers, and the
 summary's aggregation."""
+
 from __future__ import annotations
 
 import json
@@ -14,71 +15,103 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rosetrain.errors import RosetrainError
-from rosetrain.protocol import (CLICK, CLICK_COUNT, COUNT, T1, T1B, T2, T2B, T3, T4, T5,
-                                TASK_MODE, cell_str)
-from rosetrain.scoring import (RESULT_FIELDS, parse_answer, prepare_gold,
-                               score_item, score_many, score_predictions, summarize)
+from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, T1, T1B, T2, T2B, T3, T4, T5, TASK_MODE, cell_str
+from rosetrain.scoring import (
+    RESULT_FIELDS,
+    parse_answer,
+    prepare_gold,
+    score_item,
+    score_many,
+    score_predictions,
+    summarize,
+)
 
 ROSE_DIR = Path(__file__).resolve().parent / "data" / "rose-v0.1"
 ROSE_FILES = sorted(ROSE_DIR.glob("*.jsonl"))
 
 
-def gold(template=T3, clicks=(), targets=None, region_type="RECTANGLE",
-         params=None, rows=6, cols=6, count=None, **extra):
+def gold(
+    template=T3,
+    clicks=(),
+    targets=None,
+    region_type="RECTANGLE",
+    params=None,
+    rows=6,
+    cols=6,
+    count=None,
+    **extra,
+):
     """A hand-made gold record; ``targets`` defaults to the gold clicks."""
     clicks = sorted(clicks)
     targets = sorted(targets if targets is not None else clicks)
     if params is None:
         params = {} if region_type == "GLOBAL" else {"r1": 1, "r2": 3, "c1": 1, "c2": 3}
     return {
-        "item_id": extra.pop("item_id", "item-1"), "scene_id": extra.pop("scene_id", "scene-1"),
-        "task_template": template, "task_mode": TASK_MODE[template],
-        "rows": rows, "cols": cols, "region_type": region_type, "region_params": params,
+        "item_id": extra.pop("item_id", "item-1"),
+        "scene_id": extra.pop("scene_id", "scene-1"),
+        "task_template": template,
+        "task_mode": TASK_MODE[template],
+        "rows": rows,
+        "cols": cols,
+        "region_type": region_type,
+        "region_params": params,
         "ground_truth_count": len(clicks) if count is None else count,
         "ground_truth_clicks": [cell_str(c) for c in clicks],
         "all_target_cells": [cell_str(c) for c in targets],
         "region_case": extra.pop("region_case", "partial"),
-        "rose_subset": extra.pop("rose_subset", "ROSE-Test"), **extra,
+        "rose_subset": extra.pop("rose_subset", "ROSE-Test"),
+        **extra,
     }
 
 
 # ---- grammar ---------------------------------------------------------------
 
-@pytest.mark.parametrize("text, mode, clicks, count", [
-    ("COUNT(3)", COUNT, (), 3),
-    ("  count( 3 )\n", COUNT, (), 3),                     # case, whitespace around number/token
-    ("COUNT(007)", COUNT, (), 7),
-    ("DONE", CLICK, (), None),
-    ("CLICK(R2,C5); CLICK(R4,C7); DONE", CLICK, ((2, 5), (4, 7)), None),
-    ("click( r2 , c 5 );Click(R4,C7)  ;  done", CLICK, ((2, 5), (4, 7)), None),
-    ("SUBMIT(0)", CLICK_COUNT, (), 0),
-    ("CLICK(R2,C5); CLICK(R2,C5); submit(2)", CLICK_COUNT, ((2, 5), (2, 5)), 2),
-])
+
+@pytest.mark.parametrize(
+    "text, mode, clicks, count",
+    [
+        ("COUNT(3)", COUNT, (), 3),
+        ("  count( 3 )\n", COUNT, (), 3),  # case, whitespace around number/token
+        ("COUNT(007)", COUNT, (), 7),
+        ("DONE", CLICK, (), None),
+        ("CLICK(R2,C5); CLICK(R4,C7); DONE", CLICK, ((2, 5), (4, 7)), None),
+        ("click( r2 , c 5 );Click(R4,C7)  ;  done", CLICK, ((2, 5), (4, 7)), None),
+        ("SUBMIT(0)", CLICK_COUNT, (), 0),
+        ("CLICK(R2,C5); CLICK(R2,C5); submit(2)", CLICK_COUNT, ((2, 5), (2, 5)), 2),
+    ],
+)
 def test_valid_answers_parse(text, mode, clicks, count):
     parsed = parse_answer(text, mode)
     assert parsed.valid and parsed.error is None
     assert parsed.clicks == clicks and parsed.count == count
 
 
-@pytest.mark.parametrize("text, mode", [
-    ("COUNT(3); DONE", COUNT),                             # exactly one token
-    ("COUNT(-1)", COUNT),
-    ("COUNT(3.0)", COUNT),
-    ("The answer is COUNT(3).", COUNT),                    # prose around a valid answer
-    ("COUNT(3)\nBecause I counted.", COUNT),
-    ("CLICK(R1,C1); DONE. Hope this helps", CLICK),
-    ("Answer: CLICK(R1,C1); DONE", CLICK),
-    ("CLICK(R1,C1)", CLICK),                               # must end with DONE
-    ("DONE; CLICK(R1,C1)", CLICK),
-    ("DONE; DONE", CLICK),
-    ("CLICK(R1,C1); SUBMIT(1)", CLICK),                    # other mode's terminal
-    ("CLICK(R1,C1); DONE", CLICK_COUNT),
-    ("COUNT(1)", CLICK),
-    ("CLICK(1,1); DONE", CLICK),
-    ("CLICK(R1;C1); DONE", CLICK),
-    ("CLICK(R1,C1) DONE", CLICK),                          # tokens need a ';' between
-    ("", COUNT), ("   \n\t", CLICK), (None, CLICK), (42, COUNT), (b"COUNT(1)", COUNT),
-])
+@pytest.mark.parametrize(
+    "text, mode",
+    [
+        ("COUNT(3); DONE", COUNT),  # exactly one token
+        ("COUNT(-1)", COUNT),
+        ("COUNT(3.0)", COUNT),
+        ("The answer is COUNT(3).", COUNT),  # prose around a valid answer
+        ("COUNT(3)\nBecause I counted.", COUNT),
+        ("CLICK(R1,C1); DONE. Hope this helps", CLICK),
+        ("Answer: CLICK(R1,C1); DONE", CLICK),
+        ("CLICK(R1,C1)", CLICK),  # must end with DONE
+        ("DONE; CLICK(R1,C1)", CLICK),
+        ("DONE; DONE", CLICK),
+        ("CLICK(R1,C1); SUBMIT(1)", CLICK),  # other mode's terminal
+        ("CLICK(R1,C1); DONE", CLICK_COUNT),
+        ("COUNT(1)", CLICK),
+        ("CLICK(1,1); DONE", CLICK),
+        ("CLICK(R1;C1); DONE", CLICK),
+        ("CLICK(R1,C1) DONE", CLICK),  # tokens need a ';' between
+        ("", COUNT),
+        ("   \n\t", CLICK),
+        (None, CLICK),
+        (42, COUNT),
+        (b"COUNT(1)", COUNT),
+    ],
+)
 def test_invalid_answers_do_not_parse(text, mode):
     parsed = parse_answer(text, mode)
     assert not parsed.valid
@@ -97,7 +130,7 @@ def test_parse_errors_name_the_problem():
 
 def test_huge_numbers_never_build_giant_integers():
     parsed = parse_answer("COUNT(" + "9" * 10_000 + ")", COUNT)
-    assert parsed.valid and parsed.count >= 10 ** 18
+    assert parsed.valid and parsed.count >= 10**18
     row = score_item(gold(T2, clicks=[(1, 1)]), "COUNT(" + "0" * 5000 + "1)")
     assert row["pass"] and row["pred_count"] == 1
     row = score_item(gold(T3, clicks=[(1, 1)]), "CLICK(R" + "7" * 6000 + ",C1); DONE")
@@ -105,6 +138,7 @@ def test_huge_numbers_never_build_giant_integers():
 
 
 # ---- PASS / SOFT rules -----------------------------------------------------
+
 
 def test_count_pass_and_soft():
     g = gold(T2, clicks=[(1, 1), (2, 2)])
@@ -132,8 +166,11 @@ def test_duplicate_click_fails_click_mode():
 
 def test_out_of_grid_click_fails():
     g = gold(T1B, clicks=[(6, 6)], region_type="GLOBAL")
-    for text in ("CLICK(R6,C6); CLICK(R7,C1); DONE", "CLICK(R6,C6); CLICK(R0,C3); DONE",
-                 "CLICK(R6,C6); CLICK(R2,C7); DONE"):
+    for text in (
+        "CLICK(R6,C6); CLICK(R7,C1); DONE",
+        "CLICK(R6,C6); CLICK(R0,C3); DONE",
+        "CLICK(R6,C6); CLICK(R2,C7); DONE",
+    ):
         row = score_item(g, text)
         assert row["format_valid"] and not row["pass"]
         assert row["invalid_coordinate_count"] == 1 and row["click_f1_strict"] == 0.0
@@ -163,8 +200,12 @@ def test_done_alone_passes_a_zero_target_region():
 
 
 def test_click_count_submit_rules():
-    g = gold(T5, clicks=[(4, 4), (5, 5)], region_type="EXCLUSION",
-             params={"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 2}})
+    g = gold(
+        T5,
+        clicks=[(4, 4), (5, 5)],
+        region_type="EXCLUSION",
+        params={"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 2}},
+    )
     ok = score_item(g, "CLICK(R4,C4); CLICK(R5,C5); SUBMIT(2)")
     assert ok["pass"] and ok["click_submit_consistency"] and ok["unified_soft"] == 1.0
     dup = score_item(g, "CLICK(R4,C4); CLICK(R5,C5); CLICK(R5,C5); SUBMIT(2)")
@@ -177,8 +218,13 @@ def test_click_count_submit_rules():
     assert not inconsistent["pass"] and not inconsistent["click_submit_consistency"]
     assert inconsistent["unified_soft"] == pytest.approx((2 / 3 + 1.0 + 0.0) / 3)
     assert not score_item(g, "CLICK(R4,C4); CLICK(R5,C5); DONE")["format_valid"]
-    zero = gold(T5, clicks=[], targets=[(1, 1)], region_type="EXCLUSION",
-                params={"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 2}})
+    zero = gold(
+        T5,
+        clicks=[],
+        targets=[(1, 1)],
+        region_type="EXCLUSION",
+        params={"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 2}},
+    )
     assert score_item(zero, "SUBMIT(0)")["pass"]
     assert not score_item(zero, "SUBMIT(1)")["pass"]
 
@@ -191,6 +237,7 @@ def test_valid_share_and_soft_for_invalid_click_answers():
 
 
 # ---- diagnostics -------------------------------------------------------------
+
 
 def test_region_violation_and_out_of_region_target_click():
     # region rows 1-3 x cols 1-3; targets (1,1) inside and (5,5) outside
@@ -229,8 +276,7 @@ def test_global_default_error():
 
 def test_exclusion_failure():
     exclusion = {"exclude_type": "COL_RANGE", "exclude_params": {"c1": 1, "c2": 2}}
-    g = gold(T5, clicks=[(4, 4)], targets=[(1, 1), (4, 4)], region_type="EXCLUSION",
-             params=exclusion)
+    g = gold(T5, clicks=[(4, 4)], targets=[(1, 1), (4, 4)], region_type="EXCLUSION", params=exclusion)
     failed = score_item(g, "CLICK(R1,C1); CLICK(R4,C4); SUBMIT(2)")
     assert failed["exclusion_failure"] and failed["global_default_error"] and not failed["pass"]
     assert not failed["region_ok"]
@@ -247,24 +293,40 @@ def test_count_mode_rows_leave_click_fields_empty():
 
 # ---- gold forms ----------------------------------------------------------------
 
+
 def test_hf_row_with_region_params_json_and_list_cells():
     hf_row = {
-        "item_id": "hf-1", "scene_id": "s", "task_template": T3, "task_mode": CLICK,
-        "rows": 8, "cols": 8, "region_type": "ROW_RANGE",
+        "item_id": "hf-1",
+        "scene_id": "s",
+        "task_template": T3,
+        "task_mode": CLICK,
+        "rows": 8,
+        "cols": 8,
+        "region_type": "ROW_RANGE",
         "region_params_json": json.dumps({"r1": 2, "r2": 3}),
-        "ground_truth_count": 1, "ground_truth_clicks": ["R2,C7"],
-        "all_target_cells": [[2, 7], [6, 1]], "region_case": "fallback_partial_wanted_all",
-        "rose_subset": "X", "heldout_family": True,
+        "ground_truth_count": 1,
+        "ground_truth_clicks": ["R2,C7"],
+        "all_target_cells": [[2, 7], [6, 1]],
+        "region_case": "fallback_partial_wanted_all",
+        "rose_subset": "X",
+        "heldout_family": True,
     }
     row = score_item(hf_row, "CLICK(R2,C7); DONE")
     assert row["pass"] and row["region_case_group"] == "partial" and row["heldout_family"] is True
     assert not score_item(hf_row, "CLICK(R2,C7); CLICK(R6,C1); DONE")["region_ok"]
 
 
-@pytest.mark.parametrize("field, value", [
-    ("rows", None), ("rows", "many"), ("ground_truth_clicks", ["nowhere"]),
-    ("region_type", "CIRCLE"), ("region_params", {"r1": 1}), ("task_mode", "SCROLL"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("rows", None),
+        ("rows", "many"),
+        ("ground_truth_clicks", ["nowhere"]),
+        ("region_type", "CIRCLE"),
+        ("region_params", {"r1": 1}),
+        ("task_mode", "SCROLL"),
+    ],
+)
 def test_bad_gold_is_an_error_naming_the_field(field, value):
     bad = gold(T3, clicks=[(1, 1)], region_type="ROW_RANGE", params={"r1": 1, "r2": 2})
     bad[field] = value
@@ -277,19 +339,49 @@ def test_bad_gold_is_an_error_naming_the_field(field, value):
 
 # ---- robustness ------------------------------------------------------------------
 
-GOLDS = [prepare_gold(gold(T2, clicks=[(1, 1)], targets=[(1, 1), (4, 4)])),
-         prepare_gold(gold(T3, clicks=[(2, 2)], targets=[(2, 2), (6, 6)])),
-         prepare_gold(gold(T5, clicks=[(4, 4)], targets=[(1, 1), (4, 4)], region_type="EXCLUSION",
-                           params={"exclude_type": "RECTANGLE",
-                                   "exclude_params": {"r1": 1, "r2": 2, "c1": 1, "c2": 2}}))]
+GOLDS = [
+    prepare_gold(gold(T2, clicks=[(1, 1)], targets=[(1, 1), (4, 4)])),
+    prepare_gold(gold(T3, clicks=[(2, 2)], targets=[(2, 2), (6, 6)])),
+    prepare_gold(
+        gold(
+            T5,
+            clicks=[(4, 4)],
+            targets=[(1, 1), (4, 4)],
+            region_type="EXCLUSION",
+            params={"exclude_type": "RECTANGLE", "exclude_params": {"r1": 1, "r2": 2, "c1": 1, "c2": 2}},
+        )
+    ),
+]
 
-FRAGMENTS = st.sampled_from([
-    "CLICK(R2,C2)", "click( r 2 , c 2 )", "CLICK(R4,C4)", "CLICK(R99,C0)", "DONE", "done",
-    "SUBMIT(1)", "SUBMIT(", "COUNT(1)", "COUNT( 2 )", "CLICK(", "R2,C2", ")", "(", ";", " ",
-    "\n", "\u3000", "CLICK(R2,C2);", "9" * 30, "Answer:", "✅", "\x00", "CLICK(R2 ,C2 ) ",
-])
-NEAR_GRAMMAR = st.lists(FRAGMENTS, max_size=12).map("".join) | \
-    st.lists(FRAGMENTS, max_size=8).map("; ".join)
+FRAGMENTS = st.sampled_from(
+    [
+        "CLICK(R2,C2)",
+        "click( r 2 , c 2 )",
+        "CLICK(R4,C4)",
+        "CLICK(R99,C0)",
+        "DONE",
+        "done",
+        "SUBMIT(1)",
+        "SUBMIT(",
+        "COUNT(1)",
+        "COUNT( 2 )",
+        "CLICK(",
+        "R2,C2",
+        ")",
+        "(",
+        ";",
+        " ",
+        "\n",
+        "\u3000",
+        "CLICK(R2,C2);",
+        "9" * 30,
+        "Answer:",
+        "✅",
+        "\x00",
+        "CLICK(R2 ,C2 ) ",
+    ]
+)
+NEAR_GRAMMAR = st.lists(FRAGMENTS, max_size=12).map("".join) | st.lists(FRAGMENTS, max_size=8).map("; ".join)
 BINARYISH = st.binary(max_size=200).map(lambda b: b.decode("latin-1"))
 TEXTS = st.none() | st.text(max_size=300) | BINARYISH | NEAR_GRAMMAR
 
@@ -320,15 +412,22 @@ def test_whitespace_and_case_do_not_change_a_verdict(text):
         assert plain["format_valid"] == noisy["format_valid"]
 
 
-@pytest.mark.parametrize("text", [
-    "x" * 1_000_001,
-    "CLICK(R2,C2); " * 60_000 + "DONE",                             # ~850k chars, valid
-    "CLICK(R2,C2); " * 60_000 + "DONE!",                            # invalid at the very end
-    "CLICK(R2" + " " * 900_000 + ",C2); DONE",                      # one huge whitespace run
-    "CLICK(R2,C2)" + " " * 900_000 + "X; DONE",
-    ";" * 900_000, "(" * 900_000, "CLICK(" * 150_000, "9" * 900_000,
-    "\u3000" * 900_000, "🙂" * 400_000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 1_000_001,
+        "CLICK(R2,C2); " * 60_000 + "DONE",  # ~850k chars, valid
+        "CLICK(R2,C2); " * 60_000 + "DONE!",  # invalid at the very end
+        "CLICK(R2" + " " * 900_000 + ",C2); DONE",  # one huge whitespace run
+        "CLICK(R2,C2)" + " " * 900_000 + "X; DONE",
+        ";" * 900_000,
+        "(" * 900_000,
+        "CLICK(" * 150_000,
+        "9" * 900_000,
+        "\u3000" * 900_000,
+        "🙂" * 400_000,
+    ],
+)
 def test_huge_and_adversarial_inputs_are_fast(text):
     for g in GOLDS:
         start = time.perf_counter()
@@ -338,6 +437,7 @@ def test_huge_and_adversarial_inputs_are_fast(text):
 
 
 # ---- the real ROSE v0.1 metadata ----------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def rose_golds():
@@ -353,10 +453,15 @@ def test_every_rose_gold_answer_passes(rose_golds):
     assert all(r["unified_soft"] == 1.0 and r["region_ok"] in (1, None) for r in rows)
     # the formal answer field agrees, and the whole-grid answer on local counts is caught
     assert all(score_item(g, g["ground_truth_formal_answer"])["pass"] for g in rose_golds[::50])
-    local = [g for g in rose_golds if g["task_template"] == T2B
-             and g["global_target_count"] != g["ground_truth_count"]]
-    assert local and all(score_item({**g, "task_template": T2}, f"COUNT({g['global_target_count']})")
-                         ["global_default_error"] for g in local)
+    local = [
+        g
+        for g in rose_golds
+        if g["task_template"] == T2B and g["global_target_count"] != g["ground_truth_count"]
+    ]
+    assert local and all(
+        score_item({**g, "task_template": T2}, f"COUNT({g['global_target_count']})")["global_default_error"]
+        for g in local
+    )
 
 
 def test_summary_of_rose_gold_answers(rose_golds):
@@ -375,8 +480,11 @@ def _assert_fractions(obj, path="summary"):
     """Every rate in the summary lies in [0, 1] (the gap in [-1, 1])."""
     if isinstance(obj, dict):
         for key, value in obj.items():
-            if (key in ("n", "n_expected", "n_scenes", "paper_metrics_percent")
-                    or key.endswith("_n") or key.startswith(("count_mae", "count_bias"))):
+            if (
+                key in ("n", "n_expected", "n_scenes", "paper_metrics_percent")
+                or key.endswith("_n")
+                or key.startswith(("count_mae", "count_bias"))
+            ):
                 continue
             _assert_fractions(value, f"{path}.{key}")
     elif isinstance(obj, float):
@@ -386,25 +494,45 @@ def _assert_fractions(obj, path="summary"):
 
 # ---- summaries ---------------------------------------------------------------------
 
+
 def _scene(scene, subset, t1_ok, action_ok, targets=((1, 1), (5, 5))):
     """Golds and answers for the five main templates of one scene."""
     items = []
     local = [(1, 1)]
-    specs = [(T1, "GLOBAL", list(targets), "all"), (T2, "RECTANGLE", local, "partial"),
-             (T3, "RECTANGLE", local, "partial"), (T4, "VISUAL_REGION", local, "partial"),
-             (T5, "EXCLUSION", local, "fallback_partial_wanted_all")]
+    specs = [
+        (T1, "GLOBAL", list(targets), "all"),
+        (T2, "RECTANGLE", local, "partial"),
+        (T3, "RECTANGLE", local, "partial"),
+        (T4, "VISUAL_REGION", local, "partial"),
+        (T5, "EXCLUSION", local, "fallback_partial_wanted_all"),
+    ]
     for template, region, clicks, case in specs:
-        params = ({"exclude_type": "RECTANGLE",
-                   "exclude_params": {"r1": 4, "r2": 6, "c1": 4, "c2": 6}}
-                  if region == "EXCLUSION" else None)
-        g = gold(template, clicks=clicks, targets=targets, region_type=region, params=params,
-                 item_id=f"{scene}-{template}", scene_id=scene, rose_subset=subset,
-                 region_case=case)
+        params = (
+            {"exclude_type": "RECTANGLE", "exclude_params": {"r1": 4, "r2": 6, "c1": 4, "c2": 6}}
+            if region == "EXCLUSION"
+            else None
+        )
+        g = gold(
+            template,
+            clicks=clicks,
+            targets=targets,
+            region_type=region,
+            params=params,
+            item_id=f"{scene}-{template}",
+            scene_id=scene,
+            rose_subset=subset,
+            region_case=case,
+        )
         ok = t1_ok if template == T1 else (True if template == T2 else action_ok)
         mode = TASK_MODE[template]
-        answer = ("COUNT(%d)" % len(clicks) if mode == COUNT else
-                  "; ".join([f"CLICK({cell_str(c)})" for c in clicks]
-                            + (["DONE"] if mode == CLICK else [f"SUBMIT({len(clicks)})"])))
+        answer = (
+            f"COUNT({len(clicks)})"
+            if mode == COUNT
+            else "; ".join(
+                [f"CLICK({cell_str(c)})" for c in clicks]
+                + (["DONE"] if mode == CLICK else [f"SUBMIT({len(clicks)})"])
+            )
+        )
         items.append((g, answer if ok else "no idea"))
     return items
 
@@ -416,15 +544,15 @@ def test_summary_aggregates_per_subset_then_over_subsets():
     golds, answers = zip(*items)
     summary = summarize(golds, score_many(golds, answers))
     t3 = summary["templates"][T3]
-    assert t3["n"] == 4 and t3["pass"] == pytest.approx(0.5)   # mean(1.0, 0.0), not 3/4
+    assert t3["n"] == 4 and t3["pass"] == pytest.approx(0.5)  # mean(1.0, 0.0), not 3/4
     assert summary["templates"][T2]["pass"] == 1.0
-    assert summary["counting_avg"] == pytest.approx(0.75)     # mean(T1 0.5, T2 1.0)
+    assert summary["counting_avg"] == pytest.approx(0.75)  # mean(T1 0.5, T2 1.0)
     assert summary["action_avg"] == pytest.approx(0.5)
     assert summary["gap"] == pytest.approx(0.25)
     assert summary["avg_pass"] == pytest.approx((0.5 + 1 + 0.5 * 3) / 5)
     retention = summary["action_retention"]
     assert retention["n_scenes"] == 3 and retention["templates"][T3]["pass"] == 1.0
-    assert set(summary["by_region_case"]) == {"partial"}        # fallback_partial_... -> partial
+    assert set(summary["by_region_case"]) == {"partial"}  # fallback_partial_... -> partial
     assert summary["by_subset_groups"]["B"]["avg_pass"] == pytest.approx(0.2)
     # an answer that clicks nothing breaks no region (official R-OK)
     assert summary["r_ok"] == pytest.approx(1.0) and summary["c_f1"] == pytest.approx(0.5)
@@ -435,8 +563,9 @@ def test_bridge_figures_match_t2b_to_its_t3():
     rows = []
     for k, (count_ok, click_ok) in enumerate([(True, True), (True, False), (False, True)]):
         t3 = gold(T3, clicks=[(1, 1)], item_id=f"s{k}-T3", scene_id=f"s{k}")
-        t2b = gold(T2B, clicks=[(1, 1)], item_id=f"s{k}-T2B", scene_id=f"s{k}",
-                   source_click_item_id=f"s{k}-T3")
+        t2b = gold(
+            T2B, clicks=[(1, 1)], item_id=f"s{k}-T2B", scene_id=f"s{k}", source_click_item_id=f"s{k}-T3"
+        )
         rows.append(score_item(t3, "CLICK(R1,C1); DONE" if click_ok else "DONE"))
         rows.append(score_item(t2b, "COUNT(1)" if count_ok else "COUNT(0)"))
     bridges = summarize([], rows)["bridges"]
@@ -451,6 +580,7 @@ def test_summarize_on_nothing():
 
 
 # ---- a whole split -------------------------------------------------------------------
+
 
 def test_missing_predictions_are_listed_unless_partial():
     golds = [gold(T2, clicks=[(1, 1)], item_id=f"i{k}") for k in range(12)]
@@ -468,8 +598,12 @@ def _write_split(root: Path, golds, answers):
     root.mkdir(parents=True, exist_ok=True)
     (root / "metadata_test.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golds))
     preds = root / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"item_id": g["item_id"], "raw_text": a, "model": "m",
-                                         "error": None}) + "\n" for g, a in zip(golds, answers)))
+    preds.write_text(
+        "".join(
+            json.dumps({"item_id": g["item_id"], "raw_text": a, "model": "m", "error": None}) + "\n"
+            for g, a in zip(golds, answers)
+        )
+    )
     return preds
 
 
@@ -478,20 +612,38 @@ def test_score_command_writes_the_run_without_importing_torch(tmp_path):
     golds, answers = zip(*items)
     preds = _write_split(tmp_path / "data", golds, answers)
     out = tmp_path / "run"
-    code = ("import sys; from rosetrain.cli import main; "
-            f"rc = main(['score', '--data', {str(tmp_path / 'data')!r}, '--predictions', "
-            f"{str(preds)!r}, '--out', {str(out)!r}]); "
-            "assert 'torch' not in sys.modules and 'numpy' not in sys.modules; sys.exit(rc)")
+    code = (
+        "import sys; from rosetrain.cli import main; "
+        f"rc = main(['score', '--data', {str(tmp_path / 'data')!r}, '--predictions', "
+        f"{str(preds)!r}, '--out', {str(out)!r}]); "
+        "assert 'torch' not in sys.modules and 'numpy' not in sys.modules; sys.exit(rc)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     names = {p.name for p in out.iterdir()}
-    assert {"per_item_eval.jsonl", "evaluation_summary.json", "summary.md", "templates.csv",
-            "by_region_case.csv", "by_subset_groups.csv"} <= names
+    assert {
+        "per_item_eval.jsonl",
+        "evaluation_summary.json",
+        "summary.md",
+        "templates.csv",
+        "by_region_case.csv",
+        "by_subset_groups.csv",
+    } <= names
     assert not [n for n in names if n.endswith(".tmp")]
     rows = [json.loads(line) for line in (out / "per_item_eval.jsonl").open()]
     assert len(rows) == 20
-    official = {"item_id", "pass", "format_valid", "parse_error", "unified_soft", "count_exact",
-                "click_f1_strict", "region_ok", "global_default_error", "exclusion_failure"}
+    official = {
+        "item_id",
+        "pass",
+        "format_valid",
+        "parse_error",
+        "unified_soft",
+        "count_exact",
+        "click_f1_strict",
+        "region_ok",
+        "global_default_error",
+        "exclusion_failure",
+    }
     assert official <= set(rows[0])
     summary = json.loads((out / "evaluation_summary.json").read_text())
     assert summary["templates"][T1]["pass"] == 0.5
@@ -504,8 +656,7 @@ def test_score_command_reports_missing_predictions(tmp_path, capsys):
     golds = [gold(T2, clicks=[(1, 1)], item_id=f"i{k}") for k in range(3)]
     preds = _write_split(tmp_path, golds[:1], ["COUNT(1)"])
     (tmp_path / "metadata_test.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golds))
-    args = ["score", "--data", str(tmp_path), "--predictions", str(preds),
-            "--out", str(tmp_path / "run")]
+    args = ["score", "--data", str(tmp_path), "--predictions", str(preds), "--out", str(tmp_path / "run")]
     assert main(args) == 2
     assert "i1, i2" in capsys.readouterr().err
     assert main(args + ["--allow-partial"]) == 0

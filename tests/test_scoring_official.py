@@ -6,6 +6,7 @@ kinds are in ``tests/answer_variants.py``).
 Set ROSE_EVALUATOR to the official ``demo/evaluate_rose.py`` to also compare
 with the evaluator itself (skipped otherwise).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,9 +18,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from answer_variants import answer_variants
 from official_reference import expected_row
+
 from rosetrain.examples import build_example
 from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, TEMPLATES
 from rosetrain.scoring import OFFICIAL_FIELDS, parse_answer, prepare_gold, score_item
@@ -51,14 +52,18 @@ def golds():
 
 def _same(want, got) -> bool:
     if isinstance(want, float) or isinstance(got, float):
-        return (type(want) is type(got) and want is not None
-                and math.isclose(want, got, rel_tol=0, abs_tol=1e-9))
+        return (
+            type(want) is type(got) and want is not None and math.isclose(want, got, rel_tol=0, abs_tol=1e-9)
+        )
     return type(want) is type(got) and want == got
 
 
 def _differences(want: dict, got: dict) -> list[str]:
-    return [f"{f}: official {want[f]!r}, rosetrain {got.get(f)!r}"
-            for f in OFFICIAL_FIELDS if f not in got or not _same(want[f], got[f])]
+    return [
+        f"{f}: official {want[f]!r}, rosetrain {got.get(f)!r}"
+        for f in OFFICIAL_FIELDS
+        if f not in got or not _same(want[f], got[f])
+    ]
 
 
 def test_every_official_field_agrees_on_hundreds_of_variants_per_template(golds):
@@ -76,18 +81,21 @@ def test_every_official_field_agrees_on_hundreds_of_variants_per_template(golds)
     assert min(per_template.values()) >= 300, per_template
 
 
-@pytest.mark.parametrize("text, mode, valid, clicks, count", [
-    ("CLICK(R4,C11);; CLICK(R8,C2);; DONE", CLICK, True, ((4, 11), (8, 2)), None),
-    ("CLICK(R4,C11); DONE;", CLICK, True, ((4, 11),), None),
-    ("CLICK ( R4 , C11 ) ; DONE", CLICK, True, ((4, 11),), None),
-    ("COUNT ( 1 )", COUNT, True, (), 1),
-    ("COUNT(١)", COUNT, True, (), 1),
-    ("CLICK(R１,C2); SUBMIT(１)", CLICK_COUNT, True, ((1, 2),), 1),
-    (";DONE", CLICK, True, (), None),
-    ("CLICK(R1,C1) DONE", CLICK, False, (), None),
-    ("COUNT(1);", COUNT, False, (), None),
-    ("CLICK(R1,C1); oops; SUBMIT(2)", CLICK_COUNT, False, ((1, 1),), 2),
-])
+@pytest.mark.parametrize(
+    "text, mode, valid, clicks, count",
+    [
+        ("CLICK(R4,C11);; CLICK(R8,C2);; DONE", CLICK, True, ((4, 11), (8, 2)), None),
+        ("CLICK(R4,C11); DONE;", CLICK, True, ((4, 11),), None),
+        ("CLICK ( R4 , C11 ) ; DONE", CLICK, True, ((4, 11),), None),
+        ("COUNT ( 1 )", COUNT, True, (), 1),
+        ("COUNT(١)", COUNT, True, (), 1),
+        ("CLICK(R１,C2); SUBMIT(１)", CLICK_COUNT, True, ((1, 2),), 1),
+        (";DONE", CLICK, True, (), None),
+        ("CLICK(R1,C1) DONE", CLICK, False, (), None),
+        ("COUNT(1);", COUNT, False, (), None),
+        ("CLICK(R1,C1); oops; SUBMIT(2)", CLICK_COUNT, False, ((1, 1),), 2),
+    ],
+)
 def test_grammar_reads_what_the_benchmark_accepts(text, mode, valid, clicks, count):
     parsed = parse_answer(text, mode)
     assert (parsed.valid, parsed.clicks, parsed.count) == (valid, clicks, count)
@@ -100,11 +108,18 @@ def test_the_fast_path_agrees_with_the_part_by_part_reading(golds):
 
 
 def test_invalid_click_count_answer_keeps_count_credit_and_partial_clicks():
-    gold = {"item_id": "i", "task_template": "T5_CLICK_COUNT_EXCLUSION", "task_mode": CLICK_COUNT,
-            "rows": 6, "cols": 6, "region_type": "EXCLUSION",
-            "region_params": {"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 1}},
-            "ground_truth_count": 2, "ground_truth_clicks": ["R3,C3", "R4,C4"],
-            "all_target_cells": ["R1,C1", "R3,C3", "R4,C4"]}
+    gold = {
+        "item_id": "i",
+        "task_template": "T5_CLICK_COUNT_EXCLUSION",
+        "task_mode": CLICK_COUNT,
+        "rows": 6,
+        "cols": 6,
+        "region_type": "EXCLUSION",
+        "region_params": {"exclude_type": "ROW_RANGE", "exclude_params": {"r1": 1, "r2": 1}},
+        "ground_truth_count": 2,
+        "ground_truth_clicks": ["R3,C3", "R4,C4"],
+        "all_target_cells": ["R1,C1", "R3,C3", "R4,C4"],
+    }
     row = score_item(gold, "CLICK(R3,C3); CLICK(R1,C1); I am unsure; SUBMIT(2)")
     assert row["format_valid"] == 0 and row["parse_error"] == "invalid_CLICK_token"
     assert row["invalid_action_tokens"] == ["I am unsure"]
@@ -142,11 +157,19 @@ def test_rosetrain_diagnostics_keep_their_own_names():
 
     assert not set(EXTRA_FIELDS) & set(OFFICIAL_FIELDS)
     assert RESULT_FIELDS == OFFICIAL_FIELDS + EXTRA_FIELDS
-    gold = {"item_id": "i", "task_template": "T3_CLICK_LOCAL_NUMERIC", "task_mode": CLICK,
-            "rows": 6, "cols": 6, "region_type": "RECTANGLE",
-            "region_params": {"r1": 1, "r2": 3, "c1": 1, "c2": 3}, "ground_truth_count": 2,
-            "ground_truth_clicks": ["R2,C2", "R1,C3"], "all_target_cells": ["R2,C2", "R1,C3"],
-            "region_case": "fallback_partial_wanted_all"}
+    gold = {
+        "item_id": "i",
+        "task_template": "T3_CLICK_LOCAL_NUMERIC",
+        "task_mode": CLICK,
+        "rows": 6,
+        "cols": 6,
+        "region_type": "RECTANGLE",
+        "region_params": {"r1": 1, "r2": 3, "c1": 1, "c2": 3},
+        "ground_truth_count": 2,
+        "ground_truth_clicks": ["R2,C2", "R1,C3"],
+        "all_target_cells": ["R2,C2", "R1,C3"],
+        "region_case": "fallback_partial_wanted_all",
+    }
     row = score_item(gold, "CLICK(R2,C2); CLICK(R2,C3); CLICK(R3,C3); DONE")
     assert list(row) == list(RESULT_FIELDS)
     assert row["true_positive_clicks"] == 1 and row["wrong_clicks_next_to_missed"] == 1

@@ -1,6 +1,7 @@
 """Streaming training across ranks: two launched processes (RANK, WORLD_SIZE,
 a gloo process group on the CPU) each read ``stream_dataset`` the way a
 distributed run hands it out, and between them read every scene exactly once."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import SMALL_SPEC, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,11 +59,24 @@ def launch_two_ranks(tmp_path: Path, spec: Path, how: str) -> list[dict]:
     port = str(free_port())
     procs = []
     for rank in range(2):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "CUDA_VISIBLE_DEVICES": "",
-               "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        procs.append(subprocess.Popen([sys.executable, str(script), str(spec), str(SCENES), how,
-                                       str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True))
+        env = {
+            **os.environ,
+            "RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "LOCAL_RANK": str(rank),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": port,
+            "CUDA_VISIBLE_DEVICES": "",
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(script), str(spec), str(SCENES), how, str(tmp_path)],
+                env=env,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     errors = [proc.communicate(timeout=300)[1] for proc in procs]
     assert all(proc.returncode == 0 for proc in procs), errors
     return [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in range(2)]

@@ -1,4 +1,5 @@
 """Tiny Qwen2-VL and Qwen3-VL models built offline load through the Auto classes, like real ones."""
+
 from __future__ import annotations
 
 import json
@@ -61,9 +62,16 @@ def test_tiny_model_loads_through_auto_classes(tiny_dir):
     assert model.config.vision_config.hidden_size == text_config.hidden_size
     assert model.config.image_token_id == processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
 
-    messages = [{"role": "user", "content": [{"type": "text", "text": P.PROMPT_PREFIX, "image": None},
-                                             {"type": "image", "text": None},
-                                             {"type": "text", "text": "Count.", "image": None}]}]
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": P.PROMPT_PREFIX, "image": None},
+                {"type": "image", "text": None},
+                {"type": "text", "text": "Count.", "image": None},
+            ],
+        }
+    ]
     prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert prompt.startswith("<|im_start|>user\n" + P.PROMPT_PREFIX + "<|vision_start|><|image_pad|>")
     assert prompt.endswith("Count.<|im_end|>\n<|im_start|>assistant\n")
@@ -95,7 +103,9 @@ def test_qwen3_vl_family_loads_through_auto_classes(tmp_path):
 
     prompt = processor.apply_chat_template(
         [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Count."}]}],
-        tokenize=False, add_generation_prompt=True)
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     image = Image.new("RGB", (128, 96), "white")  # 4 x 3 cells of 32 px
     inputs = processor(text=[prompt], images=[[image]], return_tensors="pt")
     assert (inputs["input_ids"] == model.config.image_token_id).sum() == 4 * 3
@@ -117,8 +127,9 @@ def test_only_qwen3_vl_tells_identical_cells_apart_by_position(tokenizer, family
 
     processor = build_processor(tokenizer, "tiny", family)
     model = build_model(tokenizer, "tiny", seed=0, family=family).eval()
-    pixels = processor.image_processor(images=[Image.new("RGB", (3 * cell, 3 * cell), (0, 190, 200))],
-                                       return_tensors="pt")
+    pixels = processor.image_processor(
+        images=[Image.new("RGB", (3 * cell, 3 * cell), (0, 190, 200))], return_tensors="pt"
+    )
     with torch.inference_mode():
         features = model.model.get_image_features(pixels["pixel_values"], pixels["image_grid_thw"])
     tokens = torch.cat(list(features.pooler_output))

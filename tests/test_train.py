@@ -1,5 +1,6 @@
 """Training recipes on the CPU with the tiny model: SFT with LoRA, GRPO with the
 scorer's rewards, held-out evaluation, resume, and errors before training."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,27 @@ HELDOUT_SPEC = TRAIN_SPEC.replace("t-train", "t-held").replace("seed: 1", "seed:
 
 
 def _generate(spec: Path, out: Path, split: str, scenes: int, formats: str) -> Path:
-    assert cli_main(["generate", "--spec", str(spec), "--out", str(out), "--split", split,
-                     "--scenes", str(scenes), "--formats", formats, "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(spec),
+                "--out",
+                str(out),
+                "--split",
+                split,
+                "--scenes",
+                str(scenes),
+                "--formats",
+                formats,
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -50,11 +70,18 @@ def env(tmp_path_factory, tiny_model_dir):
 
 def write_recipe(path: Path, env, **changes) -> Path:
     recipe = {
-        "method": "sft", "model": str(env["model"]), "output_dir": str(path.parent / "run"),
+        "method": "sft",
+        "model": str(env["model"]),
+        "output_dir": str(path.parent / "run"),
         "data": {"folder": str(env["train"])},
         "eval": {"folder": str(env["heldout"]), "items": 6, "max_new_tokens": 12, "every_steps": 0},
-        "max_steps": 4, "per_device_train_batch_size": 4, "learning_rate": 1e-2, "logging_steps": 1,
-        "save_steps": 100, "lora": {"r": 8, "alpha": 16, "dropout": 0.0}, "cpu_threads": 1,
+        "max_steps": 4,
+        "per_device_train_batch_size": 4,
+        "learning_rate": 1e-2,
+        "logging_steps": 1,
+        "save_steps": 100,
+        "lora": {"r": 8, "alpha": 16, "dropout": 0.0},
+        "cpu_threads": 1,
     }
     recipe.update(changes)
     path.write_text(yaml.safe_dump(recipe))
@@ -62,6 +89,7 @@ def write_recipe(path: Path, env, **changes) -> Path:
 
 
 # ----------------------------------------------------------------- recipe errors (fast)
+
 
 def test_unknown_key_lists_the_valid_keys_and_the_file(tmp_path, env):
     path = write_recipe(tmp_path / "r.yaml", env, lerning_rate=1e-4)
@@ -76,8 +104,18 @@ def test_unknown_key_lists_the_valid_keys_and_the_file(tmp_path, env):
 
 def test_set_overrides_nested_keys_with_yaml_values(tmp_path, env):
     path = write_recipe(tmp_path / "r.yaml", env)
-    recipe = load_recipe(path, ["learning_rate=5e-7", "lora.r=4", "max_steps=2", "report_to=[tensorboard]",
-                                "grpo.vllm=null", "trl.warmup_steps=3", "output_dir=elsewhere"])
+    recipe = load_recipe(
+        path,
+        [
+            "learning_rate=5e-7",
+            "lora.r=4",
+            "max_steps=2",
+            "report_to=[tensorboard]",
+            "grpo.vllm=null",
+            "trl.warmup_steps=3",
+            "output_dir=elsewhere",
+        ],
+    )
     assert recipe.learning_rate == 5e-7 and recipe.lora.r == 4 and recipe.max_steps == 2
     assert recipe.report_to == ["tensorboard"] and recipe.trl == {"warmup_steps": 3}
     assert recipe.output_dir == "elsewhere"
@@ -146,7 +184,9 @@ def test_trl_extras_are_checked_and_cpu_defaults_apply(tmp_path, env):
     path = write_recipe(tmp_path / "r.yaml", env, output_dir=str(tmp_path / "run"))
     config = make_config(SFTConfig, load_recipe(path, ["trl.adam_beta2=0.95"]), {"max_length": None})
     assert config.adam_beta2 == 0.95 and config.max_length is None
-    checkpointing = getattr(config, "activation_checkpointing", config.gradient_checkpointing)  # old name before 5.23
+    checkpointing = getattr(
+        config, "activation_checkpointing", config.gradient_checkpointing
+    )  # old name before 5.23
     assert config.bf16 is False and checkpointing is False  # no GPU here
     with pytest.raises(RecipeError, match="trl.adam_beta is not a SFTConfig field.*adam_beta1"):
         make_config(SFTConfig, load_recipe(path, ["trl.adam_beta=0.9"]), {})
@@ -173,15 +213,25 @@ def test_a_streamed_training_set_skips_the_heldout_scenes(env):
 def test_heldout_items_cover_the_main_templates_first():
     from rosetrain.train.data import pick_items
 
-    records = [{"item_id": f"{t}-{i}", "task_template": t} for i in range(3)
-               for t in ("T1B_CLICK_GLOBAL", "T5_CLICK_COUNT_EXCLUSION", "T1_COUNT_GLOBAL",
-                         "T3_CLICK_LOCAL_NUMERIC", "T2_COUNT_LOCAL_NUMERIC", "T4_CLICK_VISUAL_REGION")]
+    records = [
+        {"item_id": f"{t}-{i}", "task_template": t}
+        for i in range(3)
+        for t in (
+            "T1B_CLICK_GLOBAL",
+            "T5_CLICK_COUNT_EXCLUSION",
+            "T1_COUNT_GLOBAL",
+            "T3_CLICK_LOCAL_NUMERIC",
+            "T2_COUNT_LOCAL_NUMERIC",
+            "T4_CLICK_VISUAL_REGION",
+        )
+    ]
     picked = [r["task_template"][:3] for r in pick_items(records, 6)]
     assert picked == ["T1_", "T2_", "T3_", "T4_", "T5_", "T1B"]
     assert len(pick_items(records, 100)) == len(records)
 
 
 # ----------------------------------------------------------------- rewards = scorer
+
 
 def _hf_rows(env) -> list[dict]:
     from rosetrain.data.hf import load_hf_split
@@ -196,15 +246,42 @@ def test_each_reward_agrees_with_rosetrain_score(tmp_path, env):
     wrong = {"COUNT": "COUNT(99)", "CLICK": "CLICK(R1,C1); DONE", "CLICK_COUNT": "SUBMIT(0)"}
     texts = []
     for i, row in enumerate(rows):  # gold, wrong, prose and junk answers, in turn
-        texts.append([row["answer"], wrong[row["task_mode"]], f"The answer is {row['answer']}",
-                      "", "CLICK(R1,C1); CLICK(R1,C1); DONE"][i % 5])
+        texts.append(
+            [
+                row["answer"],
+                wrong[row["task_mode"]],
+                f"The answer is {row['answer']}",
+                "",
+                "CLICK(R1,C1); CLICK(R1,C1); DONE",
+            ][i % 5]
+        )
     predictions = tmp_path / "preds.jsonl"
-    predictions.write_text("".join(json.dumps({"item_id": r["item_id"], "raw_text": t, "model": "m",
-                                               "error": None}) + "\n" for r, t in zip(rows, texts)))
-    assert cli_main(["score", "--data", str(env["train"]), "--split", "train", "--predictions",
-                     str(predictions), "--out", str(tmp_path / "scored")]) == 0
-    scored = {r["item_id"]: r for r in map(json.loads, (tmp_path / "scored" / "per_item_eval.jsonl")
-                                           .read_text().splitlines())}
+    predictions.write_text(
+        "".join(
+            json.dumps({"item_id": r["item_id"], "raw_text": t, "model": "m", "error": None}) + "\n"
+            for r, t in zip(rows, texts)
+        )
+    )
+    assert (
+        cli_main(
+            [
+                "score",
+                "--data",
+                str(env["train"]),
+                "--split",
+                "train",
+                "--predictions",
+                str(predictions),
+                "--out",
+                str(tmp_path / "scored"),
+            ]
+        )
+        == 0
+    )
+    scored = {
+        r["item_id"]: r
+        for r in map(json.loads, (tmp_path / "scored" / "per_item_eval.jsonl").read_text().splitlines())
+    }
     funcs, _ = build_rewards({"pass": 1.0})
     columns = {key: [row[key] for row in rows] for key in rows[0]}
     completions = [[{"role": "assistant", "content": t}] for t in texts]
@@ -217,6 +294,7 @@ def test_each_reward_agrees_with_rosetrain_score(tmp_path, env):
 
 
 # ----------------------------------------------------------------- training (slow)
+
 
 def _loss_on(trainer, rows) -> float:
     import torch
@@ -259,7 +337,9 @@ def test_sft_lora_trains_only_adapters_lowers_loss_and_saves_a_loadable_adapter(
     assert not (Path(summary["merged"]) / "adapter_config.json").exists()
     assert torch.allclose(merged.state_dict()[q_proj], model.state_dict()[q_proj], atol=1e-6)
     assert loaded_processor.tokenizer.padding_side == "left"
-    evals = [json.loads(line) for line in (Path(recipe.output_dir) / "heldout_eval.jsonl").read_text().splitlines()]
+    evals = [
+        json.loads(line) for line in (Path(recipe.output_dir) / "heldout_eval.jsonl").read_text().splitlines()
+    ]
     assert evals[-1]["step"] == 6 and 0 <= evals[-1]["heldout/avg_pass"] <= 1
     assert any("heldout/gap" in entry for entry in trainer.state.log_history)
 
@@ -321,8 +401,9 @@ def test_training_resumes_from_the_last_checkpoint_after_an_interrupt(tmp_path, 
 def test_sft_streams_rows_from_a_spec(tmp_path, env):
     from rosetrain.train import train
 
-    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, data={"spec": str(env["spec"])},
-                                      max_steps=2, eval={}))
+    recipe = load_recipe(
+        write_recipe(tmp_path / "r.yaml", env, data={"spec": str(env["spec"])}, max_steps=2, eval={})
+    )
     assert train(recipe)["global_step"] == 2
 
 
@@ -331,10 +412,19 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
     from rosetrain.train import common
     from rosetrain.train.grpo import build_trainer
 
-    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, method="grpo", max_steps=3,
-                                      learning_rate=1e-5, eval={}, per_device_train_batch_size=None,
-                                      grpo={"num_generations": 2, "max_completion_length": 6},
-                                      rewards={"pass": 1.0, "soft": 0.5, "format": 0.1}))
+    recipe = load_recipe(
+        write_recipe(
+            tmp_path / "r.yaml",
+            env,
+            method="grpo",
+            max_steps=3,
+            learning_rate=1e-5,
+            eval={},
+            per_device_train_batch_size=None,
+            grpo={"num_generations": 2, "max_completion_length": 6},
+            rewards={"pass": 1.0, "soft": 0.5, "format": 0.1},
+        )
+    )
     trainer, processor = build_trainer(recipe)
     assert trainer.args.per_device_train_batch_size == 2  # follows num_generations (M-RoPE)
     assert trainer.args.reward_weights == [1.0, 0.5, 0.1]
@@ -357,9 +447,15 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
                 assert columns[key][i] == gold[item_id][key]
     logged = {key for entry in trainer.state.log_history for key in entry}
     assert {"rewards/pass/mean", "rewards/soft/mean", "rewards/format/mean"} <= logged
-    short = {"T1_COUNT_GLOBAL": "G-Cnt", "T2_COUNT_LOCAL_NUMERIC": "L-Cnt", "T3_CLICK_LOCAL_NUMERIC": "L-Clk",
-             "T4_CLICK_VISUAL_REGION": "V-Clk", "T5_CLICK_COUNT_EXCLUSION": "Excl-CS",
-             "T1B_CLICK_GLOBAL": "G-Clk", "T2B_COUNT_LOCAL_MATCHED": "ML-Cnt"}
+    short = {
+        "T1_COUNT_GLOBAL": "G-Cnt",
+        "T2_COUNT_LOCAL_NUMERIC": "L-Cnt",
+        "T3_CLICK_LOCAL_NUMERIC": "L-Clk",
+        "T4_CLICK_VISUAL_REGION": "V-Clk",
+        "T5_CLICK_COUNT_EXCLUSION": "Excl-CS",
+        "T1B_CLICK_GLOBAL": "G-Clk",
+        "T2B_COUNT_LOCAL_MATCHED": "ML-Cnt",
+    }
     seen = {short[t] for columns in calls for t in columns["task_template"]}
     assert {f"pass/{name}" for name in seen} <= logged
 
@@ -368,9 +464,19 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
 def test_grpo_refuses_a_batch_other_than_num_generations_on_mrope_models(tmp_path, env):
     from rosetrain.train.grpo import build_trainer
 
-    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, method="grpo", eval={},
-                                      per_device_train_batch_size=4, grpo={"num_generations": 2}))
-    with pytest.raises(RecipeError, match="per_device_train_batch_size .4. must equal grpo.num_generations .2."):
+    recipe = load_recipe(
+        write_recipe(
+            tmp_path / "r.yaml",
+            env,
+            method="grpo",
+            eval={},
+            per_device_train_batch_size=4,
+            grpo={"num_generations": 2},
+        )
+    )
+    with pytest.raises(
+        RecipeError, match="per_device_train_batch_size .4. must equal grpo.num_generations .2."
+    ):
         build_trainer(recipe)
 
 

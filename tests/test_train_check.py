@@ -2,6 +2,7 @@
 recipe key, everything the real run would reject: TRL's config, the optimizer
 and schedule, bf16 without a GPU, GRPO batch shapes, the model folder or Hub id,
 LoRA targets, the output folder."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,19 +31,48 @@ families: [attribute]
 def data_folder(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("check-data")
     (root / "train.yaml").write_text(SPEC)
-    assert cli_main(["generate", "--spec", str(root / "train.yaml"), "--out", str(root / "data"),
-                     "--split", "train", "--scenes", "2", "--formats", "release,hf",
-                     "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(root / "train.yaml"),
+                "--out",
+                str(root / "data"),
+                "--split",
+                "train",
+                "--scenes",
+                "2",
+                "--formats",
+                "release,hf",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return root / "data"
 
 
 @pytest.fixture
 def recipe(tmp_path, data_folder, tiny_model_dir) -> Path:
     path = tmp_path / "r.yaml"
-    path.write_text(yaml.safe_dump({
-        "method": "sft", "model": str(tiny_model_dir), "output_dir": str(tmp_path / "run"),
-        "data": {"folder": str(data_folder)}, "max_steps": 2, "per_device_train_batch_size": 2,
-        "learning_rate": 1e-3, "lora": None, "cpu_threads": 1}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "method": "sft",
+                "model": str(tiny_model_dir),
+                "output_dir": str(tmp_path / "run"),
+                "data": {"folder": str(data_folder)},
+                "max_steps": 2,
+                "per_device_train_batch_size": 2,
+                "learning_rate": 1e-3,
+                "lora": None,
+                "cpu_threads": 1,
+            }
+        )
+    )
     return path
 
 
@@ -53,8 +83,16 @@ def check(recipe: Path, *overrides: str, method: str = "sft") -> tuple[int, str]
     err, stderr = StringIO(), sys.stderr
     sys.stderr = err
     try:
-        code = cli_main(["train", method, "--recipe", str(recipe), "--check",
-                         *[arg for o in overrides for arg in ("--set", o)]])
+        code = cli_main(
+            [
+                "train",
+                method,
+                "--recipe",
+                str(recipe),
+                "--check",
+                *[arg for o in overrides for arg in ("--set", o)],
+            ]
+        )
     finally:
         sys.stderr = stderr
     return code, err.getvalue()
@@ -68,15 +106,24 @@ def assert_one_line_error(code: int, err: str, *expected: str) -> None:
         assert text in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("override, expected", [
-    ("learning_rate=-1", ["learning_rate: AdamW rejects it: Invalid learning rate: -1.0"]),
-    ("bf16=true", ["bf16: true needs a GPU with bf16 support", "set bf16: false"]),
-    ("warmup_steps=-1", ["warmup_steps: SFTConfig rejects these settings"]),
-    ("lr_scheduler_type=nope", ["lr_scheduler_type: SFTConfig rejects", "nope is not a valid SchedulerType"]),
-    ("lr_scheduler_type=cosine_with_min_lr", ["lr_scheduler_type: 'cosine_with_min_lr' cannot be built"]),
-    ("trl.adam_beta1=2", ["trl.adam_beta1", "Invalid beta parameter"]),
-    ("lora={target_modules: [no_such_module]}", ["lora.target_modules: 'no_such_module' matches no module"]),
-])
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("learning_rate=-1", ["learning_rate: AdamW rejects it: Invalid learning rate: -1.0"]),
+        ("bf16=true", ["bf16: true needs a GPU with bf16 support", "set bf16: false"]),
+        ("warmup_steps=-1", ["warmup_steps: SFTConfig rejects these settings"]),
+        (
+            "lr_scheduler_type=nope",
+            ["lr_scheduler_type: SFTConfig rejects", "nope is not a valid SchedulerType"],
+        ),
+        ("lr_scheduler_type=cosine_with_min_lr", ["lr_scheduler_type: 'cosine_with_min_lr' cannot be built"]),
+        ("trl.adam_beta1=2", ["trl.adam_beta1", "Invalid beta parameter"]),
+        (
+            "lora={target_modules: [no_such_module]}",
+            ["lora.target_modules: 'no_such_module' matches no module"],
+        ),
+    ],
+)
 def test_settings_the_run_would_reject_fail_the_check_naming_the_key(recipe, override, expected):
     if override == "bf16=true":
         pytest.importorskip("torch")
@@ -86,12 +133,18 @@ def test_settings_the_run_would_reject_fail_the_check_naming_the_key(recipe, ove
 
 
 def test_grpo_batch_shapes_fail_the_check(recipe):
-    code, err = check(recipe, "method=grpo", "per_device_train_batch_size=4", "grpo.num_generations=3",
-                      method="grpo")
-    assert_one_line_error(code, err, "grpo.num_generations, per_device_train_batch_size: GRPOConfig rejects",
-                          "must be divisible by num_generations (3)")
-    code, err = check(recipe, "method=grpo", "per_device_train_batch_size=4", "grpo.num_generations=2",
-                      method="grpo")
+    code, err = check(
+        recipe, "method=grpo", "per_device_train_batch_size=4", "grpo.num_generations=3", method="grpo"
+    )
+    assert_one_line_error(
+        code,
+        err,
+        "grpo.num_generations, per_device_train_batch_size: GRPOConfig rejects",
+        "must be divisible by num_generations (3)",
+    )
+    code, err = check(
+        recipe, "method=grpo", "per_device_train_batch_size=4", "grpo.num_generations=2", method="grpo"
+    )
     assert_one_line_error(code, err, "per_device_train_batch_size (4) must equal grpo.num_generations (2)")
 
 
@@ -114,15 +167,19 @@ def test_a_hub_id_missing_from_the_cache_fails_the_check_when_offline(recipe, tm
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    assert_one_line_error(*check(recipe, "model=rosetrain-tests/no-such-model"),
-                          "model: the Hub id rosetrain-tests/no-such-model is not in the local Hugging Face "
-                          "cache and the Hub cannot be reached (offline)")
+    assert_one_line_error(
+        *check(recipe, "model=rosetrain-tests/no-such-model"),
+        "model: the Hub id rosetrain-tests/no-such-model is not in the local Hugging Face "
+        "cache and the Hub cannot be reached (offline)",
+    )
 
 
 def test_an_output_dir_under_a_file_fails_the_check(recipe, tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
-    assert_one_line_error(*check(recipe, f"output_dir={tmp_path / 'a-file' / 'run'}"),
-                          f"output_dir: {tmp_path / 'a-file'} is a file, not a folder")
+    assert_one_line_error(
+        *check(recipe, f"output_dir={tmp_path / 'a-file' / 'run'}"),
+        f"output_dir: {tmp_path / 'a-file'} is a file, not a folder",
+    )
 
 
 def test_the_check_passes_a_good_recipe_and_writes_nothing(recipe, tmp_path):
@@ -131,8 +188,19 @@ def test_the_check_passes_a_good_recipe_and_writes_nothing(recipe, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("case", ["corrupt-parquet", "data-is-a-file", "eval-is-a-file", "adapter-without-base",
-                                  "unknown-tracker", "tracker-not-installed", "zero-steps", "negative-workers"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "corrupt-parquet",
+        "data-is-a-file",
+        "eval-is-a-file",
+        "adapter-without-base",
+        "unknown-tracker",
+        "tracker-not-installed",
+        "zero-steps",
+        "negative-workers",
+    ],
+)
 def test_train_input_failures_are_one_line_naming_the_key(case, recipe, tmp_path, data_folder):
     import shutil
 
@@ -151,7 +219,10 @@ def test_train_input_failures_are_one_line_naming_the_key(case, recipe, tmp_path
         shutil.copytree(data_folder, broken)
         shard = sorted((broken / "hf" / "train").glob("*.parquet"))[0]
         shard.write_bytes(shard.read_bytes()[:100])  # cut short, as by a full disk
-        overrides, expected = [f"data.folder={broken}"], f"data.folder: {shard} is not a readable Parquet file"
+        overrides, expected = (
+            [f"data.folder={broken}"],
+            f"data.folder: {shard} is not a readable Parquet file",
+        )
     if case == "adapter-without-base":
         adapter = tmp_path / "adapter"
         adapter.mkdir()
@@ -170,6 +241,7 @@ def test_every_shipped_recipe_checks_with_heldout_evaluation_off(path, tmp_path,
     model in place of its Hub id: nothing is downloaded here)."""
     monkeypatch.chdir(path.parent.parent)  # the recipes' data paths are relative to the repository
     method = yaml.safe_load(path.read_text())["method"]
-    code, err = check(path, "eval.folder=null", f"model={tiny_model_dir}", f"output_dir={tmp_path / 'run'}",
-                      method=method)
+    code, err = check(
+        path, "eval.folder=null", f"model={tiny_model_dir}", f"output_dir={tmp_path / 'run'}", method=method
+    )
     assert code == 0, err

@@ -2,6 +2,7 @@
 without a GPU train as one job on the CPU process group (gloo), each on its
 own share of the data; launched processes that would train separately are
 refused; a second run on an output_dir in use is refused."""
+
 from __future__ import annotations
 
 import json
@@ -70,19 +71,49 @@ Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(
 def data_folder(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("dist-data")
     (root / "train.yaml").write_text(SPEC)
-    assert cli_main(["generate", "--spec", str(root / "train.yaml"), "--out", str(root / "data"),
-                     "--split", "train", "--scenes", "4", "--formats", "release,hf",
-                     "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(root / "train.yaml"),
+                "--out",
+                str(root / "data"),
+                "--split",
+                "train",
+                "--scenes",
+                "4",
+                "--formats",
+                "release,hf",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return root / "data"
 
 
 @pytest.fixture
 def recipe(tmp_path, data_folder, tiny_model_dir) -> Path:
     path = tmp_path / "r.yaml"
-    path.write_text(yaml.safe_dump({
-        "method": "sft", "model": str(tiny_model_dir), "output_dir": str(tmp_path / "run"),
-        "data": {"folder": str(data_folder)}, "max_steps": 2, "save_steps": 100,
-        "per_device_train_batch_size": 2, "learning_rate": 1e-3, "lora": None, "cpu_threads": 1}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "method": "sft",
+                "model": str(tiny_model_dir),
+                "output_dir": str(tmp_path / "run"),
+                "data": {"folder": str(data_folder)},
+                "max_steps": 2,
+                "save_steps": 100,
+                "per_device_train_batch_size": 2,
+                "learning_rate": 1e-3,
+                "lora": None,
+                "cpu_threads": 1,
+            }
+        )
+    )
     return path
 
 
@@ -96,11 +127,19 @@ def free_port() -> int:
 
 def launch_rank(rank: int, world_size: int, port: int, script: list[str]) -> subprocess.Popen:
     """One process of a launch, with the environment torchrun gives each rank."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORLD_SIZE": str(world_size), "RANK": str(rank),
-           "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world_size),
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-    return subprocess.Popen([sys.executable, "-c", *script], env=env, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "WORLD_SIZE": str(world_size),
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "LOCAL_WORLD_SIZE": str(world_size),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", *script], env=env, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 def test_two_processes_without_a_gpu_train_as_one_job_on_disjoint_data(recipe, tmp_path):

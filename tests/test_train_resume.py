@@ -2,6 +2,7 @@
 rerun ends with the same weights as one that was never interrupted, for full
 fine-tuning and LoRA on every tiny model family; a checkpoint whose tensors do
 not match the model is an error, never a warning."""
+
 from __future__ import annotations
 
 import os
@@ -63,9 +64,27 @@ common.train_and_save(trainer, recipe, processor)
 def data_folder(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("resume-data")
     (root / "train.yaml").write_text(SPEC)
-    assert cli_main(["generate", "--spec", str(root / "train.yaml"), "--out", str(root / "data"),
-                     "--split", "train", "--scenes", "4", "--formats", "release,hf",
-                     "--num-proc", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--spec",
+                str(root / "train.yaml"),
+                "--out",
+                str(root / "data"),
+                "--split",
+                "train",
+                "--scenes",
+                "4",
+                "--formats",
+                "release,hf",
+                "--num-proc",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return root / "data"
 
 
@@ -75,15 +94,26 @@ def family_models(tmp_path_factory, tiny_model_dir) -> dict[str, Path]:
     from rosetrain.models.tiny import build_tiny_model
 
     root = tmp_path_factory.mktemp("resume-models")
-    return {family: tiny_model_dir if family == "qwen2-vl" else build_tiny_model(root / family, family=family)
-            for family in FAMILIES}
+    return {
+        family: tiny_model_dir if family == "qwen2-vl" else build_tiny_model(root / family, family=family)
+        for family in FAMILIES
+    }
 
 
 def write_recipe(folder: Path, model: Path, data: Path, lora: bool) -> Path:
-    recipe = {"method": "sft", "model": str(model), "output_dir": str(folder / "run"),
-              "data": {"folder": str(data)}, "max_steps": STEPS, "save_steps": SAVE_EVERY,
-              "per_device_train_batch_size": 2, "learning_rate": 1e-2, "logging_steps": 1,
-              "lora": {"r": 4, "alpha": 8, "dropout": 0.0} if lora else None, "cpu_threads": 1}
+    recipe = {
+        "method": "sft",
+        "model": str(model),
+        "output_dir": str(folder / "run"),
+        "data": {"folder": str(data)},
+        "max_steps": STEPS,
+        "save_steps": SAVE_EVERY,
+        "per_device_train_batch_size": 2,
+        "learning_rate": 1e-2,
+        "logging_steps": 1,
+        "lora": {"r": 4, "alpha": 8, "dropout": 0.0} if lora else None,
+        "cpu_threads": 1,
+    }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "r.yaml").write_text(yaml.safe_dump(recipe))
     return folder / "r.yaml"
@@ -124,19 +154,26 @@ def uninterrupted(tmp_path_factory, data_folder):
 
 def start_killed_run(recipe: Path, event: str, step: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(recipe), event, str(step)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", KILLED_RUN, str(recipe), event, str(step)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def test_sigkilled_full_finetuning_resumes_to_the_uninterrupted_weights(tmp_path, data_folder, tiny_model_dir,
-                                                                         uninterrupted, caplog):
+def test_sigkilled_full_finetuning_resumes_to_the_uninterrupted_weights(
+    tmp_path, data_folder, tiny_model_dir, uninterrupted, caplog
+):
     """The issue's case: full SFT of Qwen2-VL killed after a checkpoint (as soon as it
     is written, and a step later), then rerun with the same command."""
     kill_points = {"after-save": ("save", SAVE_EVERY), "mid-step": ("step_end", SAVE_EVERY + 1)}
-    recipes = {name: write_recipe(tmp_path / name, tiny_model_dir, data_folder, lora=False)
-               for name in kill_points}
+    recipes = {
+        name: write_recipe(tmp_path / name, tiny_model_dir, data_folder, lora=False) for name in kill_points
+    }
     runs = {name: start_killed_run(recipes[name], *point) for name, point in kill_points.items()}
-    for name, proc in runs.items():  # the two run side by side: one wait for both
+    for proc in runs.values():  # the two run side by side: one wait for both
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == -signal.SIGKILL, err[-2000:]
 
@@ -152,8 +189,9 @@ def test_sigkilled_full_finetuning_resumes_to_the_uninterrupted_weights(tmp_path
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_interrupted_training_resumes_to_the_uninterrupted_weights(tmp_path, data_folder, family_models,
-                                                                   uninterrupted, family, lora):
+def test_interrupted_training_resumes_to_the_uninterrupted_weights(
+    tmp_path, data_folder, family_models, uninterrupted, family, lora
+):
     from transformers import TrainerCallback
 
     from rosetrain.train import common, train
@@ -175,6 +213,7 @@ def test_interrupted_training_resumes_to_the_uninterrupted_weights(tmp_path, dat
 
 
 # ----------------------------------------------------------------- mismatched checkpoints
+
 
 def _saved_model(tmp_path: Path, model_dir: Path):
     from rosetrain.models.loading import load_model_and_processor
@@ -209,8 +248,11 @@ def test_a_checkpoint_with_other_keys_is_an_error_naming_them(tmp_path, tiny_mod
     first = sorted(weights)[0]
     weights["renamed." + first] = weights.pop(first)
     save_file(weights, checkpoint / "model.safetensors", metadata={"format": "pt"})
-    with pytest.raises(RosetrainError, match=rf"checkpoint-2 does not match .*1 of the model's \d+ tensors "
-                                             rf"are missing \(e.g. {first}\); 1 saved tensors are not in the model"):
+    with pytest.raises(
+        RosetrainError,
+        match=rf"checkpoint-2 does not match .*1 of the model's \d+ tensors "
+        rf"are missing \(e.g. {first}\); 1 saved tensors are not in the model",
+    ):
         load_weights(model, checkpoint)
     (checkpoint / "model.safetensors").unlink()
     with pytest.raises(RosetrainError, match="has no model.safetensors"):
@@ -236,7 +278,8 @@ def test_a_checkpoint_cut_short_by_a_kill_is_skipped(tmp_path, data_folder, tiny
         (run / f"checkpoint-{step}").mkdir(parents=True)
         (run / f"checkpoint-{step}" / "trainer_state.json").write_text(state)
     assert last_checkpoint(run) == str(run / "checkpoint-2")
-    recipe = load_recipe(write_recipe(tmp_path, tiny_model_dir, data_folder, lora=False),
-                         [f"resume={run / 'checkpoint-4'}"])
+    recipe = load_recipe(
+        write_recipe(tmp_path, tiny_model_dir, data_folder, lora=False), [f"resume={run / 'checkpoint-4'}"]
+    )
     with pytest.raises(RosetrainError, match="resume: .*checkpoint-4 is not a complete training checkpoint"):
         check_resumable(recipe)

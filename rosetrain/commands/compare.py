@@ -5,6 +5,7 @@ p), report.md, report.html (the same with the plots inline, for a browser) and P
 plots. BEFORE and AFTER are folders holding per_item_eval.jsonl (from `rosetrain
 score` or `rosetrain eval`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", help="scored run before training (holds per_item_eval.jsonl)")
     parser.add_argument("after", help="scored run after training, over the same items")
     parser.add_argument("--out", required=True, help="folder for compare.json, report.md, report.html, plots")
-    parser.add_argument("--resamples", type=int, default=2000,
-                        help="paired bootstrap resamples of scenes (default 2000)")
+    parser.add_argument(
+        "--resamples", type=int, default=2000, help="paired bootstrap resamples of scenes (default 2000)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
@@ -29,19 +31,24 @@ def _pct(value, signed=False):
 def run(args: argparse.Namespace) -> int:
     from rosetrain.compare import HEADLINE_KEYS, compare_runs
 
-    result = compare_runs(args.before, args.after, args.out, resamples=args.resamples,
-                          seed=args.seed, plots=not args.no_plots)
+    result = compare_runs(
+        args.before, args.after, args.out, resamples=args.resamples, seed=args.seed, plots=not args.no_plots
+    )
     print(f"compared {result['n_items']} items ({result['n_scenes']} scenes) -> {args.out}")
     excluded = result["errored_excluded"]
     if excluded["pairs"]:
-        print(f"  ERRORS: {excluded['pairs']} items left out, their request failed "
-              f"({excluded['before']} in before, {excluded['after']} in after)")
+        print(
+            f"  ERRORS: {excluded['pairs']} items left out, their request failed "
+            f"({excluded['before']} in before, {excluded['after']} in after)"
+        )
     rows = [(e["short"], e) for e in result["templates"].values()]
     rows += [(key, result[key]) for key in HEADLINE_KEYS]
     for name, e in rows:
         ci = e["ci95"]
         ci_text = "-" if ci[0] is None else f"[{_pct(ci[0], True)}, {_pct(ci[1], True)}]"
         p = f"  McNemar p {e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
-        print(f"  {name:13s} {_pct(e['before']):>5s} -> {_pct(e['after']):>5s}  "
-              f"delta {_pct(e['delta'], True):>6s}  CI {ci_text}{p}")
+        print(
+            f"  {name:13s} {_pct(e['before']):>5s} -> {_pct(e['after']):>5s}  "
+            f"delta {_pct(e['delta'], True):>6s}  CI {ci_text}{p}"
+        )
     return 0

@@ -1,4 +1,5 @@
 """rosetrain demo --out runs/demo: the main job, end to end on the CPU."""
+
 from __future__ import annotations
 
 import json
@@ -6,32 +7,56 @@ from pathlib import Path
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--out", default="runs/demo", help="output folder (rerun to resume); everything "
-                        "the demo writes goes under it")
+    parser.add_argument(
+        "--out",
+        default="runs/demo",
+        help="output folder (rerun to resume); everything the demo writes goes under it",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", default=None,
-                        help="a seed sweep, e.g. 0-4: one demo per seed in OUT/seed-<n>/, then OUT/sweep.md")
-    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once in a sweep (one CPU core each "
-                        "with --threads 1)")
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        help="a seed sweep, e.g. 0-4: one demo per seed in OUT/seed-<n>/, then OUT/sweep.md",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="seeds run at once in a sweep (one CPU core each with --threads 1)",
+    )
     parser.add_argument("--base", default=None, help="base model folder (default: the shipped one)")
-    parser.add_argument("--sft-steps", type=int, default=None,
-                        help="override the SFT recipe's max_steps (with --rebuild-base: the base's)")
-    parser.add_argument("--grpo-steps", type=int, default=None, help="override GRPO's max_steps (0 skips GRPO)")
+    parser.add_argument(
+        "--sft-steps",
+        type=int,
+        default=None,
+        help="override the SFT recipe's max_steps (with --rebuild-base: the base's)",
+    )
+    parser.add_argument(
+        "--grpo-steps", type=int, default=None, help="override GRPO's max_steps (0 skips GRPO)"
+    )
     parser.add_argument("--heldout-scenes", type=int, default=None)
     parser.add_argument("--family-scenes", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--rebuild-base", action="store_true",
-                        help="retrain the shipped base from scratch (recipes/demo-base-sft.yaml) into "
-                             "OUT/base, then stop; use it with --base OUT/base")
+    parser.add_argument(
+        "--rebuild-base",
+        action="store_true",
+        help="retrain the shipped base from scratch (recipes/demo-base-sft.yaml) into "
+        "OUT/base, then stop; use it with --base OUT/base",
+    )
     parser.add_argument("--no-progress", action="store_true")
 
 
 def demo_config(args):
     from rosetrain import demo
 
-    config = demo.DemoConfig(out=Path(args.out), seed=args.seed, threads=args.threads,
-                             progress=not args.no_progress, sft_steps=args.sft_steps,
-                             grpo_steps=args.grpo_steps)
+    config = demo.DemoConfig(
+        out=Path(args.out),
+        seed=args.seed,
+        threads=args.threads,
+        progress=not args.no_progress,
+        sft_steps=args.sft_steps,
+        grpo_steps=args.grpo_steps,
+    )
     if args.base:
         config.base = Path(args.base)
     if args.heldout_scenes is not None:
@@ -57,8 +82,10 @@ def run(args) -> int:
         if args.jobs < 1:
             raise RosetrainError(f"--jobs: expected >= 1, got {args.jobs}")
         sweep = run_sweep(config, parse_seeds(args.seeds), jobs=args.jobs)
-        print(f"{sweep['all_targets_met']} of {len(sweep['seeds'])} seeds met every target; "
-              f"report: {Path(args.out) / 'sweep.md'}")
+        print(
+            f"{sweep['all_targets_met']} of {len(sweep['seeds'])} seeds met every target; "
+            f"report: {Path(args.out) / 'sweep.md'}"
+        )
         return 0
     summary = demo.run_demo(config)
     print(json.dumps({name: t for name, t in summary["targets"].items()}, indent=1))

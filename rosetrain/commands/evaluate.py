@@ -10,14 +10,16 @@ of the same command skips what is done), ``eval_run.json`` (what ran and how
 fast), and what ``rosetrain score`` writes (``per_item_eval.jsonl``,
 ``evaluation_summary.json``, Markdown and CSV tables).
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
 from rosetrain.errors import RosetrainError
@@ -26,8 +28,7 @@ from rosetrain.predictions import PredictionWriter, prediction_row
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "eval_run.json"
 DEFAULT_BATCH_SIZE = {"transformers": 8, "vllm": 256, "openai": 32}
-SUITE_FIELDS = ("name", "description", "data", "split", "limit", "max_new_tokens",
-                "hub_dataset", "prepare")
+SUITE_FIELDS = ("name", "description", "data", "split", "limit", "max_new_tokens", "hub_dataset", "prepare")
 
 
 @dataclass
@@ -41,7 +42,7 @@ class EvalSuite:
     limit: int | None = None
     max_new_tokens: int | None = None
     hub_dataset: str | None = None  # informational: rosetrain never downloads it
-    prepare: str | None = None      # how to create ``data`` when it is missing
+    prepare: str | None = None  # how to create ``data`` when it is missing
     source: str = "<suite>"
 
     def __post_init__(self):
@@ -70,8 +71,9 @@ def load_suite(path: str | Path) -> EvalSuite:
     raw = read_yaml_mapping(path, "suite", expected=f"a mapping of {', '.join(SUITE_FIELDS)}")
     unknown = sorted(set(raw) - set(SUITE_FIELDS))
     if unknown:
-        raise RosetrainError(f"{path}: unknown field(s) {', '.join(unknown)}; "
-                             f"valid: {', '.join(SUITE_FIELDS)}")
+        raise RosetrainError(
+            f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(SUITE_FIELDS)}"
+        )
     return EvalSuite(**raw, source=str(path))
 
 
@@ -81,16 +83,21 @@ def answers_as_they_come(runner, records: Sequence[Mapping[str, Any]], batch_siz
         yield from runner.generate_stream(records)
         return
     for start in range(0, len(records), batch_size):
-        batch = records[start:start + batch_size]
+        batch = records[start : start + batch_size]
         answers = runner.generate(batch)
         if len(answers) != len(batch):
-            raise RuntimeError(f"runner {runner.name} returned {len(answers)} answers "
-                               f"for {len(batch)} items")
+            raise RuntimeError(f"runner {runner.name} returned {len(answers)} answers for {len(batch)} items")
         yield from zip(batch, answers)
 
 
-def run_model(runner, records: Sequence[Mapping[str, Any]], writer: PredictionWriter, *,
-              batch_size: int, progress: bool = True) -> dict[str, Any]:
+def run_model(
+    runner,
+    records: Sequence[Mapping[str, Any]],
+    writer: PredictionWriter,
+    *,
+    batch_size: int,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Ask ``runner`` for every record not yet in ``writer``; write each answer as it comes."""
     from tqdm import tqdm
 
@@ -98,9 +105,15 @@ def run_model(runner, records: Sequence[Mapping[str, Any]], writer: PredictionWr
     # A fresh run whose first batch fails completely is misconfigured (wrong URL,
     # key or model name): stop instead of recording the same error for every item.
     check_after = 0 if writer.done else min(batch_size, len(todo))
-    bar = tqdm(total=len(records), initial=len(records) - len(todo), unit="item",
-               desc=f"eval {runner.name}", disable=not progress, dynamic_ncols=True,
-               file=sys.stderr)
+    bar = tqdm(
+        total=len(records),
+        initial=len(records) - len(todo),
+        unit="item",
+        desc=f"eval {runner.name}",
+        disable=not progress,
+        dynamic_ncols=True,
+        file=sys.stderr,
+    )
     started, answered, failed, first_error = time.perf_counter(), 0, 0, None
     with bar:
         for record, (raw_text, error) in answers_as_they_come(runner, todo, batch_size):
@@ -108,30 +121,48 @@ def run_model(runner, records: Sequence[Mapping[str, Any]], writer: PredictionWr
             answered, failed = answered + 1, failed + bool(error)
             first_error = first_error or error
             if answered == check_after and failed == answered:
-                raise RosetrainError(f"all {failed} items of the first batch failed; "
-                                     f"first error: {first_error}")
+                raise RosetrainError(
+                    f"all {failed} items of the first batch failed; first error: {first_error}"
+                )
             bar.update(1)
     seconds = time.perf_counter() - started
-    return {"items_run": answered, "items_failed": failed, "items_skipped": len(records) - len(todo),
-            "seconds": round(seconds, 3),
-            "items_per_s": round(answered / seconds, 3) if answered and seconds > 0 else None}
+    return {
+        "items_run": answered,
+        "items_failed": failed,
+        "items_skipped": len(records) - len(todo),
+        "seconds": round(seconds, 3),
+        "items_per_s": round(answered / seconds, 3) if answered and seconds > 0 else None,
+    }
 
 
 def _check_same_model(writer: PredictionWriter, name: str, path: Path) -> None:
     others = {row.get("model") for row in writer.rows.values()} - {name}
     if others:
-        raise RosetrainError(f"{path} holds predictions of {sorted(map(str, others))[0]!r}, "
-                             f"not {name!r}; use another --out folder")
+        raise RosetrainError(
+            f"{path} holds predictions of {sorted(map(str, others))[0]!r}, "
+            f"not {name!r}; use another --out folder"
+        )
 
 
-def evaluate(model: str, data_dir: str | Path, split: str = "test",
-             out_dir: str | Path = "runs/eval", *, runner: Any = "transformers",
-             limit: int | None = None, batch_size: int | None = None, max_new_tokens: int = 256,
-             concurrency: int = 8, base_url: str | None = None,
-             api_key_env: str = "OPENAI_API_KEY", trust_remote_code: bool = False,
-             bridges: bool | None = None, progress: bool = True,
-             runner_options: Mapping[str, Any] | None = None,
-             max_error_rate: float = 0.0) -> dict[str, Any]:
+def evaluate(
+    model: str,
+    data_dir: str | Path,
+    split: str = "test",
+    out_dir: str | Path = "runs/eval",
+    *,
+    runner: Any = "transformers",
+    limit: int | None = None,
+    batch_size: int | None = None,
+    max_new_tokens: int = 256,
+    concurrency: int = 8,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    trust_remote_code: bool = False,
+    bridges: bool | None = None,
+    progress: bool = True,
+    runner_options: Mapping[str, Any] | None = None,
+    max_error_rate: float = 0.0,
+) -> dict[str, Any]:
     """Run ``model`` over the split (resuming), score it, and return the evaluation summary.
 
     ``runner`` is a runner name (``transformers``, ``vllm``, ``openai``) or a
@@ -158,22 +189,43 @@ def evaluate(model: str, data_dir: str | Path, split: str = "test",
             return runner
         from rosetrain.runners import make_runner
 
-        return make_runner(kind, model, max_new_tokens=max_new_tokens,
-                           trust_remote_code=trust_remote_code, base_url=base_url,
-                           api_key_env=api_key_env, concurrency=concurrency,
-                           **dict(runner_options or {}))
+        return make_runner(
+            kind,
+            model,
+            max_new_tokens=max_new_tokens,
+            trust_remote_code=trust_remote_code,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            **dict(runner_options or {}),
+        )
 
     name = model if isinstance(runner, str) else runner.name
-    settings = {"model": name, "runner": kind, "data": str(data_dir), "split": split,
-                "data_fingerprint": data.fingerprint, "limit": limit, "bridges": bridges,
-                "batch_size": batch_size, "max_new_tokens": max_new_tokens}
+    settings = {
+        "model": name,
+        "runner": kind,
+        "data": str(data_dir),
+        "split": split,
+        "data_fingerprint": data.fingerprint,
+        "limit": limit,
+        "bridges": bridges,
+        "batch_size": batch_size,
+        "max_new_tokens": max_new_tokens,
+    }
     with output_lock(out, "this eval run"):  # a second eval into `out` is refused
         remove_atomic_temps(out)  # half-written files of a killed run
         check_same_settings(out, settings)
         atomic_write(out / RUN_FILE, json_text({**settings, "finished": False}))
         predictions, stats = predict_missing(
-            build_runner, name, with_image_paths(records, image_root), out / PREDICTIONS_FILE,
-            batch_size=batch_size, progress=progress, close=isinstance(runner, str), data=data)
+            build_runner,
+            name,
+            with_image_paths(records, image_root),
+            out / PREDICTIONS_FILE,
+            batch_size=batch_size,
+            progress=progress,
+            close=isinstance(runner, str),
+            data=data,
+        )
         summary = score_run(out, records, predictions, data, {**settings, **stats})
     check_error_rate(summary, max_error_rate, out)
     return summary
@@ -194,15 +246,18 @@ def check_same_settings(out: Path, settings: Mapping[str, Any]) -> None:
     try:
         previous = json.loads(previous_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise RosetrainError(f"{previous_file}: not readable JSON; it records how the "
-                             "predictions beside it were made; use another --out") from None
+        raise RosetrainError(
+            f"{previous_file}: not readable JSON; it records how the "
+            "predictions beside it were made; use another --out"
+        ) from None
     if not isinstance(previous, dict) or previous.get("runner") == "custom":
         return  # a runner object's own settings are not known here
     for key in ANSWER_SETTINGS:
         if key in previous and previous[key] != settings[key]:
             raise RosetrainError(
                 f"{out}: its predictions were made with {key} {previous[key]!r}, this run asks "
-                f"for {settings[key]!r}; use another --out, or the same {key}")
+                f"for {settings[key]!r}; use another --out, or the same {key}"
+            )
 
 
 @dataclass(frozen=True)
@@ -217,8 +272,13 @@ class Data:
         return f"{self.path} (split {self.split})"
 
 
-def score_run(out: Path, records: Sequence[Mapping[str, Any]], predictions: Mapping[str, Any],
-              data: Data, run_info: Mapping[str, Any]) -> dict[str, Any]:
+def score_run(
+    out: Path,
+    records: Sequence[Mapping[str, Any]],
+    predictions: Mapping[str, Any],
+    data: Data,
+    run_info: Mapping[str, Any],
+) -> dict[str, Any]:
     """Score the predictions into ``out``; ``eval_run.json`` records what ran and how fast."""
     from rosetrain.data.release import split_files
     from rosetrain.io import atomic_write
@@ -227,13 +287,14 @@ def score_run(out: Path, records: Sequence[Mapping[str, Any]], predictions: Mapp
     from rosetrain.scoring.official_files import RunInfo
 
     rows = score_predictions(records, predictions, model=run_info["model"])
-    names = RunInfo(model=run_info["model"], split=run_info["split"],
-                    predictions_jsonl=str(out / PREDICTIONS_FILE),
-                    metadata_jsonl=str(split_files(run_info["data"], run_info["split"],
-                                                   run_info["bridges"])[0]))
+    names = RunInfo(
+        model=run_info["model"],
+        split=run_info["split"],
+        predictions_jsonl=str(out / PREDICTIONS_FILE),
+        metadata_jsonl=str(split_files(run_info["data"], run_info["split"], run_info["bridges"])[0]),
+    )
     summary = write_scored_run(out, records, rows, names, data_fingerprint=data.fingerprint)
-    atomic_write(out / RUN_FILE, json_text({**run_info, "n_errors": summary["n_errors"],
-                                            "finished": True}))
+    atomic_write(out / RUN_FILE, json_text({**run_info, "n_errors": summary["n_errors"], "finished": True}))
     return summary
 
 
@@ -246,17 +307,31 @@ def check_error_rate(summary: Mapping[str, Any], max_error_rate: float, out: Pat
             f"{errors} of {total} items ({100 * errors / total:.1f}%) got no answer after "
             f"retries (first: {first['item_id']}: {first['error']}); the figures in {out} "
             f"leave them out; run the same command again to retry them, or pass "
-            f"--max-error-rate {errors / total:.3g} to accept this")
+            f"--max-error-rate {errors / total:.3g} to accept this"
+        )
 
 
-def predict_missing(build_runner, name: str, records: Sequence[Mapping[str, Any]], path: Path, *,
-                    batch_size: int, progress: bool, close: bool,
-                    data: Data | None = None) -> tuple[dict, dict]:
+def predict_missing(
+    build_runner,
+    name: str,
+    records: Sequence[Mapping[str, Any]],
+    path: Path,
+    *,
+    batch_size: int,
+    progress: bool,
+    close: bool,
+    data: Data | None = None,
+) -> tuple[dict, dict]:
     """Predictions for ``records`` (id -> row) from ``path``, running the model
     (built by ``build_runner()``, only if needed) for the items it lacks.
     With ``data``, rows made on other data are refused, never reused."""
-    stats = {"items_run": 0, "items_failed": 0, "items_skipped": len(records),
-             "seconds": 0.0, "items_per_s": None}
+    stats = {
+        "items_run": 0,
+        "items_failed": 0,
+        "items_skipped": len(records),
+        "seconds": 0.0,
+        "items_per_s": None,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = data.fingerprint if data else None
     with PredictionWriter(path, data_fingerprint=fingerprint, data=str(data)) as writer:
@@ -264,8 +339,7 @@ def predict_missing(build_runner, name: str, records: Sequence[Mapping[str, Any]
         if any(r["item_id"] not in writer.done for r in records):
             runner = build_runner()
             try:
-                stats = run_model(runner, records, writer, batch_size=batch_size,
-                                  progress=progress)
+                stats = run_model(runner, records, writer, batch_size=batch_size, progress=progress)
             finally:
                 if close and hasattr(runner, "close"):
                     runner.close()
@@ -274,42 +348,73 @@ def predict_missing(build_runner, name: str, records: Sequence[Mapping[str, Any]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True,
-                        help="Hub id or local folder (a LoRA adapter folder too); for --runner "
-                             "openai the endpoint's model name")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="Hub id or local folder (a LoRA adapter folder too); for --runner "
+        "openai the endpoint's model name",
+    )
     parser.add_argument("--suite", help="an eval/*.yaml suite naming --data and --split")
-    parser.add_argument("--data", help="a ROSE release folder (metadata_<split>.jsonl + images/), "
-                                       "or one metadata .jsonl file beside its images/")
+    parser.add_argument(
+        "--data",
+        help="a ROSE release folder (metadata_<split>.jsonl + images/), "
+        "or one metadata .jsonl file beside its images/",
+    )
     parser.add_argument("--split", help="split name (default: test, or the suite's)")
     parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
-    parser.add_argument("--runner", default="transformers",
-                        choices=("transformers", "vllm", "openai"))
+    parser.add_argument("--runner", default="transformers", choices=("transformers", "vllm", "openai"))
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                        help="environment variable holding the API key (default OPENAI_API_KEY)")
-    parser.add_argument("--batch-size", type=int,
-                        help="items per generate call (default: transformers 8, vllm 256); for openai, "
-                             "the items a fresh run tries before giving up if all fail (32)")
+    parser.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="items per generate call (default: transformers 8, vllm 256); for openai, "
+        "the items a fresh run tries before giving up if all fail (32)",
+    )
     parser.add_argument("--max-new-tokens", type=int, help="default 256 (or the suite's)")
     parser.add_argument("--limit", type=int, help="only the first N items of the split")
-    parser.add_argument("--concurrency", type=int, default=8,
-                        help="requests in flight at once (openai runner)")
-    parser.add_argument("--request-timeout", type=float, default=120.0,
-                        help="seconds per request before it is retried (openai runner)")
-    parser.add_argument("--max-retries", type=int, default=6,
-                        help="retries of a request after 429/5xx/timeouts (openai runner)")
-    parser.add_argument("--max-error-rate", type=error_rate, default=0.0,
-                        help="share of items (0 to 1) allowed to end without an answer after "
-                             "retries; errored items are left out of the figures either way "
-                             "(default 0: any such item makes eval exit non-zero)")
-    parser.add_argument("--trust-remote-code", action="store_true",
-                        help="allow the model's own Python code to run (off by default)")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="requests in flight at once (openai runner)"
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per request before it is retried (openai runner)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=6,
+        help="retries of a request after 429/5xx/timeouts (openai runner)",
+    )
+    parser.add_argument(
+        "--max-error-rate",
+        type=error_rate,
+        default=0.0,
+        help="share of items (0 to 1) allowed to end without an answer after "
+        "retries; errored items are left out of the figures either way "
+        "(default 0: any such item makes eval exit non-zero)",
+    )
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow the model's own Python code to run (off by default)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     bridges = parser.add_mutually_exclusive_group()
-    bridges.add_argument("--bridges", dest="bridges", action="store_true", default=None,
-                         help="also run the release's bridge files (metadata_<split>_*.jsonl)")
-    bridges.add_argument("--no-bridges", dest="bridges", action="store_false",
-                         help="never read bridge files")
+    bridges.add_argument(
+        "--bridges",
+        dest="bridges",
+        action="store_true",
+        default=None,
+        help="also run the release's bridge files (metadata_<split>_*.jsonl)",
+    )
+    bridges.add_argument("--no-bridges", dest="bridges", action="store_false", help="never read bridge files")
 
 
 def error_rate(text: str) -> float:
@@ -341,14 +446,29 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
 
 def run(args: argparse.Namespace) -> int:
     data, split, limit, max_new_tokens = resolve_data(args)
-    options = ({"timeout_s": args.request_timeout, "max_retries": args.max_retries}
-               if args.runner == "openai" else None)
-    summary = evaluate(args.model, data, split, args.out, runner=args.runner, limit=limit,
-                       batch_size=args.batch_size, max_new_tokens=max_new_tokens,
-                       concurrency=args.concurrency, base_url=args.base_url,
-                       api_key_env=args.api_key_env, trust_remote_code=args.trust_remote_code,
-                       bridges=args.bridges, progress=not args.no_progress,
-                       runner_options=options, max_error_rate=1.0)  # checked after printing
+    options = (
+        {"timeout_s": args.request_timeout, "max_retries": args.max_retries}
+        if args.runner == "openai"
+        else None
+    )
+    summary = evaluate(
+        args.model,
+        data,
+        split,
+        args.out,
+        runner=args.runner,
+        limit=limit,
+        batch_size=args.batch_size,
+        max_new_tokens=max_new_tokens,
+        concurrency=args.concurrency,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        trust_remote_code=args.trust_remote_code,
+        bridges=args.bridges,
+        progress=not args.no_progress,
+        runner_options=options,
+        max_error_rate=1.0,
+    )  # checked after printing
     from rosetrain.commands.score import print_headline  # the same table `rosetrain score` prints
 
     print_headline(summary, args.out)

@@ -1,4 +1,5 @@
 """rosetrain generate --spec generators/rose-protocol.yaml --out data/rose --split test --scenes 200 --seed 7"""
+
 from __future__ import annotations
 
 import json
@@ -8,27 +9,51 @@ import os
 def add_arguments(parser) -> None:
     parser.add_argument("--spec", required=True, help="YAML generator spec (see generators/)")
     parser.add_argument("--out", required=True, help="output folder (ROSE release layout + hf/)")
-    parser.add_argument("--split", default="train",
-                        help="split name (letters, digits, '_', '-', '.'): metadata_<split>.jsonl")
-    parser.add_argument("--scenes", type=int, required=True, help="number of scenes (tasks = scenes x templates)")
+    parser.add_argument(
+        "--split", default="train", help="split name (letters, digits, '_', '-', '.'): metadata_<split>.jsonl"
+    )
+    parser.add_argument(
+        "--scenes", type=int, required=True, help="number of scenes (tasks = scenes x templates)"
+    )
     parser.add_argument("--seed", type=int, default=None, help="generator seed (default: the spec's)")
     parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--formats", default="release,hf", help="comma list of: release, hf")
     parser.add_argument("--shard-size", type=int, default=None, help="scenes per shard (default: automatic)")
-    parser.add_argument("--exclude", action="append", default=[], metavar="METADATA_JSONL",
-                        help="fail if any scene also appears in this split (repeatable)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="remake a split made with other settings: removes only the files its "
-                             "manifest (.parts/<split>.manifest.json) lists, never anything else")
-    parser.add_argument("--shard", default=None, metavar="K/N",
-                        help="array job K of N (from 0): make only shards K, K+N, ... into --out "
-                             "(a folder per job); then join them with the same command and --merge")
-    parser.add_argument("--merge", nargs="+", default=None, metavar="FOLDER",
-                        help="join the --out folders of all N --shard jobs of this same command into "
-                             "--out: the bytes a one-machine run writes")
-    parser.add_argument("--engine", choices=("local", "ray"), default="local",
-                        help="local: --num-proc processes; ray: one Ray task per shard on the cluster "
-                             "ray.init() finds (RAY_ADDRESS, else a local one); pip install 'rosetrain[ray]'")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="METADATA_JSONL",
+        help="fail if any scene also appears in this split (repeatable)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="remake a split made with other settings: removes only the files its "
+        "manifest (.parts/<split>.manifest.json) lists, never anything else",
+    )
+    parser.add_argument(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="array job K of N (from 0): make only shards K, K+N, ... into --out "
+        "(a folder per job); then join them with the same command and --merge",
+    )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        default=None,
+        metavar="FOLDER",
+        help="join the --out folders of all N --shard jobs of this same command into "
+        "--out: the bytes a one-machine run writes",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: --num-proc processes; ray: one Ray task per shard on the cluster "
+        "ray.init() finds (RAY_ADDRESS, else a local one); pip install 'rosetrain[ray]'",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -40,9 +65,19 @@ def run(args) -> int:
     if args.merge is not None and (args.shard or args.engine != "local"):
         raise RosetrainError("--merge joins finished --shard jobs: it takes no --shard or --engine")
     spec = load_spec(args.spec)
-    job = make_job(spec, args.out, args.split, args.scenes, args.seed, args.num_proc,
-                   [f.strip() for f in args.formats.split(",") if f.strip()], args.shard_size,
-                   args.exclude, shard=args.shard, engine=args.engine)
+    job = make_job(
+        spec,
+        args.out,
+        args.split,
+        args.scenes,
+        args.seed,
+        args.num_proc,
+        [f.strip() for f in args.formats.split(",") if f.strip()],
+        args.shard_size,
+        args.exclude,
+        shard=args.shard,
+        engine=args.engine,
+    )
     if args.merge is not None:
         from rosetrain.data.merge import merge
 

@@ -1,4 +1,5 @@
 """rosetrain preview data/rose --split test --out data/rose/preview.png"""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +13,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default=None, help="PNG path (default: DATA/preview_<split>.png)")
     parser.add_argument("--limit", type=int, default=24, help="number of scenes on the sheet")
     parser.add_argument("--columns", type=int, default=6)
-    parser.add_argument("--template", default=None, help="outline only this task's region, e.g. T5_CLICK_COUNT_EXCLUSION")
+    parser.add_argument(
+        "--template", default=None, help="outline only this task's region, e.g. T5_CLICK_COUNT_EXCLUSION"
+    )
 
 
 def run(args) -> int:
@@ -35,8 +38,9 @@ def run(args) -> int:
     for record in records:
         missing = [field for field in PREVIEW_FIELDS if record.get(field) is None]
         if missing:
-            raise RosetrainError(f"{args.data}: item {record['item_id']!r} lacks {', '.join(missing)}, "
-                                 f"which a preview needs")
+            raise RosetrainError(
+                f"{args.data}: item {record['item_id']!r} lacks {', '.join(missing)}, which a preview needs"
+            )
     out = Path(args.out or Path(args.data) / f"preview_{args.split}.png")
     sheet = contact_sheet(root, records, args.limit, args.columns, args.template)
     buffer = io.BytesIO()

@@ -8,6 +8,7 @@ summary_by_template.csv, coverage_by_subset_template.csv, table1_row.txt,
 table2_row.txt) plus rosetrain's summary.md and CSV breakdowns into --out.
 Imports only the standard library, orjson and rosetrain's scorer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,52 +18,71 @@ from rosetrain.protocol import SHORT_NAME
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True,
-                        help="a ROSE release folder (metadata_<split>.jsonl) or a metadata .jsonl")
+    parser.add_argument(
+        "--data", required=True, help="a ROSE release folder (metadata_<split>.jsonl) or a metadata .jsonl"
+    )
     parser.add_argument("--split", default="test", help="split name (default: test)")
-    parser.add_argument("--predictions", required=True,
-                        help='JSONL rows {"item_id", "raw_text", "model", "error"}')
+    parser.add_argument(
+        "--predictions", required=True, help='JSONL rows {"item_id", "raw_text", "model", "error"}'
+    )
     parser.add_argument("--out", required=True, help="folder for the scored run")
-    parser.add_argument("--allow-partial", action="store_true",
-                        help="score the items that have a prediction and report coverage")
-    parser.add_argument("--model", default=None,
-                        help="model name for the run (default: the one the predictions name, "
-                             "else the predictions file's name)")
-    parser.add_argument("--display-name", default=None,
-                        help="name at the start of table1_row.txt / table2_row.txt "
-                             "(default: the model name)")
-    parser.add_argument("--digits", type=int, default=1,
-                        help="decimals of the LaTeX table rows (default: 1)")
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="score the items that have a prediction and report coverage",
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="model name for the run (default: the one the predictions name, "
+        "else the predictions file's name)",
+    )
+    parser.add_argument(
+        "--display-name",
+        default=None,
+        help="name at the start of table1_row.txt / table2_row.txt (default: the model name)",
+    )
+    parser.add_argument("--digits", type=int, default=1, help="decimals of the LaTeX table rows (default: 1)")
     bridges = parser.add_mutually_exclusive_group()
-    bridges.add_argument("--bridges", dest="bridges", action="store_true", default=None,
-                         help="also read the release's bridge files (metadata_<split>_*.jsonl)")
-    bridges.add_argument("--no-bridges", dest="bridges", action="store_false",
-                         help="never read bridge files")
+    bridges.add_argument(
+        "--bridges",
+        dest="bridges",
+        action="store_true",
+        default=None,
+        help="also read the release's bridge files (metadata_<split>_*.jsonl)",
+    )
+    bridges.add_argument("--no-bridges", dest="bridges", action="store_false", help="never read bridge files")
 
 
 def print_headline(summary: dict, out: str) -> None:
     """The per-template PASS/VALID/SOFT table and the gap (also printed by ``rosetrain eval``)."""
+
     def pct(value):
         return "-" if value is None else f"{100 * value:.1f}"
 
     print(f"scored {summary['n']} items (coverage {pct(summary['coverage_rate'])}%) -> {out}")
     if summary.get("n_errors"):
         first = summary["error_examples"][0]
-        print(f"  ERRORS: {summary['n_errors']} items have no answer (the request failed) and "
-              f"are left out of every figure below; first: {first['item_id']}: {first['error']}")
+        print(
+            f"  ERRORS: {summary['n_errors']} items have no answer (the request failed) and "
+            f"are left out of every figure below; first: {first['item_id']}: {first['error']}"
+        )
     for template, stats in summary["templates"].items():
-        print(f"  {SHORT_NAME.get(template, template):8s} n={stats['n']:<6d} "
-              f"PASS {pct(stats['pass']):>5s}  VALID {pct(stats['valid']):>5s}  "
-              f"SOFT {pct(stats['soft']):>5s}")
-    print(f"  Avg {pct(summary['avg_pass'])}  Counting {pct(summary['counting_avg'])}  "
-          f"Action {pct(summary['action_avg'])}  Gap {pct(summary['gap'])}")
+        print(
+            f"  {SHORT_NAME.get(template, template):8s} n={stats['n']:<6d} "
+            f"PASS {pct(stats['pass']):>5s}  VALID {pct(stats['valid']):>5s}  "
+            f"SOFT {pct(stats['soft']):>5s}"
+        )
+    print(
+        f"  Avg {pct(summary['avg_pass'])}  Counting {pct(summary['counting_avg'])}  "
+        f"Action {pct(summary['action_avg'])}  Gap {pct(summary['gap'])}"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from rosetrain.data.release import (load_split, read_predictions, split_files,
-                                        split_fingerprint)
+    from rosetrain.data.release import load_split, read_predictions, split_files, split_fingerprint
     from rosetrain.errors import RosetrainError
     from rosetrain.io import output_lock, remove_atomic_temps
     from rosetrain.predictions import check_same_data
@@ -72,25 +92,30 @@ def run(args: argparse.Namespace) -> int:
     golds = load_split(args.data, args.split, bridges=args.bridges)
     fingerprint = split_fingerprint(args.data, args.split, bridges=args.bridges)
     predictions = read_predictions(args.predictions)
-    check_same_data(predictions, fingerprint, Path(args.predictions),
-                    f"--data {args.data} (split {args.split})")
+    check_same_data(
+        predictions, fingerprint, Path(args.predictions), f"--data {args.data} (split {args.split})"
+    )
     model = args.model or run_model(predictions, Path(args.predictions).stem)
     rows = score_predictions(golds, predictions, allow_partial=args.allow_partial, model=model)
     run_info = RunInfo(
-        model=model, display_name=args.display_name, split=args.split,
+        model=model,
+        display_name=args.display_name,
+        split=args.split,
         metadata_jsonl=str(split_files(args.data, args.split, args.bridges)[0].resolve()),
         predictions_jsonl=str(Path(args.predictions).resolve()),
-        allow_partial=args.allow_partial, num_prediction_rows=len(predictions),
-        digits=args.digits)
+        allow_partial=args.allow_partial,
+        num_prediction_rows=len(predictions),
+        digits=args.digits,
+    )
     with output_lock(args.out, "this scored run"):
         remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
             summary = write_scored_run(args.out, golds, rows, run_info, data_fingerprint=fingerprint)
         except OSError as err:  # a folder we may not write, a full disk
-            raise RosetrainError(f"--out {err.filename or args.out}: cannot write "
-                                 f"({err.strerror or err})") from None
+            raise RosetrainError(
+                f"--out {err.filename or args.out}: cannot write ({err.strerror or err})"
+            ) from None
     print_headline(summary, args.out)
     if summary["coverage_rate"] is not None and summary["coverage_rate"] < 1:
-        print(f"note: partial run, {summary['n']} of {summary['n_expected']} items scored",
-              file=sys.stderr)
+        print(f"note: partial run, {summary['n']} of {summary['n_expected']} items scored", file=sys.stderr)
     return 0

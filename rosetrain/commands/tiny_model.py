@@ -1,4 +1,5 @@
 """``rosetrain tiny-model --out models/tiny [--size tiny|small] [--family qwen2-vl|qwen2.5-vl|qwen3-vl] [--seed 0]``."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,12 +9,20 @@ from rosetrain.models.tiny import FAMILIES, SIZES  # no torch at import: the CLI
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder to write (replaced if it exists)")
-    parser.add_argument("--size", choices=list(SIZES), default="tiny",
-                        help="tiny: for tests (<1M parameters); small: for the demo (~2M)")
-    parser.add_argument("--family", choices=FAMILIES, default="qwen2-vl",
-                        help="qwen2.5-vl: the architecture of the Qwen2.5-VL recipes (windowed vision "
-                             "attention); qwen3-vl gives each vision token an absolute position (the "
-                             "demo's); its images should be multiples of 32 px, Qwen2(.5)-VL's of 28 px")
+    parser.add_argument(
+        "--size",
+        choices=list(SIZES),
+        default="tiny",
+        help="tiny: for tests (<1M parameters); small: for the demo (~2M)",
+    )
+    parser.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default="qwen2-vl",
+        help="qwen2.5-vl: the architecture of the Qwen2.5-VL recipes (windowed vision "
+        "attention); qwen3-vl gives each vision token an absolute position (the "
+        "demo's); its images should be multiples of 32 px, Qwen2(.5)-VL's of 28 px",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and tokenizer corpus")
 
 
@@ -22,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
     path = build_tiny_model(args.out, size=args.size, seed=args.seed, family=args.family)
     counts = describe(path)
-    print(f"wrote {path} ({args.family} {args.size}, seed {args.seed}): {counts['parameters']:,} parameters "
-          f"({counts['vision_parameters']:,} vision, {counts['language_parameters']:,} language)")
+    print(
+        f"wrote {path} ({args.family} {args.size}, seed {args.seed}): {counts['parameters']:,} parameters "
+        f"({counts['vision_parameters']:,} vision, {counts['language_parameters']:,} language)"
+    )
     return 0

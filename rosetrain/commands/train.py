@@ -4,6 +4,7 @@ Also runs under ``accelerate launch [--config_file recipes/accelerate/X.yaml]
 -m rosetrain train ...``: accelerate starts one process per GPU and the
 trainers pick the distributed setup up from the environment.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,11 +16,20 @@ from rosetrain.train.recipe import METHODS
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", choices=METHODS, help="sft (SFTTrainer) or grpo (GRPOTrainer)")
     parser.add_argument("--recipe", required=True, help="recipe YAML (see recipes/)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a recipe key, nested with dots (lora.r=8, data.folder=DIR); "
-                             "the value is YAML (5e-7, null, true, [a, b]); repeatable")
-    parser.add_argument("--check", action="store_true",
-                        help="validate the recipe, model path and data, then stop before training")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe key, nested with dots (lora.r=8, data.folder=DIR); "
+        "the value is YAML (5e-7, null, true, [a, b]); repeatable",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="validate the recipe, model path and data, then stop before training",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,16 +41,20 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = common.check_inputs(recipe)
     if args.check:
-        print(f"recipe {args.recipe}: OK ({recipe.method}, model {recipe.model}, "
-              f"{len(inputs.heldout)} held-out items)")
+        print(
+            f"recipe {args.recipe}: OK ({recipe.method}, model {recipe.model}, "
+            f"{len(inputs.heldout)} held-out items)"
+        )
         return 0
     from rosetrain.train import train
 
     summary = train(recipe, inputs)
     if summary["is_main_process"]:
         loss = summary.get("train_loss")
-        print(f"trained {summary['global_step']} steps"
-              + (f", mean loss {loss:.4f}" if isinstance(loss, float) else "")
-              + f"; final model: {summary['final']}"
-              + (f"; merged: {summary['merged']}" if "merged" in summary else ""))
+        print(
+            f"trained {summary['global_step']} steps"
+            + (f", mean loss {loss:.4f}" if isinstance(loss, float) else "")
+            + f"; final model: {summary['final']}"
+            + (f"; merged: {summary['merged']}" if "merged" in summary else "")
+        )
     return 0

@@ -7,6 +7,7 @@ evaluator's figures cover the five main templates only. A spec with
 ``layout: rose`` writes its splits the same way; rosetrain's own layout keeps
 every row in the main file.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,8 +21,7 @@ _MARKERS = {template: f'"task_template": "{template}"'.encode() for template in 
 
 
 def bridge_paths(out_dir: Path, split: str) -> dict[str, Path]:
-    return {template: out_dir / f"metadata_{split}_{tag}.jsonl"
-            for template, tag in BRIDGE_FILE_TAGS.items()}
+    return {template: out_dir / f"metadata_{split}_{tag}.jsonl" for template, tag in BRIDGE_FILE_TAGS.items()}
 
 
 def bridge_template(line: bytes) -> str | None:

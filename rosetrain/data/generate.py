@@ -10,6 +10,7 @@ scenes, never on ``num_proc``, so the bytes on disk are the same however many
 processes made them. What a run may replace or delete, and what it refuses to
 touch, is decided by the manifest (:mod:`rosetrain.data.manifest`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,18 +18,28 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from rosetrain.data.bridges import bridge_paths, route_lines
+from rosetrain.data.manifest import (
+    image_names,
+    manifest_path,
+    metadata_name,
+    parquet_name,
+    part_records,
+    parts_dir,
+    read_manifest,
+    refuse_foreign_files,
+    remove_owned_files,
+    remove_stale_temps,
+)
+from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.errors import RosetrainError
 from rosetrain.examples import build_example
-from rosetrain.data.manifest import (image_names, manifest_path, metadata_name, parquet_name,
-                                     part_records, parts_dir, read_manifest, refuse_foreign_files,
-                                     remove_owned_files, remove_stale_temps)
-from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.io import atomic_write, iter_jsonl, output_lock
 from rosetrain.scene import sample_scene
 from rosetrain.spec import Spec, check_training_spec, load_spec
@@ -48,10 +59,10 @@ class GenerateJob:
     num_proc: int = 1
     formats: tuple[str, ...] = FORMATS
     shard_size: int | None = None
-    exclude: frozenset[str] = frozenset()   # scene fingerprints that must not appear
+    exclude: frozenset[str] = frozenset()  # scene fingerprints that must not appear
     heldout_family: str | None = None
     shard_of: tuple[int, int] | None = None  # (K, N): this job makes shards K, K+N, K+2N, ...
-    engine: str = "local"                     # "local" (processes) or "ray" (tasks on a Ray cluster)
+    engine: str = "local"  # "local" (processes) or "ray" (tasks on a Ray cluster)
 
     @property
     def shard_scenes(self) -> int:
@@ -96,9 +107,16 @@ def spec_sha256(spec: Spec) -> str:
 
 def settings(job: GenerateJob) -> dict[str, Any]:
     """What the manifest records before any shard is written."""
-    found = {"spec": job.spec.path, "spec_sha256": spec_sha256(job.spec), "seed": job.seed,
-             "scenes": job.scenes, "shard_size": job.shard_scenes, "formats": list(job.formats),
-             "split": job.split, "role": job.spec.role}  # role: training refuses held-out folders
+    found = {
+        "spec": job.spec.path,
+        "spec_sha256": spec_sha256(job.spec),
+        "seed": job.seed,
+        "scenes": job.scenes,
+        "shard_size": job.shard_scenes,
+        "formats": list(job.formats),
+        "split": job.split,
+        "role": job.spec.role,
+    }  # role: training refuses held-out folders
     if job.shard_of is not None:  # only a --shard job says so: a whole split's manifest is unchanged
         found["shard"] = "{}/{}".format(*job.shard_of)
     return found
@@ -132,7 +150,8 @@ def _refuse_other_settings(job: GenerateJob, old: dict[str, Any]) -> None:
         raise RosetrainError(
             f"{job.out_dir} already holds split {job.split!r} made with other settings "
             f"({', '.join(f'{k}: {old.get(k)!r} -> {new.get(k)!r}' for k in changed)}); "
-            f"pass --overwrite or choose another --out")
+            f"pass --overwrite or choose another --out"
+        )
 
 
 def shard_is_whole(job: GenerateJob, shard: int) -> bool:
@@ -146,7 +165,8 @@ def shard_is_whole(job: GenerateJob, shard: int) -> bool:
     if {r.get("scene_index") for r in records} != set(job.shard_indices(shard)):
         return False
     if "release" in job.formats and not all(
-            _png_is_whole(job.out_dir, name) for name in set(image_names(records))):
+        _png_is_whole(job.out_dir, name) for name in set(image_names(records))
+    ):
         return False
     return "hf" not in job.formats or _parquet_rows(job.parquet_path(shard)) == len(records)
 
@@ -185,9 +205,11 @@ def write_shard(job: GenerateJob, shard: int) -> int:
         for index in indices:
             scene = scenes[index] = sample_scene(job.spec, job.seed, index, job.split)
             if scene.fingerprint in job.exclude:
-                raise RosetrainError(f"scene {scene.scene_id} of {job.spec.path} (seed {job.seed}) is also "
-                                     f"in the held-out split (fingerprint {scene.fingerprint}); "
-                                     f"change the seed or the spec")
+                raise RosetrainError(
+                    f"scene {scene.scene_id} of {job.spec.path} (seed {job.seed}) is also "
+                    f"in the held-out split (fingerprint {scene.fingerprint}); "
+                    f"change the seed or the spec"
+                )
     lines: list[str] = []
     pending: list[dict[str, Any]] = []
     pending_bytes = 0
@@ -198,8 +220,15 @@ def write_shard(job: GenerateJob, shard: int) -> int:
         writer = pq.ParquetWriter(tmp_parquet, SCHEMA)
     try:
         for index in indices:
-            example = build_example(job.spec, job.seed, index, job.split, heldout_family=job.heldout_family,
-                                    encode=png_bytes, scene=scenes.pop(index, None))
+            example = build_example(
+                job.spec,
+                job.seed,
+                index,
+                job.split,
+                heldout_family=job.heldout_family,
+                encode=png_bytes,
+                scene=scenes.pop(index, None),
+            )
             encoded = example.images
             if "release" in job.formats:
                 for image_id, data in encoded.items():
@@ -265,8 +294,11 @@ def _join_parts(job: GenerateJob, finals: dict[str | None, Path]) -> int:
     n_rows = 0
     try:
         for shard in range(job.num_shards):
-            n_rows += route_lines(job.part_path(shard).read_bytes(), handles[None],
-                                  {key: h for key, h in handles.items() if key})
+            n_rows += route_lines(
+                job.part_path(shard).read_bytes(),
+                handles[None],
+                {key: h for key, h in handles.items() if key},
+            )
     finally:
         for handle in handles.values():
             handle.close()
@@ -287,20 +319,38 @@ def run_job(job: GenerateJob, *, overwrite: bool = False, progress: bool = True)
             todo = prepare(job, overwrite)
             total = sum(len(job.shard_indices(s)) for s in job.own_shards)
             done_scenes = total - sum(len(job.shard_indices(s)) for s in todo)
-            bar = tqdm(total=total, initial=done_scenes, unit="scene", disable=not progress,
-                       desc=f"generate {job.split}")
+            bar = tqdm(
+                total=total,
+                initial=done_scenes,
+                unit="scene",
+                disable=not progress,
+                desc=f"generate {job.split}",
+            )
             with bar:
                 for count in _map(job, todo):
                     bar.update(count)
             n_rows = finish(job) if job.shard_of is None else finish_shard_job(job)
     except OSError as err:  # disk full, permission denied, a file where a folder should be
-        raise RosetrainError(f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
-                             f"fix that and run the same command again to resume") from None
+        raise RosetrainError(
+            f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
+            f"fix that and run the same command again to resume"
+        ) from None
     if job.shard_of is not None:
-        return {"split": job.split, "shard": "{}/{}".format(*job.shard_of), "shards": job.own_shards,
-                "scenes": total, "rows": n_rows, "out": str(job.out_dir)}
-    return {"split": job.split, "scenes": job.scenes, "rows": n_rows, "out": str(job.out_dir),
-            "metadata": str(job.metadata_path)}
+        return {
+            "split": job.split,
+            "shard": "{}/{}".format(*job.shard_of),
+            "shards": job.own_shards,
+            "scenes": total,
+            "rows": n_rows,
+            "out": str(job.out_dir),
+        }
+    return {
+        "split": job.split,
+        "scenes": job.scenes,
+        "rows": n_rows,
+        "out": str(job.out_dir),
+        "metadata": str(job.metadata_path),
+    }
 
 
 def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
@@ -323,9 +373,11 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
             for future in futures:
                 future.cancel()
             if isinstance(err, BrokenProcessPool):  # a worker was killed: the OOM killer, a user
-                raise RosetrainError("a generate worker process died (killed, or out of memory); run "
-                                     "the same command again to resume, with a smaller --num-proc "
-                                     "if memory is short") from None
+                raise RosetrainError(
+                    "a generate worker process died (killed, or out of memory); run "
+                    "the same command again to resume, with a smaller --num-proc "
+                    "if memory is short"
+                ) from None
             raise
 
 
@@ -360,7 +412,9 @@ def heldout_guard(spec: Spec) -> tuple[str | None, frozenset[str]]:
     training spec names (none of those scenes may be generated)."""
     heldout = check_training_spec(spec)
     family = spec.heldout_family if spec.role == "heldout" else (heldout and heldout.heldout_family)
-    fingerprints = _heldout_fingerprints_of(str(heldout.path), spec_sha256(heldout)) if heldout else frozenset()
+    fingerprints = (
+        _heldout_fingerprints_of(str(heldout.path), spec_sha256(heldout)) if heldout else frozenset()
+    )
     return family or None, fingerprints
 
 
@@ -377,10 +431,19 @@ def read_fingerprints(metadata: Path) -> set[str]:
     return fingerprints
 
 
-def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int | None = None,
-             num_proc: int = 1, formats: Iterable[str] = FORMATS, shard_size: int | None = None,
-             exclude_metadata: Iterable[str | Path] = (), shard: str | None = None,
-             engine: str = "local") -> GenerateJob:
+def make_job(
+    spec: Spec,
+    out_dir: str | Path,
+    split: str,
+    scenes: int,
+    seed: int | None = None,
+    num_proc: int = 1,
+    formats: Iterable[str] = FORMATS,
+    shard_size: int | None = None,
+    exclude_metadata: Iterable[str | Path] = (),
+    shard: str | None = None,
+    engine: str = "local",
+) -> GenerateJob:
     """Validate a request and resolve the held-out family and fingerprints."""
     formats = tuple(formats)
     bad = [f for f in formats if f not in FORMATS]
@@ -399,17 +462,31 @@ def make_job(spec: Spec, out_dir: str | Path, split: str, scenes: int, seed: int
             raise RosetrainError(f"--exclude: {path} is not a metadata .jsonl file")
         fingerprints = read_fingerprints(Path(path))
         if not fingerprints:  # e.g. the official release: nothing to prove disjointness with
-            raise RosetrainError(f"--exclude: {path} has no scene_fingerprint in any row (not a split "
-                                 f"rosetrain generated), so no overlap with it can be checked")
+            raise RosetrainError(
+                f"--exclude: {path} has no scene_fingerprint in any row (not a split "
+                f"rosetrain generated), so no overlap with it can be checked"
+            )
         exclude |= fingerprints
-    job = GenerateJob(spec=spec, out_dir=Path(out_dir), split=split, scenes=scenes,
-                      seed=spec.seed if seed is None else seed, num_proc=num_proc,
-                      formats=formats, shard_size=shard_size, exclude=frozenset(exclude),
-                      heldout_family=heldout_family, shard_of=parse_shard(shard), engine=engine)
+    job = GenerateJob(
+        spec=spec,
+        out_dir=Path(out_dir),
+        split=split,
+        scenes=scenes,
+        seed=spec.seed if seed is None else seed,
+        num_proc=num_proc,
+        formats=formats,
+        shard_size=shard_size,
+        exclude=frozenset(exclude),
+        heldout_family=heldout_family,
+        shard_of=parse_shard(shard),
+        engine=engine,
+    )
     if job.shard_of and job.shard_of[1] > job.num_shards:  # a job with nothing to do is a mistake
-        raise RosetrainError(f"--shard {shard}: the split has only {job.num_shards} shards of "
-                             f"{job.shard_scenes} scenes; use at most {job.num_shards} jobs or a "
-                             f"smaller --shard-size")
+        raise RosetrainError(
+            f"--shard {shard}: the split has only {job.num_shards} shards of "
+            f"{job.shard_scenes} scenes; use at most {job.num_shards} jobs or a "
+            f"smaller --shard-size"
+        )
     return job
 
 

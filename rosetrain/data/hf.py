@@ -5,12 +5,14 @@ The schema is declared once (``COLUMNS``) as Arrow types plus the
 ``datasets`` feature JSON, so the writer needs only pyarrow (fast start) and
 ``load_dataset("parquet", ...)`` still sees an ``Image`` column.
 """
+
 from __future__ import annotations
 
 import io
 import itertools
 import json
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -23,22 +25,47 @@ _STRS = (pa.list_(pa.string()), {"feature": {"dtype": "string", "_type": "Value"
 _CONTENT = pa.struct([("type", pa.string()), ("text", pa.string())])
 _MESSAGES = (
     pa.list_(pa.struct([("role", pa.string()), ("content", pa.list_(_CONTENT))])),
-    {"feature": {"role": _STR[1], "content": {"feature": {"type": _STR[1], "text": _STR[1]},
-                                              "_type": "List"}}, "_type": "List"},
+    {
+        "feature": {
+            "role": _STR[1],
+            "content": {"feature": {"type": _STR[1], "text": _STR[1]}, "_type": "List"},
+        },
+        "_type": "List",
+    },
 )
-_IMAGES = (pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
-           {"feature": {"_type": "Image"}, "_type": "List"})
+_IMAGES = (
+    pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+    {"feature": {"_type": "Image"}, "_type": "List"},
+)
 
 COLUMNS = {
-    "item_id": _STR, "scene_id": _STR, "task_template": _STR, "task_mode": _STR,
-    "prompt": _MESSAGES, "completion": _MESSAGES, "images": _IMAGES, "answer": _STR,
-    "rows": _INT, "cols": _INT, "ground_truth_count": _INT, "ground_truth_clicks": _STRS,
-    "all_target_cells": _STRS, "region_target_cells": _STRS, "region_type": _STR,
-    "region_params_json": _STR, "region_case": _STR, "rose_subset": _STR, "family": _STR,
-    "heldout_family": _BOOL, "level": _STR, "grid_size_profile": _STR, "scene_fingerprint": _STR,
+    "item_id": _STR,
+    "scene_id": _STR,
+    "task_template": _STR,
+    "task_mode": _STR,
+    "prompt": _MESSAGES,
+    "completion": _MESSAGES,
+    "images": _IMAGES,
+    "answer": _STR,
+    "rows": _INT,
+    "cols": _INT,
+    "ground_truth_count": _INT,
+    "ground_truth_clicks": _STRS,
+    "all_target_cells": _STRS,
+    "region_target_cells": _STRS,
+    "region_type": _STR,
+    "region_params_json": _STR,
+    "region_case": _STR,
+    "rose_subset": _STR,
+    "family": _STR,
+    "heldout_family": _BOOL,
+    "level": _STR,
+    "grid_size_profile": _STR,
+    "scene_fingerprint": _STR,
 }
 SCHEMA = pa.schema([(name, arrow) for name, (arrow, _) in COLUMNS.items()]).with_metadata(
-    {"huggingface": json.dumps({"info": {"features": {n: f for n, (_, f) in COLUMNS.items()}}})})
+    {"huggingface": json.dumps({"info": {"features": {n: f for n, (_, f) in COLUMNS.items()}}})}
+)
 
 
 def hf_features():
@@ -89,8 +116,10 @@ def load_hf_split(root: str, split: str):
     if not files:
         from rosetrain.errors import RosetrainError
 
-        raise RosetrainError(f"{root}: no Parquet shards under hf/{split}/ "
-                             f"(generate with `rosetrain generate --formats release,hf`)")
+        raise RosetrainError(
+            f"{root}: no Parquet shards under hf/{split}/ "
+            f"(generate with `rosetrain generate --formats release,hf`)"
+        )
     return datasets.load_dataset("parquet", data_files={split: files}, split=split)
 
 
@@ -114,9 +143,16 @@ def scene_indices(shards: Sequence[int], start: int = 0, stop: int | None = None
                 yield index
 
 
-def iter_rows(spec, seed: int, split: str, shards: Sequence[int] = tuple(range(STREAM_SHARDS)),
-              start: int = 0, stop: int | None = None, heldout_family: str | None = None,
-              exclude: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
+def iter_rows(
+    spec,
+    seed: int,
+    split: str,
+    shards: Sequence[int] = tuple(range(STREAM_SHARDS)),
+    start: int = 0,
+    stop: int | None = None,
+    heldout_family: str | None = None,
+    exclude: frozenset[str] = frozenset(),
+) -> Iterator[dict[str, Any]]:
     """Rows of the scenes of ``shards`` (order: :func:`scene_indices`), generated
     on the fly (PIL images); a scene whose fingerprint is in ``exclude`` is skipped."""
     from rosetrain.examples import build_example
@@ -131,8 +167,14 @@ def iter_rows(spec, seed: int, split: str, shards: Sequence[int] = tuple(range(S
             yield hf_row(record, example.images[record["image_id"]])
 
 
-def stream_dataset(spec_path: str, split: str = "train", seed: int = 0, start: int = 0,
-                   stop: int | None = None, exclude_fingerprints: Iterable[str] = ()):
+def stream_dataset(
+    spec_path: str,
+    split: str = "train",
+    seed: int = 0,
+    start: int = 0,
+    stop: int | None = None,
+    exclude_fingerprints: Iterable[str] = (),
+):
     """An unlimited ``datasets.IterableDataset`` over a spec: the same rows the
     Parquet writer would write, for training without disk.
 
@@ -159,12 +201,23 @@ def stream_dataset(spec_path: str, split: str = "train", seed: int = 0, start: i
 
     spec = load_spec(spec_path)
     if spec.role == "heldout":
-        raise RosetrainError(f"{spec_path}: role: heldout; a held-out spec is never streamed for "
-                             f"training (its scenes are what the model is evaluated on): stream a "
-                             f"spec with role: train that names it as heldout_spec")
+        raise RosetrainError(
+            f"{spec_path}: role: heldout; a held-out spec is never streamed for "
+            f"training (its scenes are what the model is evaluated on): stream a "
+            f"spec with role: train that names it as heldout_spec"
+        )
     heldout_family, heldout = heldout_guard(spec)
     return interleaved_dataset(
-        iter_rows, features=hf_features(),
-        gen_kwargs={"spec": spec, "seed": seed, "split": split, "shards": list(range(STREAM_SHARDS)),
-                    "start": start, "stop": stop, "heldout_family": heldout_family,
-                    "exclude": frozenset(exclude_fingerprints) | heldout})
+        iter_rows,
+        features=hf_features(),
+        gen_kwargs={
+            "spec": spec,
+            "seed": seed,
+            "split": split,
+            "shards": list(range(STREAM_SHARDS)),
+            "start": start,
+            "stop": stop,
+            "heldout_family": heldout_family,
+            "exclude": frozenset(exclude_fingerprints) | heldout,
+        },
+    )

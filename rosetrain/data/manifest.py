@@ -10,12 +10,14 @@ official ROSE release, or any other split rosetrain did not write, is refused,
 ``--overwrite`` included. A manifest that cannot be read is an error, never a
 reason to guess. Standard library only.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from rosetrain.data.paths import confined_path
 from rosetrain.errors import RosetrainError
@@ -41,6 +43,7 @@ def parquet_name(split: str, shard: int, num_shards: int) -> str:
 
 
 # ----------------------------------------------------------------- reading
+
 
 def read_manifest(path: Path, split: str) -> dict[str, Any] | None:
     """The manifest at ``path`` (None when there is none); an unreadable,
@@ -72,7 +75,8 @@ def _corrupt(path: Path, problem: str) -> RosetrainError:
     return RosetrainError(
         f"{path}: corrupt rosetrain manifest ({problem}); without it rosetrain cannot tell which "
         f"files it wrote, so it changes nothing: remove that split's files and this manifest "
-        f"yourself, or choose another --out")
+        f"yourself, or choose another --out"
+    )
 
 
 def part_records(path: Path) -> list[dict[str, Any]]:
@@ -96,6 +100,7 @@ def image_names(records: Iterable[dict[str, Any]]) -> Iterator[str]:
 
 # ----------------------------------------------------------------- ownership
 
+
 def owned_files(out_dir: Path, manifest: dict[str, Any]) -> list[Path]:
     """Every file the manifest's split owns, each checked to lie inside ``out_dir``
     (a tampered manifest must not name files elsewhere)."""
@@ -114,11 +119,16 @@ def _files_of_unfinished_split(out_dir: Path, manifest: dict[str, Any]) -> list[
     split, scenes = manifest["split"], manifest["scenes"]
     num_shards = -(-scenes // manifest["shard_size"])
     names = [metadata_name(split)]
-    names += [part.relative_to(out_dir).as_posix()
-              for part in sorted(parts_dir(out_dir, split).glob("part-*.jsonl"))]
+    names += [
+        part.relative_to(out_dir).as_posix()
+        for part in sorted(parts_dir(out_dir, split).glob("part-*.jsonl"))
+    ]
     shard = re.compile(rf"shard-\d{{5,}}-of-0*{num_shards}\.parquet")
-    names += [f"hf/{split}/{path.name}" for path in sorted((out_dir / "hf" / split).glob("*.parquet"))
-              if shard.fullmatch(path.name)]
+    names += [
+        f"hf/{split}/{path.name}"
+        for path in sorted((out_dir / "hf" / split).glob("*.parquet"))
+        if shard.fullmatch(path.name)
+    ]
     image = re.compile(rf"{re.escape(split)}-(\d{{7,}})(-cue)?\.png")  # scene ids: <split>-<index>
     for folder in sorted((out_dir / "images").glob("*/")):
         for path in sorted(folder.iterdir()):
@@ -150,33 +160,46 @@ def refuse_foreign_files(out_dir: Path, split: str, owned: Iterable[Path] = ()) 
     folder, which readers would take for shards) or a metadata file that no
     manifest of the folder claims (a foreign release)."""
     owned = set(owned)
-    found = [path for name in (f"hf/{split}", f"{PARTS_DIR}/{split}") if (out_dir / name).is_dir()
-             for path in sorted((out_dir / name).rglob("*")) if path not in owned]
+    found = [
+        path
+        for name in (f"hf/{split}", f"{PARTS_DIR}/{split}")
+        if (out_dir / name).is_dir()
+        for path in sorted((out_dir / name).rglob("*"))
+        if path not in owned
+    ]
     claimed = _claimed_metadata(out_dir)
-    found += [path for path in sorted(out_dir.glob("metadata_*.jsonl"))
-              if path.name not in claimed and path not in owned]
+    found += [
+        path
+        for path in sorted(out_dir.glob("metadata_*.jsonl"))
+        if path.name not in claimed and path not in owned
+    ]
     if found:
         names = ", ".join(path.relative_to(out_dir).as_posix() for path in found[:3])
         raise RosetrainError(
             f"{out_dir}: holds {names}{' ...' if len(found) > 3 else ''}, which rosetrain generate "
             f"did not write (no manifest {PARTS_DIR}/{split}.manifest.json lists it); it may be a "
             f"ROSE release, which rosetrain never replaces or deletes, --overwrite included: "
-            f"choose an empty --out, or move those files away")
+            f"choose an empty --out, or move those files away"
+        )
 
 
 def _claimed_metadata(out_dir: Path) -> set[str]:
     claimed = set()
     for path in (out_dir / PARTS_DIR).glob("*.manifest.json"):
-        manifest = read_manifest(path, path.name[:-len(".manifest.json")])
+        manifest = read_manifest(path, path.name[: -len(".manifest.json")])
         if manifest is None:
             continue
         claimed.add(metadata_name(manifest["split"]))
-        claimed.update(Path(name).name for name in manifest.get("files") or ()
-                       if "/" not in name and name.startswith("metadata_"))
+        claimed.update(
+            Path(name).name
+            for name in manifest.get("files") or ()
+            if "/" not in name and name.startswith("metadata_")
+        )
     return claimed
 
 
 # ----------------------------------------------------------------- temp files
+
 
 def remove_stale_temps(out_dir: Path, split: str) -> None:
     """Temp files a killed run left behind (the caller holds the folder's lock,
@@ -191,8 +214,11 @@ def remove_stale_temps(out_dir: Path, split: str) -> None:
     ]
     images = out_dir / "images"
     if images.is_dir():
-        patterns += [(folder, rf"\.{quoted}-\d{{7,}}(-cue)?\.png{atomic}")
-                     for folder in images.iterdir() if folder.is_dir()]
+        patterns += [
+            (folder, rf"\.{quoted}-\d{{7,}}(-cue)?\.png{atomic}")
+            for folder in images.iterdir()
+            if folder.is_dir()
+        ]
     for folder, pattern in patterns:
         if folder.is_dir():
             for path in folder.iterdir():

@@ -9,24 +9,34 @@ its shard done, as in a one-machine run) and joins them: the result is byte
 for byte the folder one machine would have written, with one manifest.
 :func:`store_shard` is also how the Ray engine lands the shards its tasks made.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import os
 import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from rosetrain.data.generate import (MANIFEST_KEYS, GenerateJob, finish, parse_shard, prepare,
-                                     settings, shard_is_whole)
+from rosetrain.data.generate import (
+    MANIFEST_KEYS,
+    GenerateJob,
+    finish,
+    parse_shard,
+    prepare,
+    settings,
+    shard_is_whole,
+)
 from rosetrain.data.manifest import manifest_path, read_manifest
 from rosetrain.data.paths import confined_path
 from rosetrain.errors import RosetrainError
 from rosetrain.io import atomic_write, output_lock
 
 
-def merge(job: GenerateJob, folders: Iterable[str | Path], *, overwrite: bool = False,
-          progress: bool = True) -> dict[str, Any]:
+def merge(
+    job: GenerateJob, folders: Iterable[str | Path], *, overwrite: bool = False, progress: bool = True
+) -> dict[str, Any]:
     """Join the folders of N ``--shard K/N`` jobs into ``job.out_dir``."""
     from tqdm import tqdm
 
@@ -40,10 +50,18 @@ def merge(job: GenerateJob, folders: Iterable[str | Path], *, overwrite: bool = 
                     bar.update(1)
             n_rows = finish(job)
     except OSError as err:
-        raise RosetrainError(f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
-                             f"fix that and run the same command again to resume") from None
-    return {"split": job.split, "scenes": job.scenes, "rows": n_rows, "out": str(job.out_dir),
-            "metadata": str(job.metadata_path), "merged": len(set(owners.values()))}
+        raise RosetrainError(
+            f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
+            f"fix that and run the same command again to resume"
+        ) from None
+    return {
+        "split": job.split,
+        "scenes": job.scenes,
+        "rows": n_rows,
+        "out": str(job.out_dir),
+        "metadata": str(job.metadata_path),
+        "merged": len(set(owners.values())),
+    }
 
 
 def shard_owners(job: GenerateJob, folders: list[Path]) -> dict[int, Path]:
@@ -64,15 +82,19 @@ def shard_owners(job: GenerateJob, folders: list[Path]) -> dict[int, Path]:
         total, jobs[k] = n, folder
     missing = sorted(set(range(total)) - set(jobs))
     if missing:
-        raise RosetrainError(f"--merge: jobs {', '.join(f'{k}/{total}' for k in missing)} are missing "
-                             f"(got {len(jobs)} of {total} folders)")
+        raise RosetrainError(
+            f"--merge: jobs {', '.join(f'{k}/{total}' for k in missing)} are missing "
+            f"(got {len(jobs)} of {total} folders)"
+        )
     owners = {}
     for k, folder in jobs.items():
         shard_job = dataclasses.replace(job, out_dir=folder, shard_of=(k, total))
         for shard in shard_job.own_shards:
             if not shard_is_whole(shard_job, shard):
-                raise RosetrainError(f"--merge: {folder}: shard {shard} is missing or damaged; rerun "
-                                     f"that job's command (with --shard {k}/{total}) to repair it")
+                raise RosetrainError(
+                    f"--merge: {folder}: shard {shard} is missing or damaged; rerun "
+                    f"that job's command (with --shard {k}/{total}) to repair it"
+                )
             owners[shard] = folder
     return owners
 
@@ -80,17 +102,23 @@ def shard_owners(job: GenerateJob, folders: list[Path]) -> dict[int, Path]:
 def _finished_shard_job(job: GenerateJob, folder: Path) -> tuple[int, int]:
     manifest = read_manifest(manifest_path(folder, job.split), job.split)
     if manifest is None or "shard" not in manifest:
-        raise RosetrainError(f"--merge: {folder} holds no --shard job of split {job.split!r} "
-                             f"(no {manifest_path(folder, job.split).relative_to(folder)} naming a shard)")
+        raise RosetrainError(
+            f"--merge: {folder} holds no --shard job of split {job.split!r} "
+            f"(no {manifest_path(folder, job.split).relative_to(folder)} naming a shard)"
+        )
     k, n = parse_shard(manifest["shard"])
     ours = settings(dataclasses.replace(job, shard_of=(k, n)))
     changed = [key for key in MANIFEST_KEYS if manifest.get(key) != ours.get(key)]
     if changed:
-        raise RosetrainError(f"--merge: {folder} was made with other settings than this command "
-                             f"({', '.join(f'{key}: {manifest.get(key)!r}' for key in changed)})")
+        raise RosetrainError(
+            f"--merge: {folder} was made with other settings than this command "
+            f"({', '.join(f'{key}: {manifest.get(key)!r}' for key in changed)})"
+        )
     if manifest.get("files") is None:
-        raise RosetrainError(f"--merge: {folder}: job {k}/{n} has not finished; run its command "
-                             f"again (with --shard {k}/{n}) to finish it")
+        raise RosetrainError(
+            f"--merge: {folder}: job {k}/{n} has not finished; run its command "
+            f"again (with --shard {k}/{n}) to finish it"
+        )
     return k, n
 
 

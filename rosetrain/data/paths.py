@@ -8,6 +8,7 @@ metadata file is data, not an instruction: it must stay inside the dataset
 folder, or a crafted file could make ``eval`` send any file on the machine to
 an endpoint. Standard library only.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,7 +28,8 @@ def check_split_name(split: object, what: str = "--split") -> str:
     if not isinstance(split, str) or not _SPLIT_NAME.match(split) or len(split) > MAX_SPLIT_NAME:
         raise RosetrainError(
             f"{what}: {split!r} is not a plain split name (letters, digits, '_', '-' and '.', "
-            f"starting with a letter, digit or '_'; no '/', not empty, not '.' or '..')")
+            f"starting with a letter, digit or '_'; no '/', not empty, not '.' or '..')"
+        )
     return split
 
 
@@ -41,15 +43,19 @@ def confined_path(root: str | Path, relative: object, where: str) -> Path:
     # string tests, as PurePosixPath would judge (absolute; a '..' part): this runs
     # for every image of a split, and building path objects cost most of it
     if relative.startswith("/") or os.path.isabs(relative) or ".." in relative.split("/"):
-        raise RosetrainError(f"{where}: {relative!r:.200} leaves the dataset folder {root} "
-                             "(paths must be relative, without '..')")
+        raise RosetrainError(
+            f"{where}: {relative!r:.200} leaves the dataset folder {root} "
+            "(paths must be relative, without '..')"
+        )
     try:
         inside = _resolves_inside(str(root), relative)
     except (OSError, ValueError) as err:  # a symlink loop, an embedded NUL byte
         raise RosetrainError(f"{where}: {relative!r:.200} is not a usable path ({err})") from None
     if not inside:
-        raise RosetrainError(f"{where}: {relative!r:.200} resolves outside the dataset folder "
-                             f"{root} (through a symlink); rosetrain reads images only inside it")
+        raise RosetrainError(
+            f"{where}: {relative!r:.200} resolves outside the dataset folder "
+            f"{root} (through a symlink); rosetrain reads images only inside it"
+        )
     return root / relative
 
 

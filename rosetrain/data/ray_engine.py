@@ -11,13 +11,14 @@ repair behave as they always do. ``ray.init()`` joins the cluster that
 A shard's files pass through the object store: with the default shard size
 (at most 1,000 scenes) that is tens of MB per task.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rosetrain.errors import RosetrainError
 
@@ -29,8 +30,11 @@ def render_shard_files(job, shard: int) -> dict[str, bytes]:
     scratch = Path(tempfile.mkdtemp(prefix="rosetrain-shard-"))
     try:
         write_shard(dataclasses.replace(job, out_dir=scratch), shard)
-        return {path.relative_to(scratch).as_posix(): path.read_bytes()
-                for path in sorted(scratch.rglob("*")) if path.is_file()}
+        return {
+            path.relative_to(scratch).as_posix(): path.read_bytes()
+            for path in sorted(scratch.rglob("*"))
+            if path.is_file()
+        }
     finally:
         shutil.rmtree(scratch)  # our own mkdtemp, nothing else
 
@@ -63,9 +67,11 @@ def _result(ray, ref, shard: int) -> dict[str, bytes]:
         if isinstance(err.cause, RosetrainError):
             raise err.cause from None
         cause = err.cause or err
-        raise RosetrainError(f"--engine ray: shard {shard} failed on the cluster "
-                             f"({type(cause).__name__}: {str(cause).strip().splitlines()[-1:]}); "
-                             f"run the same command again to resume") from None
+        raise RosetrainError(
+            f"--engine ray: shard {shard} failed on the cluster "
+            f"({type(cause).__name__}: {str(cause).strip().splitlines()[-1:]}); "
+            f"run the same command again to resume"
+        ) from None
 
 
 def _ray():

@@ -9,12 +9,14 @@ release keeps its bridge controls in separate files beside the main one
 asked for (``bridges=True``), or when the folder holds only them. A path to a
 ``.jsonl`` file reads just that file. Only the standard library is imported.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.data.validate import check_record
@@ -22,8 +24,16 @@ from rosetrain.errors import RosetrainError
 from rosetrain.io import iter_jsonl
 
 # Fields the scorer needs from every record (region_params or region_params_json too).
-REQUIRED_FIELDS = ("item_id", "task_template", "region_type", "rows", "cols",
-                   "ground_truth_count", "ground_truth_clicks", "all_target_cells")
+REQUIRED_FIELDS = (
+    "item_id",
+    "task_template",
+    "region_type",
+    "rows",
+    "cols",
+    "ground_truth_count",
+    "ground_truth_clicks",
+    "all_target_cells",
+)
 
 
 def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None) -> list[Path]:
@@ -46,12 +56,15 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
         if extra and bridges is not False:
             return extra
     found = sorted(p.name for p in root.glob("metadata_*.jsonl"))
-    raise RosetrainError(f"{root}: no metadata_{split}.jsonl (split {split!r}); "
-                         f"found: {', '.join(found) or 'no metadata_*.jsonl files'}")
+    raise RosetrainError(
+        f"{root}: no metadata_{split}.jsonl (split {split!r}); "
+        f"found: {', '.join(found) or 'no metadata_*.jsonl files'}"
+    )
 
 
-def load_split(root: str | os.PathLike, split: str = "test",
-               bridges: bool | None = None) -> list[dict[str, Any]]:
+def load_split(
+    root: str | os.PathLike, split: str = "test", bridges: bool | None = None
+) -> list[dict[str, Any]]:
     """Every record of ``split`` in file order (see :func:`split_files` for ``bridges``).
 
     A bad line, a record missing a required field or contradicting itself
@@ -68,8 +81,7 @@ def load_split(root: str | os.PathLike, split: str = "test",
             if "region_params" not in record and "region_params_json" not in record:
                 missing.append("region_params")
             if missing:
-                raise RosetrainError(f"{path}:{number}: record lacks required field(s) "
-                                     f"{', '.join(missing)}")
+                raise RosetrainError(f"{path}:{number}: record lacks required field(s) {', '.join(missing)}")
             check_record(record, path, number)
             item_id = str(record["item_id"])
             if item_id in seen:
@@ -79,8 +91,7 @@ def load_split(root: str | os.PathLike, split: str = "test",
     return records
 
 
-def split_fingerprint(root: str | os.PathLike, split: str = "test",
-                      bridges: bool | None = None) -> str:
+def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: bool | None = None) -> str:
     """``sha256:<hex>`` over the bytes of the split's metadata files, in the order read.
 
     Results carry it (predictions rows, summaries, eval_run.json, compare.json)
@@ -108,8 +119,9 @@ def short_fingerprint(fingerprint: str | None) -> str:
     return "none" if fingerprint is None else fingerprint.split(":", 1)[-1][:12]
 
 
-def select_records(data_dir: str | Path, split: str, limit: int | None,
-                   bridges: bool | None = None) -> tuple[list[dict[str, Any]], Path]:
+def select_records(
+    data_dir: str | Path, split: str, limit: int | None, bridges: bool | None = None
+) -> tuple[list[dict[str, Any]], Path]:
     """The split's records in file order (the first ``limit`` of them), and the
     folder their ``image`` paths are relative to (the metadata file's)."""
     records = load_split(data_dir, split, bridges=bridges)
@@ -125,8 +137,10 @@ def select_records(data_dir: str | Path, split: str, limit: int | None,
 def with_image_paths(records: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]]:
     """Copies whose ``image`` (relative to the split folder, and inside it) opens
     from any working dir."""
-    return [{**r, "image": str(confined_path(root, r.get("image"), f"item {r.get('item_id')!r}: image"))}
-            for r in records]
+    return [
+        {**r, "image": str(confined_path(root, r.get("image"), f"item {r.get('item_id')!r}: image"))}
+        for r in records
+    ]
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
@@ -137,8 +151,10 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """
     path = Path(path)
     if path.is_dir():
-        raise RosetrainError(f"{path}: is a folder; expected a predictions .jsonl file "
-                             "(an eval run keeps it as predictions.jsonl)")
+        raise RosetrainError(
+            f"{path}: is a folder; expected a predictions .jsonl file "
+            "(an eval run keeps it as predictions.jsonl)"
+        )
     if not path.is_file():
         raise RosetrainError(f"{path}: no such predictions file")
     rows: dict[str, dict[str, Any]] = {}
@@ -148,8 +164,10 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         if not isinstance(item_id, str) or not item_id:
             raise RosetrainError(f"{path}:{number}: a prediction needs a string 'item_id'")
         if item_id in rows:
-            raise RosetrainError(f"{path}:{number}: duplicate prediction for item_id "
-                                 f"{item_id!r} (first at line {lines[item_id]})")
+            raise RosetrainError(
+                f"{path}:{number}: duplicate prediction for item_id "
+                f"{item_id!r} (first at line {lines[item_id]})"
+            )
         rows[item_id] = row
         lines[item_id] = number
     return rows

@@ -11,11 +11,13 @@ consumer holds, so the generator can interleave them.
 
 Imports ``datasets``: only the streaming path loads this module.
 """
+
 from __future__ import annotations
 
 import functools
 import itertools
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import datasets
 from datasets.iterable_dataset import ExamplesIterable
@@ -32,17 +34,17 @@ class InterleavedShards(ExamplesIterable):
             yield key_example
 
     # datasets' own methods return a plain ExamplesIterable; keep this class.
-    def shuffle_data_sources(self, generator) -> "InterleavedShards":
+    def shuffle_data_sources(self, generator) -> InterleavedShards:
         return self._like(super().shuffle_data_sources(generator))
 
-    def shard_data_sources(self, num_shards: int, index: int, contiguous=True) -> "InterleavedShards":
+    def shard_data_sources(self, num_shards: int, index: int, contiguous=True) -> InterleavedShards:
         return self._like(super().shard_data_sources(num_shards, index, contiguous=contiguous))
 
-    def reshard_data_sources(self) -> "InterleavedShards":
+    def reshard_data_sources(self) -> InterleavedShards:
         return self  # the shard count is fixed: rows never depend on how many consumers there are
 
     @classmethod
-    def _like(cls, other: ExamplesIterable) -> "InterleavedShards":
+    def _like(cls, other: ExamplesIterable) -> InterleavedShards:
         return cls(other.generate_examples_fn, other.kwargs)
 
 
@@ -51,8 +53,11 @@ def _keyed(generator: Callable[..., Iterator[dict[str, Any]]], **kwargs) -> Iter
         yield str(number), row
 
 
-def interleaved_dataset(generator: Callable[..., Iterator[dict[str, Any]]], gen_kwargs: dict[str, Any],
-                        features: datasets.Features) -> datasets.IterableDataset:
+def interleaved_dataset(
+    generator: Callable[..., Iterator[dict[str, Any]]],
+    gen_kwargs: dict[str, Any],
+    features: datasets.Features,
+) -> datasets.IterableDataset:
     """Like ``IterableDataset.from_generator``, but ``generator`` gets all of a
     consumer's shards in one call. The shard list is the one list in
     ``gen_kwargs``; ``generator`` must be a module-level function (dataloader

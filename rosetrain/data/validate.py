@@ -6,11 +6,13 @@ targets in its region, a template the scorer does not know) is an error naming
 the file, the line and the field, never a silent score. Its image paths must
 stay inside the folder of the metadata file. Standard library only.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rosetrain import protocol as P
 from rosetrain.data.paths import confined_path
@@ -25,15 +27,18 @@ def check_record(record: Mapping[str, Any], path: Path, number: int) -> None:
     where = f"{path}:{number}"
     template = record.get("task_template")
     if template not in P.TEMPLATES:
-        raise RosetrainError(f"{where}: task_template: unknown template {template!r}; "
-                             f"known: {', '.join(P.TEMPLATES)}")
+        raise RosetrainError(
+            f"{where}: task_template: unknown template {template!r}; known: {', '.join(P.TEMPLATES)}"
+        )
     rows, cols = (_whole(record, field, where, minimum=1) for field in ("rows", "cols"))
     count = _whole(record, "ground_truth_count", where, minimum=0)
     clicks = _cells(record, "ground_truth_clicks", where, rows, cols)
     targets = _cells(record, "all_target_cells", where, rows, cols)
     if count != len(clicks):
-        raise RosetrainError(f"{where}: ground_truth_count: {count} disagrees with the "
-                             f"{len(clicks)} cell(s) of ground_truth_clicks")
+        raise RosetrainError(
+            f"{where}: ground_truth_count: {count} disagrees with the "
+            f"{len(clicks)} cell(s) of ground_truth_clicks"
+        )
     _check_region(record, where, rows, cols, clicks, targets)
     for field in IMAGE_FIELDS:
         if record.get(field) is not None:
@@ -60,8 +65,7 @@ def _cells(record: Mapping[str, Any], field: str, where: str, rows: int, cols: i
     cells = [_cell(item, field, where) for item in value]
     for cell in cells:
         if not (1 <= cell[0] <= rows and 1 <= cell[1] <= cols):
-            raise RosetrainError(f"{where}: {field}: {P.cell_str(cell)} lies outside the "
-                                 f"{rows}x{cols} grid")
+            raise RosetrainError(f"{where}: {field}: {P.cell_str(cell)} lies outside the {rows}x{cols} grid")
     if len(set(cells)) != len(cells):
         raise RosetrainError(f"{where}: {field}: lists a cell twice")
     return set(cells)
@@ -72,16 +76,21 @@ def _cell(item: object, field: str, where: str) -> P.Cell:
         if isinstance(item, str):
             return P.parse_cell_str(item)
         row, col = item
-        if isinstance(row, int) and isinstance(col, int) and not isinstance(row, bool) \
-                and not isinstance(col, bool):
+        if (
+            isinstance(row, int)
+            and isinstance(col, int)
+            and not isinstance(row, bool)
+            and not isinstance(col, bool)
+        ):
             return row, col
     except (TypeError, ValueError):
         pass
     raise RosetrainError(f"{where}: {field}: {item!r:.50} is not a cell like 'R4,C11'")
 
 
-def _check_region(record: Mapping[str, Any], where: str, rows: int, cols: int,
-                  clicks: set[P.Cell], targets: set[P.Cell]) -> None:
+def _check_region(
+    record: Mapping[str, Any], where: str, rows: int, cols: int, clicks: set[P.Cell], targets: set[P.Cell]
+) -> None:
     """The gold clicks are exactly the scene's targets inside the task's region."""
     params = record.get("region_params")
     if params is None:
@@ -100,9 +109,13 @@ def _check_region(record: Mapping[str, Any], where: str, rows: int, cols: int,
     expected = {cell for cell in targets if region.contains(cell)}
     if clicks != expected:
         wrong = sorted(clicks ^ expected)[0]
-        raise RosetrainError(f"{where}: ground_truth_clicks: {len(clicks)} cell(s), but the region "
-                             f"holds {len(expected)} of all_target_cells (they differ at "
-                             f"{P.cell_str(wrong)})")
-    if "region_target_cells" in record and \
-            _cells(record, "region_target_cells", where, rows, cols) != expected:
+        raise RosetrainError(
+            f"{where}: ground_truth_clicks: {len(clicks)} cell(s), but the region "
+            f"holds {len(expected)} of all_target_cells (they differ at "
+            f"{P.cell_str(wrong)})"
+        )
+    if (
+        "region_target_cells" in record
+        and _cells(record, "region_target_cells", where, rows, cols) != expected
+    ):
         raise RosetrainError(f"{where}: region_target_cells: disagrees with the targets in the region")

@@ -1,4 +1,5 @@
 """Registry of visual families, by name (``glyph``, ``emoji_content``, ...)."""
+
 from __future__ import annotations
 
 import functools

@@ -7,6 +7,7 @@ size ratio 0.55 -> 0.9, rotation up to half the shape's symmetry period -> 5
 degrees, shape pairs ranked by how much their outlines differ). Needs no font.
 Shapes are drawn at 4x and downsampled for clean, deterministic antialiasing.
 """
+
 from __future__ import annotations
 
 import colorsys
@@ -28,19 +29,25 @@ BASE_SIZE = 0.8  # circumscribed diameter of the larger shape, as a share of the
 
 
 def _regular(sides: int, start: float = 0.0) -> list[tuple[float, float]]:
-    return [(math.sin(start + 2 * math.pi * k / sides), -math.cos(start + 2 * math.pi * k / sides))
-            for k in range(sides)]
+    return [
+        (math.sin(start + 2 * math.pi * k / sides), -math.cos(start + 2 * math.pi * k / sides))
+        for k in range(sides)
+    ]
 
 
 def _star(points: int, inner: float) -> list[tuple[float, float]]:
-    return [(r * x, r * y) for k, (x, y) in enumerate(_regular(2 * points))
-            for r in ((1.0, inner)[k % 2],)]
+    return [(r * x, r * y) for k, (x, y) in enumerate(_regular(2 * points)) for r in ((1.0, inner)[k % 2],)]
 
 
 def _heart() -> list[tuple[float, float]]:
     ts = [2 * math.pi * k / 64 for k in range(64)]
-    pts = [(16 * math.sin(t) ** 3, -(13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t) - math.cos(4 * t)))
-           for t in ts]
+    pts = [
+        (
+            16 * math.sin(t) ** 3,
+            -(13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t) - math.cos(4 * t)),
+        )
+        for t in ts
+    ]
     return [(x / 17, (y + 2) / 17) for x, y in pts]
 
 
@@ -55,9 +62,27 @@ SHAPES = {
     "diamond": ([(0, -1), (0.6, 0), (0, 1), (-0.6, 0)], 180.0),
     "star": (_star(5, 0.45), 72.0),
     "star6": (_star(6, 0.55), 60.0),
-    "cross": ([(-0.33, -1), (0.33, -1), (0.33, -0.33), (1, -0.33), (1, 0.33), (0.33, 0.33), (0.33, 1),
-               (-0.33, 1), (-0.33, 0.33), (-1, 0.33), (-1, -0.33), (-0.33, -0.33)], 90.0),
-    "arrow": ([(0, -1), (0.7, -0.2), (0.28, -0.2), (0.28, 1), (-0.28, 1), (-0.28, -0.2), (-0.7, -0.2)], 360.0),
+    "cross": (
+        [
+            (-0.33, -1),
+            (0.33, -1),
+            (0.33, -0.33),
+            (1, -0.33),
+            (1, 0.33),
+            (0.33, 0.33),
+            (0.33, 1),
+            (-0.33, 1),
+            (-0.33, 0.33),
+            (-1, 0.33),
+            (-1, -0.33),
+            (-0.33, -0.33),
+        ],
+        90.0,
+    ),
+    "arrow": (
+        [(0, -1), (0.7, -0.2), (0.28, -0.2), (0.28, 1), (-0.28, 1), (-0.28, -0.2), (-0.7, -0.2)],
+        360.0,
+    ),
     "heart": (_heart(), 360.0),
 }
 
@@ -86,7 +111,9 @@ class AttributeConfig(FamilyConfig):
         for field, allowed in (("attributes", ATTRIBUTES), ("shapes", tuple(SHAPES))):
             value = getattr(self, field)
             if isinstance(value, str) or not value or any(v not in allowed for v in value):
-                raise ValueError(f"{field} must be a non-empty list drawn from {list(allowed)}, got {value!r}")
+                raise ValueError(
+                    f"{field} must be a non-empty list drawn from {list(allowed)}, got {value!r}"
+                )
             object.__setattr__(self, field, tuple(value))
         if len(self.shapes) < 2 and "shape" in self.attributes:
             raise ValueError("shapes must list at least two shapes when attributes include 'shape'")
@@ -99,9 +126,13 @@ def draw_shape(spec: dict[str, Any], cell_size: int) -> Image.Image:
     radius = spec["size"] * big / 2
     turn = math.radians(spec["rotation"])
     cos, sin = math.cos(turn), math.sin(turn)
-    points = [(big / 2 + radius * (x * cos - y * sin), big / 2 + radius * (x * sin + y * cos))
-              for x, y in SHAPES[spec["shape"]][0]]
-    colour = tuple(round(255 * v) for v in colorsys.hsv_to_rgb(spec["hue"] / 360, spec["saturation"], spec["value"]))
+    points = [
+        (big / 2 + radius * (x * cos - y * sin), big / 2 + radius * (x * sin + y * cos))
+        for x, y in SHAPES[spec["shape"]][0]
+    ]
+    colour = tuple(
+        round(255 * v) for v in colorsys.hsv_to_rgb(spec["hue"] / 360, spec["saturation"], spec["value"])
+    )
     canvas = Image.new("RGB", (big, big), (255, 255, 255))
     ImageDraw.Draw(canvas).polygon(points, fill=colour)
     return canvas.resize((cell_size, cell_size), Image.BOX)
@@ -114,24 +145,45 @@ def draw_attribute_cells(item: dict[str, Any], cell_size: int) -> tuple[Image.Im
 # Perceptual kinship for the shape attribute: shapes of one kind with close
 # corner counts (hexagon/octagon) look alike; pure area overlap would call a
 # triangle close to a six-pointed star.
-SHAPE_KIND = {"circle": ("polygon", 16), "triangle": ("polygon", 3), "square": ("polygon", 4),
-              "diamond": ("polygon", 4), "pentagon": ("polygon", 5), "hexagon": ("polygon", 6),
-              "octagon": ("polygon", 8), "star": ("star", 5), "star6": ("star", 6),
-              "cross": ("cross", 4), "arrow": ("arrow", 1), "heart": ("heart", 1)}
+SHAPE_KIND = {
+    "circle": ("polygon", 16),
+    "triangle": ("polygon", 3),
+    "square": ("polygon", 4),
+    "diamond": ("polygon", 4),
+    "pentagon": ("polygon", 5),
+    "hexagon": ("polygon", 6),
+    "octagon": ("polygon", 8),
+    "star": ("star", 5),
+    "star6": ("star", 6),
+    "cross": ("cross", 4),
+    "arrow": ("arrow", 1),
+    "heart": ("heart", 1),
+}
 
 
 @functools.lru_cache(maxsize=64)  # keyed by the config's shape list
 def ranked_shape_pairs(shapes: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """Shape pairs, most different first: another kind counts most, then the
     corner-count ratio, then how little their filled areas overlap (1 - IoU)."""
+
     def ink(shape: str) -> Image.Image:
-        spec = {"shape": shape, "size": BASE_SIZE, "rotation": 0.0, "hue": 0.0, "saturation": 0.0, "value": 0.0}
+        spec = {
+            "shape": shape,
+            "size": BASE_SIZE,
+            "rotation": 0.0,
+            "hue": 0.0,
+            "saturation": 0.0,
+            "value": 0.0,
+        }
         return ImageOps.invert(draw_shape(spec, 48).convert("L"))
 
     def distance(a: str, b: str) -> float:
         (kind_a, corners_a), (kind_b, corners_b) = SHAPE_KIND[a], SHAPE_KIND[b]
         x, y = ink(a), ink(b)
-        overlap = 1 - ImageStat.Stat(ImageChops.darker(x, y)).sum[0] / ImageStat.Stat(ImageChops.lighter(x, y)).sum[0]
+        overlap = (
+            1
+            - ImageStat.Stat(ImageChops.darker(x, y)).sum[0] / ImageStat.Stat(ImageChops.lighter(x, y)).sum[0]
+        )
         return (kind_a != kind_b) + abs(math.log(corners_a / corners_b)) / math.log(16) + overlap
 
     scored = sorted((-distance(a, b), a, b) for a, b in itertools.combinations(shapes, 2))
@@ -152,9 +204,14 @@ class AttributeFamily(VisualFamily):
         attribute = rng.choice(self.config.attributes)
         rotatable = [shape for shape in self.config.shapes if SHAPES[shape][1] is not None]
         shape = rng.choice(rotatable if attribute == "rotation" else self.config.shapes)
-        base = {"shape": shape, "size": BASE_SIZE, "rotation": round(rng.uniform(-20, 20), 2),
-                "hue": round(rng.uniform(*self.config.hue_range), 2), "saturation": round(rng.uniform(0.55, 0.9), 3),
-                "value": round(rng.uniform(0.6, 0.9), 3)}
+        base = {
+            "shape": shape,
+            "size": BASE_SIZE,
+            "rotation": round(rng.uniform(-20, 20), 2),
+            "hue": round(rng.uniform(*self.config.hue_range), 2),
+            "saturation": round(rng.uniform(0.55, 0.9), 3),
+            "value": round(rng.uniform(0.6, 0.9), 3),
+        }
         if SHAPES[shape][1] is None:
             base["rotation"] = 0.0
         other, sign = dict(base), rng.choice((-1, 1))
@@ -183,7 +240,12 @@ class AttributeFamily(VisualFamily):
 
     def describe(self, item: dict[str, Any]) -> dict[str, Any]:
         majority, target = item["majority"], item["target"]
-        return {"attribute": item["attribute"], "amount": item["amount"],
-                "background_shape": majority["shape"], "target_shape": target["shape"],
-                "pair_key": f"{item['attribute']}:{majority['shape']}__{target['shape']}",
-                "background_spec": majority, "target_spec": target}
+        return {
+            "attribute": item["attribute"],
+            "amount": item["amount"],
+            "background_shape": majority["shape"],
+            "target_shape": target["shape"],
+            "pair_key": f"{item['attribute']}:{majority['shape']}__{target['shape']}",
+            "background_spec": majority,
+            "target_spec": target,
+        }

@@ -6,6 +6,7 @@ nothing about grids, regions or tasks: the renderer tiles the two cells, so
 every majority cell is pixel-identical to every other, and so is every
 exception cell (unless the spec opts into per-cell noise).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,7 +33,7 @@ class FamilyConfig:
 class VisualFamily:
     """Base class. Subclasses set the class attributes and implement the methods."""
 
-    name: ClassVar[str]            # registry key used in specs, e.g. "glyph"
+    name: ClassVar[str]  # registry key used in specs, e.g. "glyph"
     primitive_type: ClassVar[str]  # release field, e.g. "CHINESE_GLYPH"
     config_class: ClassVar[type[FamilyConfig]] = FamilyConfig
 

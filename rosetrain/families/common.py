@@ -1,12 +1,14 @@
 """Helpers shared by the visual families: a per-item cell cache that also checks
 the interface's promises, subtlety-driven choice from a ranked list, and small
 numeric helpers. Nothing here knows about a particular family."""
+
 from __future__ import annotations
 
 import json
 import random
 from collections import OrderedDict
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from PIL import Image, ImageChops, ImageStat
 
@@ -28,8 +30,7 @@ def item_key(item: dict[str, Any]) -> str:
     return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def pick_by_subtlety(rng: random.Random, ranked: Sequence[T], subtlety: float,
-                     window: float = 0.3) -> T:
+def pick_by_subtlety(rng: random.Random, ranked: Sequence[T], subtlety: float, window: float = 0.3) -> T:
     """Choose from ``ranked`` (easiest first, most subtle last): a uniform pick in a
     window of ``window`` of the list centred at position ``subtlety``."""
     if not ranked:
@@ -68,8 +69,7 @@ class CellCache:
     Kept small: items rarely repeat across scenes (under 10% hits in the
     curriculum), and there is one cache per family config, each pair up to ~40 KB."""
 
-    def __init__(self, family: str, render: Callable[[dict[str, Any], int], Cells],
-                 maxsize: int = 32):
+    def __init__(self, family: str, render: Callable[[dict[str, Any], int], Cells], maxsize: int = 32):
         self.family, self.render, self.maxsize = family, render, maxsize
         self._cells: OrderedDict[tuple[str, int], Cells] = OrderedDict()
 
@@ -95,5 +95,6 @@ class CellCache:
         if not differ(*cells):
             raise RosetrainError(
                 f"family {self.family!r}: majority and exception cells are identical at "
-                f"cell_size {key[1]} for item {key[0]}; use a larger cell_size or a lower subtlety")
+                f"cell_size {key[1]} for item {key[0]}; use a larger cell_size or a lower subtlety"
+            )
         return cells

@@ -13,6 +13,7 @@ draws it only on RGB/RGBA images with embedded_color=True, so every emoji is
 drawn once at 109 on a fixed square canvas (same frame for all, so relative
 sizes survive), cached, then scaled to the cell.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,39 +25,137 @@ from typing import Any
 from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageOps
 
 from rosetrain.families.base import FamilyConfig, VisualFamily, unavailable
-from rosetrain.families.common import (CellCache, differ, fit_square, lerp, mean_abs_diff,
-                                       pick_by_subtlety)
+from rosetrain.families.common import CellCache, differ, fit_square, lerp, mean_abs_diff, pick_by_subtlety
 from rosetrain.families.fonts import FontRef, has_glyph, load_font, resolve_font
 
 # Related emoji, one code point each; every pair inside a group is a candidate.
 CONTENT_GROUPS = (
-    "🐣🐤🐥", "😀😃😄😁", "🙂🙃😊", "😐😑😶", "😗😙😚", "😮😯😲", "😦😧", "😢😥😓", "😤😠😡",
-    "😺😸😹", "😼😽", "🙀😿", "😪😴", "🤒🤕", "😷🤧", "🍎🍏🍅", "🍊🍋", "🍐🍏", "🌑🌒",
-    "🌒🌓", "🌓🌔", "🌔🌕", "🌕🌖", "🌖🌗", "🌗🌘", "🌛🌜", "🌝🌚", "🕐🕑", "🕒🕓", "🕔🕕",
-    "🐶🐕", "🐱🐈", "🐭🐹", "🐰🐇", "🐵🙈", "🙈🙉🙊", "🐮🐄", "🐷🐖", "🐻🐼🐨", "🐯🦁",
-    "🐴🦄🦓", "🐔🐓", "🐧🐦", "🦆🦢", "🐠🐟🐡", "🐳🐋🐬", "🦐🦞🦀", "🐌🐛", "🌷🌹", "🌸🌼🌻",
-    "🍁🍂", "🌲🌳", "🌴🌵", "🍇🫐", "🍒🍓", "🍑🥭", "🥒🥬", "🥐🥖", "🍔🥪", "🍕🥧", "🍩🍪",
-    "🍰🎂", "🍦🍧🍨", "☕🍵", "🍺🍻", "🍷🍸", "🥂🍾", "⚽🏀🏐", "🏈🏉", "⚾🥎🎾", "🔴🟠",
-    "🔵🟣", "🟥🟧", "🔶🔸", "🔷🔹", "📕📙", "📗📘", "📒📓", "🔒🔓", "🔈🔉🔊", "🔔🔕",
-    "🚗🚙", "🚌🚎", "🚓🚔", "🚕🚖", "🚑🚒", "✋🤚", "👍👎", "👆👇", "👈👉", "✊👊", "👦👧",
-    "👴👵", "💛🧡", "💚💙", "💜🖤", "💓💗💖", "💕💞", "📈📉", "⏪⏩", "⏫⏬", "🔼🔽", "🏠🏡",
-    "🏢🏬", "🌋🗻", "💧💦", "⭐🌟", "🎃👻", "🎈🎉", "🎁📦",
+    "🐣🐤🐥",
+    "😀😃😄😁",
+    "🙂🙃😊",
+    "😐😑😶",
+    "😗😙😚",
+    "😮😯😲",
+    "😦😧",
+    "😢😥😓",
+    "😤😠😡",
+    "😺😸😹",
+    "😼😽",
+    "🙀😿",
+    "😪😴",
+    "🤒🤕",
+    "😷🤧",
+    "🍎🍏🍅",
+    "🍊🍋",
+    "🍐🍏",
+    "🌑🌒",
+    "🌒🌓",
+    "🌓🌔",
+    "🌔🌕",
+    "🌕🌖",
+    "🌖🌗",
+    "🌗🌘",
+    "🌛🌜",
+    "🌝🌚",
+    "🕐🕑",
+    "🕒🕓",
+    "🕔🕕",
+    "🐶🐕",
+    "🐱🐈",
+    "🐭🐹",
+    "🐰🐇",
+    "🐵🙈",
+    "🙈🙉🙊",
+    "🐮🐄",
+    "🐷🐖",
+    "🐻🐼🐨",
+    "🐯🦁",
+    "🐴🦄🦓",
+    "🐔🐓",
+    "🐧🐦",
+    "🦆🦢",
+    "🐠🐟🐡",
+    "🐳🐋🐬",
+    "🦐🦞🦀",
+    "🐌🐛",
+    "🌷🌹",
+    "🌸🌼🌻",
+    "🍁🍂",
+    "🌲🌳",
+    "🌴🌵",
+    "🍇🫐",
+    "🍒🍓",
+    "🍑🥭",
+    "🥒🥬",
+    "🥐🥖",
+    "🍔🥪",
+    "🍕🥧",
+    "🍩🍪",
+    "🍰🎂",
+    "🍦🍧🍨",
+    "☕🍵",
+    "🍺🍻",
+    "🍷🍸",
+    "🥂🍾",
+    "⚽🏀🏐",
+    "🏈🏉",
+    "⚾🥎🎾",
+    "🔴🟠",
+    "🔵🟣",
+    "🟥🟧",
+    "🔶🔸",
+    "🔷🔹",
+    "📕📙",
+    "📗📘",
+    "📒📓",
+    "🔒🔓",
+    "🔈🔉🔊",
+    "🔔🔕",
+    "🚗🚙",
+    "🚌🚎",
+    "🚓🚔",
+    "🚕🚖",
+    "🚑🚒",
+    "✋🤚",
+    "👍👎",
+    "👆👇",
+    "👈👉",
+    "✊👊",
+    "👦👧",
+    "👴👵",
+    "💛🧡",
+    "💚💙",
+    "💜🖤",
+    "💓💗💖",
+    "💕💞",
+    "📈📉",
+    "⏪⏩",
+    "⏫⏬",
+    "🔼🔽",
+    "🏠🏡",
+    "🏢🏬",
+    "🌋🗻",
+    "💧💦",
+    "⭐🌟",
+    "🎃👻",
+    "🎈🎉",
+    "🎁📦",
 )
 STYLE_EMOJI = tuple(dict.fromkeys(itertools.chain.from_iterable(CONTENT_GROUPS)))
 EMOJI_FIX = "install it (apt-get install fonts-noto-color-emoji) or set font: to another colour emoji font"
-EMOJI_SCALE = 0.86      # share of the cell the emoji frame fills
+EMOJI_SCALE = 0.86  # share of the cell the emoji frame fills
 CHECK_CELLS = (24, 64)  # two renderings must differ at the smallest and a typical cell
 
 # Derived styles: name -> (strength parameter at subtlety 0, at subtlety 1, offered up to subtlety).
 STYLES = {
-    "hue": (180.0, 30.0, 1.0),        # hue rotation in degrees
-    "gray": (1.0, 0.6, 1.0),          # share of colour removed
-    "posterize": (1.0, 3.0, 1.0),     # bits kept per channel
-    "pixelate": (12.0, 36.0, 1.0),    # blocks across the frame
-    "soft": (6.0, 2.5, 1.0),          # blur radius at the 109 px render
-    "flat": (0.0, 0.0, 0.5),          # one-colour silhouette
-    "outline": (6.0, 3.0, 0.5),       # outline width at the 109 px render
-    "text": (0.0, 0.0, 0.5),          # monochrome glyph from the text font
+    "hue": (180.0, 30.0, 1.0),  # hue rotation in degrees
+    "gray": (1.0, 0.6, 1.0),  # share of colour removed
+    "posterize": (1.0, 3.0, 1.0),  # bits kept per channel
+    "pixelate": (12.0, 36.0, 1.0),  # blocks across the frame
+    "soft": (6.0, 2.5, 1.0),  # blur radius at the 109 px render
+    "flat": (0.0, 0.0, 0.5),  # one-colour silhouette
+    "outline": (6.0, 3.0, 0.5),  # outline width at the 109 px render
+    "text": (0.0, 0.0, 0.5),  # monochrome glyph from the text font
 }
 
 
@@ -79,7 +178,9 @@ class EmojiConfig(FamilyConfig):
         if not isinstance(self.render_size, int) or not 8 <= self.render_size <= 512:
             raise ValueError(f"render_size must be an int in [8, 512], got {self.render_size!r}")
         if isinstance(self.styles, str) or not self.styles or any(s not in STYLES for s in self.styles):
-            raise ValueError(f"styles must be a non-empty list drawn from {list(STYLES)}, got {self.styles!r}")
+            raise ValueError(
+                f"styles must be a non-empty list drawn from {list(STYLES)}, got {self.styles!r}"
+            )
         object.__setattr__(self, "styles", tuple(self.styles))
 
 
@@ -98,8 +199,11 @@ class _EmojiFamily(VisualFamily):
         try:
             load_font(font.file, font.index, self.config.render_size)
         except OSError as error:  # a bitmap font refuses other sizes ("invalid pixel size")
-            raise unavailable(self.name, f"font {self.config.font!r} does not load at render_size "
-                              f"{self.config.render_size} ({error})", "set render_size (109 for Noto Color Emoji)")
+            raise unavailable(
+                self.name,
+                f"font {self.config.font!r} does not load at render_size {self.config.render_size} ({error})",
+                "set render_size (109 for Noto Color Emoji)",
+            ) from None
         if raw_emoji(font.file, font.index, self.config.render_size, "🙂").getbbox() is None:
             raise unavailable(self.name, f"font {self.config.font!r} draws no emoji", EMOJI_FIX)
         return font
@@ -116,8 +220,11 @@ class _EmojiFamily(VisualFamily):
         return raw_emoji(item["font_file"], item["font_index"], item["render_size"], char)
 
     def font_fields(self) -> dict[str, Any]:
-        return {"font_file": self.font.file, "font_index": self.font.index,
-                "render_size": self.config.render_size}
+        return {
+            "font_file": self.font.file,
+            "font_index": self.font.index,
+            "render_size": self.config.render_size,
+        }
 
     def draw_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
         return self._draw(item, cell_size)
@@ -128,8 +235,9 @@ def raw_emoji(file: str, index: int, size: int, char: str) -> Image.Image:
     """One emoji on a transparent square canvas, centred, at the font's own size."""
     side = round(size * 1.25)
     canvas = Image.new("RGBA", (side, side), (0, 0, 0, 0))
-    ImageDraw.Draw(canvas).text((side / 2, side / 2), char, font=load_font(file, index, size),
-                                embedded_color=True, anchor="mm")
+    ImageDraw.Draw(canvas).text(
+        (side / 2, side / 2), char, font=load_font(file, index, size), embedded_color=True, anchor="mm"
+    )
     return canvas
 
 
@@ -167,14 +275,20 @@ class EmojiContentFamily(_EmojiFamily):
         return {**self.font_fields(), "background_emoji": pair[0], "target_emoji": pair[1]}
 
     def _render_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
-        return tuple(place(self.raw(item, item[key]), cell_size)
-                     for key in ("background_emoji", "target_emoji"))
+        return tuple(
+            place(self.raw(item, item[key]), cell_size) for key in ("background_emoji", "target_emoji")
+        )
 
     def describe(self, item: dict[str, Any]) -> dict[str, Any]:
         codes = [f"{ord(item[key]):x}" for key in ("background_emoji", "target_emoji")]
-        return {"background_emoji": item["background_emoji"], "target_emoji": item["target_emoji"],
-                "background_unicode": codes[0], "target_unicode": codes[1],
-                "pair_key": "__".join(sorted(codes)), "font_file": item["font_file"]}
+        return {
+            "background_emoji": item["background_emoji"],
+            "target_emoji": item["target_emoji"],
+            "background_unicode": codes[0],
+            "target_unicode": codes[1],
+            "pair_key": "__".join(sorted(codes)),
+            "font_file": item["font_file"],
+        }
 
 
 class EmojiStyleFamily(_EmojiFamily):
@@ -203,22 +317,36 @@ class EmojiStyleFamily(_EmojiFamily):
                 derived.update(font_file=self.text_font.file, font_index=self.text_font.index)
             styles = [{"name": "color"}, derived]
             rng.shuffle(styles)  # the colour rendering may be the majority or the exception
-            item = {**self.font_fields(), "emoji": char, "majority_style": styles[0], "target_style": styles[1]}
+            item = {
+                **self.font_fields(),
+                "emoji": char,
+                "majority_style": styles[0],
+                "target_style": styles[1],
+            }
             if self.raw(item, char).getbbox() and differ(*self._render_cells(item, CHECK_CELLS[0])):
                 return item
         raise unavailable(self.name, "no emoji gives two distinct renderings", EMOJI_FIX)
 
     def _render_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
         raw = self.raw(item, item["emoji"])
-        return tuple(place(styled(raw, item["emoji"], item[key]), cell_size)
-                     for key in ("majority_style", "target_style"))
+        return tuple(
+            place(styled(raw, item["emoji"], item[key]), cell_size)
+            for key in ("majority_style", "target_style")
+        )
 
     def describe(self, item: dict[str, Any]) -> dict[str, Any]:
         def label(style: dict[str, Any]) -> str:
             return style["name"] + (f"_{style['amount']:g}" if style.get("amount") else "")
-        return {"emoji_char": item["emoji"], "background_emoji": item["emoji"], "target_emoji": item["emoji"],
-                "unicode_key": f"{ord(item['emoji']):x}", "majority_style": label(item["majority_style"]),
-                "target_style": label(item["target_style"]), "pair_key": f"{ord(item['emoji']):x}"}
+
+        return {
+            "emoji_char": item["emoji"],
+            "background_emoji": item["emoji"],
+            "target_emoji": item["emoji"],
+            "unicode_key": f"{ord(item['emoji']):x}",
+            "majority_style": label(item["majority_style"]),
+            "target_style": label(item["target_style"]),
+            "pair_key": f"{ord(item['emoji']):x}",
+        }
 
 
 def styled(raw: Image.Image, char: str, style: dict[str, Any]) -> Image.Image:
@@ -257,6 +385,11 @@ def styled(raw: Image.Image, char: str, style: dict[str, Any]) -> Image.Image:
 
 def text_glyph(file: str, index: int, char: str, side: int) -> Image.Image:
     canvas = Image.new("RGBA", (side, side), (0, 0, 0, 0))
-    ImageDraw.Draw(canvas).text((side / 2, side / 2), char, font=load_font(file, index, round(side * 0.7)),
-                                fill=(20, 20, 20, 255), anchor="mm")
+    ImageDraw.Draw(canvas).text(
+        (side / 2, side / 2),
+        char,
+        font=load_font(file, index, round(side * 0.7)),
+        fill=(20, 20, 20, 255),
+        anchor="mm",
+    )
     return canvas

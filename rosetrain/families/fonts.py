@@ -10,6 +10,7 @@ shapes (0 JP, 1 KR, 2 SC, 3 TC, 4 HK), so a resolved font is always a
 fc-match silently substitutes a fallback for a family it does not have, so a
 match only counts when the requested family is among the returned ones.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,7 +29,7 @@ MISSING_PROBE = "\U0010fffd"
 
 @dataclasses.dataclass(frozen=True)
 class FontRef:
-    name: str   # what the config said, shown in errors and rows
+    name: str  # what the config said, shown in errors and rows
     file: str
     index: int = 0
 
@@ -47,6 +48,7 @@ def _is_path(spec: str) -> bool:
 # Every cache here is bounded: a `generate` worker renders scenes for hours, and
 # a cache keyed by anything that varies per scene grows until the process is killed.
 
+
 @functools.lru_cache(maxsize=256)  # keyed by the config's font names: a handful per spec
 def resolve_font(spec: str) -> FontRef | None:
     """The installed font a config entry names, or None if it is not installed."""
@@ -62,8 +64,9 @@ def resolve_font(spec: str) -> FontRef | None:
 def _fc_match(pattern: str) -> tuple[str, int] | None:
     if shutil.which("fc-match") is None:
         return None
-    result = subprocess.run(["fc-match", "-f", "%{file}|%{index}|%{family}", pattern],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        ["fc-match", "-f", "%{file}|%{index}|%{family}", pattern], capture_output=True, text=True, check=False
+    )
     parts = result.stdout.strip().split("|")
     if result.returncode != 0 or len(parts) != 3 or not os.path.isfile(parts[0]):
         return None

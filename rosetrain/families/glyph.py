@@ -7,6 +7,7 @@ shrinks the glyph a little. A pair that renders pixel-identically in a font
 (Latin O and Greek Omicron in DejaVu), or that the font cannot draw, is never
 used in that font.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,31 +27,165 @@ from rosetrain.families.fonts import FontRef, font_display_name, has_glyph, rend
 # omicron, Cyrillic o; y and Cyrillic u; 3 and Ze) are left out on purpose: fonts
 # only tell them apart by small offsets, which is no fair "different character".
 LATIN_GROUPS = (
-    "O0Q", "Il1|", "B8", "S5", "Z2", "CG", "EF", "PR", "DO", "UV", "VY", "MN", "bd6", "pq",
-    "g9q", "nhm", "uv", "ce", "ao", "ij", "tf", "G6", "A4", "T7", "38", "56", "17", "KX",
-    "OΘ", "vν", "uυ", "nηп", "iι", "kκ", "Bβ", "aα", "pρ", "xχ", "yγ", "eε", "rг", "bЬ",
-    "NИ", "RЯ", "6б",
+    "O0Q",
+    "Il1|",
+    "B8",
+    "S5",
+    "Z2",
+    "CG",
+    "EF",
+    "PR",
+    "DO",
+    "UV",
+    "VY",
+    "MN",
+    "bd6",
+    "pq",
+    "g9q",
+    "nhm",
+    "uv",
+    "ce",
+    "ao",
+    "ij",
+    "tf",
+    "G6",
+    "A4",
+    "T7",
+    "38",
+    "56",
+    "17",
+    "KX",
+    "OΘ",
+    "vν",
+    "uυ",
+    "nηп",
+    "iι",
+    "kκ",
+    "Bβ",
+    "aα",
+    "pρ",
+    "xχ",
+    "yγ",
+    "eε",
+    "rг",
+    "bЬ",
+    "NИ",
+    "RЯ",
+    "6б",
 )
 CJK_GROUPS = (
-    "未末", "土士", "己已巳", "戊戌戍戎", "天夭夫", "人入八", "日曰目", "大太犬丈", "王玉主",
-    "析折拆", "架枷", "刀力刁", "千干于", "午牛", "今令", "鸟乌岛", "鳥烏", "拔拨", "候侯",
-    "崇祟", "赢羸嬴", "免兔", "采釆", "冶治", "汩汨", "沽沾", "祗祇", "徽微", "辨辩辫", "券卷",
-    "刺剌", "栗粟", "盲肓", "壁璧", "暑署", "历厉", "胄胃", "幻幼", "母毋", "竞竟", "延廷",
-    "炙灸", "迫追", "鸣呜", "茶荼", "杨扬", "惟帷", "晴睛", "喝渴", "侍待", "休体", "贝见",
-    "貝見", "戈弋", "币市", "仓仑", "万方", "甲申由田", "旦且", "白自", "史吏", "问间",
-    "木本术", "兵丘乒乓", "宇字", "买卖", "苦若", "尤龙", "亨享", "厂广", "北比", "洒酒",
-    "峰锋", "狠狼", "孤狐", "子孑孓", "冗冘", "壶壸", "汆氽", "觅觉", "盂孟", "氏氐",
-    "毫亳", "朋明", "迅汛", "儿几", "乙乞", "工土", "凡丸", "元无", "師帥", "陳陣", "末朱",
+    "未末",
+    "土士",
+    "己已巳",
+    "戊戌戍戎",
+    "天夭夫",
+    "人入八",
+    "日曰目",
+    "大太犬丈",
+    "王玉主",
+    "析折拆",
+    "架枷",
+    "刀力刁",
+    "千干于",
+    "午牛",
+    "今令",
+    "鸟乌岛",
+    "鳥烏",
+    "拔拨",
+    "候侯",
+    "崇祟",
+    "赢羸嬴",
+    "免兔",
+    "采釆",
+    "冶治",
+    "汩汨",
+    "沽沾",
+    "祗祇",
+    "徽微",
+    "辨辩辫",
+    "券卷",
+    "刺剌",
+    "栗粟",
+    "盲肓",
+    "壁璧",
+    "暑署",
+    "历厉",
+    "胄胃",
+    "幻幼",
+    "母毋",
+    "竞竟",
+    "延廷",
+    "炙灸",
+    "迫追",
+    "鸣呜",
+    "茶荼",
+    "杨扬",
+    "惟帷",
+    "晴睛",
+    "喝渴",
+    "侍待",
+    "休体",
+    "贝见",
+    "貝見",
+    "戈弋",
+    "币市",
+    "仓仑",
+    "万方",
+    "甲申由田",
+    "旦且",
+    "白自",
+    "史吏",
+    "问间",
+    "木本术",
+    "兵丘乒乓",
+    "宇字",
+    "买卖",
+    "苦若",
+    "尤龙",
+    "亨享",
+    "厂广",
+    "北比",
+    "洒酒",
+    "峰锋",
+    "狠狼",
+    "孤狐",
+    "子孑孓",
+    "冗冘",
+    "壶壸",
+    "汆氽",
+    "觅觉",
+    "盂孟",
+    "氏氐",
+    "毫亳",
+    "朋明",
+    "迅汛",
+    "儿几",
+    "乙乞",
+    "工土",
+    "凡丸",
+    "元无",
+    "師帥",
+    "陳陣",
+    "末朱",
 )
 SCRIPT_GROUPS = {"latin": LATIN_GROUPS, "cjk": CJK_GROUPS}
 SCRIPT_PROBE = {"latin": "A", "cjk": "未"}  # a font without this cannot serve the script
 DEFAULT_FONTS = {
     "latin": ("DejaVu Sans", "DejaVu Serif", "DejaVu Sans Mono"),
-    "cjk": ("Noto Sans CJK SC", "Noto Serif CJK SC", "Noto Sans CJK TC", "Noto Serif CJK TC",
-            "Noto Sans CJK JP", "Noto Sans CJK SC:style=Bold", "Noto Serif CJK JP:style=Bold"),
+    "cjk": (
+        "Noto Sans CJK SC",
+        "Noto Serif CJK SC",
+        "Noto Sans CJK TC",
+        "Noto Serif CJK TC",
+        "Noto Sans CJK JP",
+        "Noto Sans CJK SC:style=Bold",
+        "Noto Serif CJK JP:style=Bold",
+    ),
 }
-FIX = {"latin": "install it (apt-get install fonts-dejavu-core) or change the family's fonts",
-       "cjk": "install a CJK font (apt-get install fonts-noto-cjk) or set script: latin"}
+FIX = {
+    "latin": "install it (apt-get install fonts-dejavu-core) or change the family's fonts",
+    "cjk": "install a CJK font (apt-get install fonts-noto-cjk) or set script: latin",
+}
 CHECK_CELLS = (24, 64)  # a pair must differ at the smallest and a typical cell size
 
 
@@ -126,17 +261,21 @@ class GlyphFamily(VisualFamily):
         for name in names:
             font = resolve_font(name)
             if font is None and explicit:
-                raise unavailable(self.name, f"font {name!r} (from fonts) is not installed",
-                                  "install it (Noto CJK: apt-get install fonts-noto-cjk; DejaVu: "
-                                  "apt-get install fonts-dejavu-core) or remove it from fonts")
+                raise unavailable(
+                    self.name,
+                    f"font {name!r} (from fonts) is not installed",
+                    "install it (Noto CJK: apt-get install fonts-noto-cjk; DejaVu: "
+                    "apt-get install fonts-dejavu-core) or remove it from fonts",
+                )
             if font is not None:
                 fonts.append(font)
         usable = {s: [f for f in fonts if has_glyph(f, SCRIPT_PROBE[s])] for s in self.config.scripts}
         usable = {s: fs for s, fs in usable.items() if fs}
         if not usable:  # with script any, one drawable script is enough
             script = self.config.scripts[-1]
-            raise unavailable(self.name, f"no installed font among {list(names)} draws {script} characters",
-                              FIX[script])
+            raise unavailable(
+                self.name, f"no installed font among {list(names)} draws {script} characters", FIX[script]
+            )
         return usable
 
     def check_available(self) -> None:
@@ -157,9 +296,15 @@ class GlyphFamily(VisualFamily):
             raise unavailable(self.name, f"font {font.name!r} draws no distinct {script} pair", FIX[script])
         pair = list(pick_by_subtlety(rng, pairs, self.config.subtlety))
         rng.shuffle(pair)  # either character may be the majority
-        return {"script": script, "font_file": font.file, "font_index": font.index,
-                "font_name": font_display_name(font.file, font.index), "glyph_ratio": ratio,
-                "background_char": pair[0], "target_char": pair[1]}
+        return {
+            "script": script,
+            "font_file": font.file,
+            "font_index": font.index,
+            "font_name": font_display_name(font.file, font.index),
+            "glyph_ratio": ratio,
+            "background_char": pair[0],
+            "target_char": pair[1],
+        }
 
     def draw_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
         return self._draw(item, cell_size)
@@ -167,13 +312,24 @@ class GlyphFamily(VisualFamily):
     def describe(self, item: dict[str, Any]) -> dict[str, Any]:
         majority, target = item["background_char"], item["target_char"]
         undirected = "__".join(sorted((majority, target)))
-        return {"background_char": majority, "target_char": target, "source_pair": [majority, target],
-                "pair_direction": f"{majority}_majority_{target}_target", "pair_key": undirected,
-                "undirected_pair_key": undirected, "font_name": item["font_name"],
-                "font_file": item["font_file"], "font_index": item["font_index"], "script": item["script"]}
+        return {
+            "background_char": majority,
+            "target_char": target,
+            "source_pair": [majority, target],
+            "pair_direction": f"{majority}_majority_{target}_target",
+            "pair_key": undirected,
+            "undirected_pair_key": undirected,
+            "font_name": item["font_name"],
+            "font_file": item["font_file"],
+            "font_index": item["font_index"],
+            "script": item["script"],
+        }
 
 
 def draw_glyph_cells(item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
-    return tuple(render_char(item["font_file"], item["font_index"], item[key], cell_size,
-                             item["glyph_ratio"]).convert("RGB")
-                 for key in ("background_char", "target_char"))
+    return tuple(
+        render_char(item["font_file"], item["font_index"], item[key], cell_size, item["glyph_ratio"]).convert(
+            "RGB"
+        )
+        for key in ("background_char", "target_char")
+    )

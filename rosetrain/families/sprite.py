@@ -12,6 +12,7 @@ sprite_pair (ROSE-PixelContent): the exception is a sibling grown from the same
 noise with part of it re-drawn: at subtlety 0 a new silhouette and colouring,
 at subtlety 1 the same silhouette with a partly re-drawn colouring.
 """
+
 from __future__ import annotations
 
 import colorsys
@@ -38,8 +39,14 @@ class SpriteConfig(FamilyConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         sizes = tuple(self.sizes) if isinstance(self.sizes, (list, tuple)) else ()
-        if len(sizes) != 2 or not all(isinstance(s, int) for s in sizes) or not 5 <= sizes[0] <= sizes[1] <= 32:
-            raise ValueError(f"sizes must be [smallest, largest] with 5 <= smallest <= largest <= 32, got {self.sizes!r}")
+        if (
+            len(sizes) != 2
+            or not all(isinstance(s, int) for s in sizes)
+            or not 5 <= sizes[0] <= sizes[1] <= 32
+        ):
+            raise ValueError(
+                f"sizes must be [smallest, largest] with 5 <= smallest <= largest <= 32, got {self.sizes!r}"
+            )
         object.__setattr__(self, "sizes", sizes)
 
 
@@ -52,13 +59,14 @@ class Genome:
     colour: list[list[float]]
 
     @classmethod
-    def random(cls, rng: random.Random, size: int) -> "Genome":
+    def random(cls, rng: random.Random, size: int) -> Genome:
         half = (size + 1) // 2
         return cls(size, *([[rng.random() for _ in range(half)] for _ in range(size)] for _ in range(2)))
 
-    def mutated(self, rng: random.Random, shape_share: float, colour_share: float) -> "Genome":
+    def mutated(self, rng: random.Random, shape_share: float, colour_share: float) -> Genome:
         def redraw(noise: list[list[float]], share: float) -> list[list[float]]:
             return [[rng.random() if rng.random() < share else v for v in row] for row in noise]
+
         return Genome(self.size, redraw(self.shape, shape_share), redraw(self.colour, colour_share))
 
     def grid(self) -> list[str]:
@@ -98,8 +106,10 @@ def _neighbours(mask: list[list[bool]], r: int, c: int, diagonal: bool = True) -
 def _smooth(mask: list[list[bool]]) -> list[list[bool]]:
     """One cellular-automaton step: fills pinholes, drops stray pixels; symmetric rule."""
     counts = [[_neighbours(mask, r, c) for c in range(len(row))] for r, row in enumerate(mask)]
-    return [[count >= 5 or (alive and count >= 2) for alive, count in zip(row, row_counts)]
-            for row, row_counts in zip(mask, counts)]
+    return [
+        [count >= 5 or (alive and count >= 2) for alive, count in zip(row, row_counts)]
+        for row, row_counts in zip(mask, counts)
+    ]
 
 
 def _drop_specks(mask: list[list[bool]], smallest: int = 4) -> list[list[bool]]:
@@ -135,7 +145,7 @@ def random_palette(rng: random.Random) -> list[str]:
     hue = rng.random()
     second = (hue + rng.choice((0.08, 0.5, 0.62, -0.1))) % 1.0
     hsv = [(0, 0, 1), (hue, 0.7, 0.22), (hue, 0.7, 0.85), (second, 0.6, 0.7), ((hue + 0.5) % 1, 0.25, 1.0)]
-    return ["#%02x%02x%02x" % tuple(round(255 * v) for v in colorsys.hsv_to_rgb(*c)) for c in hsv]
+    return ["#{:02x}{:02x}{:02x}".format(*(round(255 * v) for v in colorsys.hsv_to_rgb(*c))) for c in hsv]
 
 
 def draw_sprite(rows: list[str], palette: list[str], cell_size: int) -> Image.Image:
@@ -143,7 +153,7 @@ def draw_sprite(rows: list[str], palette: list[str], cell_size: int) -> Image.Im
     in small cells, where that would waste a third of the cell, stretch instead
     (every sprite pixel still covers at least one cell pixel)."""
     n = len(rows)
-    colours = [tuple(int(p[i:i + 2], 16) for i in (1, 3, 5)) for p in palette]
+    colours = [tuple(int(p[i : i + 2], 16) for i in (1, 3, 5)) for p in palette]
     sprite = Image.new("RGB", (n, n))
     sprite.putdata([colours[int(ch)] for row in rows for ch in row])
     room = int(cell_size * SPRITE_SCALE)
@@ -167,7 +177,7 @@ def local_edit(rng: random.Random, rows: list[str], pixels: int) -> list[str]:
     inked = [(r, c) for r in range(n) for c in range(n) if grid[r][c] != str(BACKGROUND)]
     r0, c0 = rng.choice(inked)
     new = str(rng.choice((BACKGROUND, OUTLINE, MAIN, SECOND, ACCENT)))
-    order = sorted((((r - r0) ** 2 + (c - c0) ** 2, rng.random(), r, c) for r in range(n) for c in range(n)))
+    order = sorted(((r - r0) ** 2 + (c - c0) ** 2, rng.random(), r, c) for r in range(n) for c in range(n))
     changed = 0
     for _, _, r, c in order:
         if changed == pixels:
@@ -209,8 +219,13 @@ class SpriteEditFamily(_SpriteFamily):
     def sample_item(self, rng: random.Random) -> dict[str, Any]:
         seed, own, genome, rows, palette = self._base(rng)
         pixels = max(1, round(lerp(0.14 * len(rows) ** 2, 1, self.config.subtlety)))
-        return {"pair_key": f"sprite-{seed:012x}", "palette": palette, "majority": rows,
-                "target": local_edit(own, rows, pixels), "edit_pixels": pixels}
+        return {
+            "pair_key": f"sprite-{seed:012x}",
+            "palette": palette,
+            "majority": rows,
+            "target": local_edit(own, rows, pixels),
+            "edit_pixels": pixels,
+        }
 
 
 class SpritePairFamily(_SpriteFamily):
@@ -229,5 +244,11 @@ class SpritePairFamily(_SpriteFamily):
                 break
         else:
             raise AssertionError("sprite_pair: could not grow a distinct sibling")
-        return {"pair_key": f"sprite-{seed:012x}__sibling", "palette": palette, "majority": rows,
-                "target": sibling, "shape_redrawn": round(shape_share, 3), "colour_redrawn": round(colour_share, 3)}
+        return {
+            "pair_key": f"sprite-{seed:012x}__sibling",
+            "palette": palette,
+            "majority": rows,
+            "target": sibling,
+            "shape_redrawn": round(shape_share, 3),
+            "colour_redrawn": round(colour_share, 3),
+        }

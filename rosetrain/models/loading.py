@@ -6,6 +6,7 @@ adapter folder (it has ``adapter_config.json``): its base model is loaded the
 same way and the adapter applied with peft. bf16 on a GPU, fp32 on the CPU;
 ``trust_remote_code`` stays off unless the caller asks.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,12 +33,14 @@ def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
         if not path.is_dir():
             raise RosetrainError(f"model: {text} is a file, not a model folder")
         if not any((path / name).is_file() for name in ("config.json", ADAPTER_CONFIG)):
-            raise RosetrainError(f"model: {text} is a folder but not a model (it has no "
-                                 f"config.json or {ADAPTER_CONFIG})")
+            raise RosetrainError(
+                f"model: {text} is a folder but not a model (it has no config.json or {ADAPTER_CONFIG})"
+            )
         return "local", path
     first = text.split("/", 1)[0]
-    looks_local = (not _HUB_ID.match(text) or text.startswith((".", "~"))
-                   or ("/" in text and Path(first).is_dir()))
+    looks_local = (
+        not _HUB_ID.match(text) or text.startswith((".", "~")) or ("/" in text and Path(first).is_dir())
+    )
     if looks_local:
         raise RosetrainError(f"model: local path {text} does not exist")
     return "hub", None
@@ -72,9 +75,14 @@ def adapter_base(adapter_dir: Path) -> str:
     return base
 
 
-def load_model_and_processor(name_or_path: str | Path, *, device: str | None = None,
-                             dtype: Any = None, trust_remote_code: bool = False,
-                             merge_lora: bool = True) -> tuple[Any, Any]:
+def load_model_and_processor(
+    name_or_path: str | Path,
+    *,
+    device: str | None = None,
+    dtype: Any = None,
+    trust_remote_code: bool = False,
+    merge_lora: bool = True,
+) -> tuple[Any, Any]:
     """(model, processor) ready for ``generate``; a LoRA adapter is merged into
     its base unless ``merge_lora=False`` (then a ``PeftModel`` comes back)."""
     kind, path = resolve_model_source(name_or_path)
@@ -118,13 +126,15 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
     return True
 
 
-def _load_adapter(path: Path, device: str, dtype: Any, trust_remote_code: bool,
-                  merge_lora: bool) -> tuple[Any, Any]:
+def _load_adapter(
+    path: Path, device: str, dtype: Any, trust_remote_code: bool, merge_lora: bool
+) -> tuple[Any, Any]:
     from peft import PeftModel
 
     base = adapter_base(path)
-    model, processor = load_model_and_processor(base, device=device, dtype=dtype,
-                                                trust_remote_code=trust_remote_code)
+    model, processor = load_model_and_processor(
+        base, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+    )
     model = PeftModel.from_pretrained(model, str(path))
     if merge_lora:
         model = model.merge_and_unload()
@@ -138,13 +148,15 @@ def _load_model(name: str, kind: str, dtype: Any, trust_remote_code: bool):
 
     try:
         return AutoModelForImageTextToText.from_pretrained(
-            name, dtype=dtype, trust_remote_code=trust_remote_code,
-            local_files_only=kind == "cache")
+            name, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=kind == "cache"
+        )
     except (OSError, ValueError) as err:  # ValueError: a config.json that names no model type
         if kind == "cache":
-            raise RosetrainError(f"model: {name} is not in the local Hugging Face cache and the "
-                                 "Hub cannot be reached (offline); download it on a connected "
-                                 "machine, or give a local model folder") from None
+            raise RosetrainError(
+                f"model: {name} is not in the local Hugging Face cache and the "
+                "Hub cannot be reached (offline); download it on a connected "
+                "machine, or give a local model folder"
+            ) from None
         where = "folder" if kind == "local" else "Hub id (or local cache)"
         raise RosetrainError(f"model: cannot load {name} as a {where}: {err}".splitlines()[0]) from None
 
@@ -153,8 +165,9 @@ def _load_processor(name: str, kind: str, trust_remote_code: bool):
     from transformers import AutoProcessor
 
     try:
-        processor = AutoProcessor.from_pretrained(name, trust_remote_code=trust_remote_code,
-                                                  local_files_only=kind == "cache")
+        processor = AutoProcessor.from_pretrained(
+            name, trust_remote_code=trust_remote_code, local_files_only=kind == "cache"
+        )
     except (OSError, ValueError) as err:
         raise RosetrainError(f"model: cannot load the processor of {name}: {err}".splitlines()[0]) from None
     tokenizer = getattr(processor, "tokenizer", processor)

@@ -22,6 +22,7 @@ so tests and the demo exercise the code users run on GPUs (docs/tiny-models.md).
 - The processor is the stock ``Qwen2VLProcessor`` with small pixel budgets and
   left padding (generation appends on the right).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,14 +30,22 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rosetrain import protocol as P
 from rosetrain.errors import RosetrainError
 
-SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
-                  "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
 PAD, EOS = "<|endoftext|>", "<|im_end|>"
 
 # Qwen-style template without the default system turn (fewer tokens for a tiny
@@ -81,15 +90,35 @@ class ModelSize:
 
 SIZES = {
     # for tests: a forward/backward step in milliseconds on a CPU
-    "tiny": ModelSize(text_hidden=64, text_layers=2, text_heads=4, text_kv_heads=2,
-                      text_intermediate=128, mrope_section=(2, 3, 3), vision_depth=1,
-                      vision_embed=32, vision_heads=2, vision_mlp_ratio=2,
-                      min_pixels=56 * 56, max_pixels=112 * 112),
+    "tiny": ModelSize(
+        text_hidden=64,
+        text_layers=2,
+        text_heads=4,
+        text_kv_heads=2,
+        text_intermediate=128,
+        mrope_section=(2, 3, 3),
+        vision_depth=1,
+        vision_embed=32,
+        vision_heads=2,
+        vision_mlp_ratio=2,
+        min_pixels=56 * 56,
+        max_pixels=112 * 112,
+    ),
     # for the demo: learns small-grid counting from scratch in minutes (docs/tiny-models.md)
-    "small": ModelSize(text_hidden=128, text_layers=4, text_heads=4, text_kv_heads=2,
-                       text_intermediate=512, mrope_section=(4, 6, 6), vision_depth=4,
-                       vision_embed=96, vision_heads=4, vision_mlp_ratio=4,
-                       min_pixels=56 * 56, max_pixels=224 * 224),
+    "small": ModelSize(
+        text_hidden=128,
+        text_layers=4,
+        text_heads=4,
+        text_kv_heads=2,
+        text_intermediate=512,
+        mrope_section=(4, 6, 6),
+        vision_depth=4,
+        vision_embed=96,
+        vision_heads=4,
+        vision_mlp_ratio=4,
+        min_pixels=56 * 56,
+        max_pixels=224 * 224,
+    ),
 }
 
 
@@ -115,12 +144,16 @@ def _check_family(family: str) -> str:
 
 # ---------------------------------------------------------------- tokenizer corpus
 
+
 def _random_region(rng: random.Random, rows: int, cols: int) -> tuple[str, dict]:
     kind = rng.choice(P.NUMERIC_REGIONS)
     r1, r2 = sorted(rng.randint(1, rows) for _ in range(2))
     c1, c2 = sorted(rng.randint(1, cols) for _ in range(2))
-    params = {P.ROW_RANGE: {"r1": r1, "r2": r2}, P.COL_RANGE: {"c1": c1, "c2": c2},
-              P.RECTANGLE: {"r1": r1, "r2": r2, "c1": c1, "c2": c2}}[kind]
+    params = {
+        P.ROW_RANGE: {"r1": r1, "r2": r2},
+        P.COL_RANGE: {"c1": c1, "c2": c2},
+        P.RECTANGLE: {"r1": r1, "r2": r2, "c1": c1, "c2": c2},
+    }[kind]
     return kind, params
 
 
@@ -129,19 +162,32 @@ def _random_region(rng: random.Random, rows: int, cols: int) -> tuple[str, dict]
 # byte-identical when rosetrain.prompts' training phrasings change. Only BPE
 # merges are learned from these lines; no model is trained on them.
 _CORPUS_SENTENCES = {
-    P.COUNT: ["How many cells are {odd} {where}?", "Count the {odd} cells {where}.",
-              "Report the number of cells {where} that are {odd}.",
-              "Count the number of cells that are different from the majority {where}."],
-    P.CLICK: ["Click every cell {where} that is {odd}.", "Select all {odd} cells {where}, then finish.",
-              "Click all cells that are different from the majority {where}.",
-              "Mark each cell {where} that is {odd}; if there is none, just finish."],
-    P.CLICK_COUNT: ["Click every cell that is {odd}, except {where}, then submit how many you clicked.",
-                    "Ignoring {where}, click all {odd} cells and submit their number.",
-                    "Click all cells that are different from the majority in the whole grid, except {where}, "
-                    "then submit the number of cells you clicked."],
+    P.COUNT: [
+        "How many cells are {odd} {where}?",
+        "Count the {odd} cells {where}.",
+        "Report the number of cells {where} that are {odd}.",
+        "Count the number of cells that are different from the majority {where}.",
+    ],
+    P.CLICK: [
+        "Click every cell {where} that is {odd}.",
+        "Select all {odd} cells {where}, then finish.",
+        "Click all cells that are different from the majority {where}.",
+        "Mark each cell {where} that is {odd}; if there is none, just finish.",
+    ],
+    P.CLICK_COUNT: [
+        "Click every cell that is {odd}, except {where}, then submit how many you clicked.",
+        "Ignoring {where}, click all {odd} cells and submit their number.",
+        "Click all cells that are different from the majority in the whole grid, except {where}, "
+        "then submit the number of cells you clicked.",
+    ],
 }
-_CORPUS_ODD = ["different from the majority", "odd ones out", "unlike the others",
-               "not the majority item", "exceptions to the pattern"]
+_CORPUS_ODD = [
+    "different from the majority",
+    "odd ones out",
+    "unlike the others",
+    "not the majority item",
+    "exceptions to the pattern",
+]
 _CORPUS_GLOBAL = ["in the whole grid", "in the grid", "anywhere in the image", "across the entire grid"]
 _CORPUS_VISUAL = ["inside the highlighted region", "within the marked rectangle", "inside the outlined area"]
 
@@ -208,14 +254,19 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PRETOKEN_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKEN_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     backend.train_from_iterator(tokenizer_corpus(seed), trainer=trainer)
     # The release's prompt prefix is the same ~110 tokens on every task. A tiny
     # model gains nothing from reading it token by token, so it is one token
@@ -223,13 +274,20 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
     # checkpoints keep their own tokenizers; the text they see is identical.
     backend.add_tokens([AddedToken(P.PROMPT_PREFIX, normalized=False, special=False)])
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, eos_token=EOS, pad_token=PAD, unk_token=None,
+        tokenizer_object=backend,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=None,
         additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in (EOS, PAD)],
-        padding_side="left", chat_template=CHAT_TEMPLATE, model_max_length=32768)
+        padding_side="left",
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=32768,
+    )
     return tokenizer
 
 
 # ---------------------------------------------------------------- model and processor
+
 
 def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
     from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
@@ -240,10 +298,13 @@ def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
         from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
 
         return Qwen3VLProcessor(
-            image_processor=Qwen2VLImageProcessor(size=pixels, patch_size=QWEN3_PATCH,
-                                                  merge_size=QWEN3_MERGE),
+            image_processor=Qwen2VLImageProcessor(
+                size=pixels, patch_size=QWEN3_PATCH, merge_size=QWEN3_MERGE
+            ),
             video_processor=Qwen3VLVideoProcessor(size=pixels),
-            tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
+            tokenizer=tokenizer,
+            chat_template=CHAT_TEMPLATE,
+        )
     processor_class = Qwen2VLProcessor
     if family == "qwen2.5-vl":
         from transformers import Qwen2_5_VLProcessor as processor_class
@@ -251,55 +312,83 @@ def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
         image_processor=Qwen2VLImageProcessor(size=pixels),
         # its default budget upscales small frames; keep it as small as the images'
         video_processor=Qwen2VLVideoProcessor(size=pixels),
-        tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
+        tokenizer=tokenizer,
+        chat_template=CHAT_TEMPLATE,
+    )
 
 
 def build_config(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
     spec, family = _check_size(size), _check_family(family)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    text = dict(vocab_size=len(tokenizer), hidden_size=spec.text_hidden,
-                intermediate_size=spec.text_intermediate, num_hidden_layers=spec.text_layers,
-                num_attention_heads=spec.text_heads, num_key_value_heads=spec.text_kv_heads,
-                max_position_embeddings=4096,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                 "mrope_section": list(spec.mrope_section)},
-                pad_token_id=ids[PAD])
-    tokens = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-                  vision_start_token_id=ids["<|vision_start|>"],
-                  vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=True)
+    text = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=spec.text_hidden,
+        intermediate_size=spec.text_intermediate,
+        num_hidden_layers=spec.text_layers,
+        num_attention_heads=spec.text_heads,
+        num_key_value_heads=spec.text_kv_heads,
+        max_position_embeddings=4096,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": list(spec.mrope_section),
+        },
+        pad_token_id=ids[PAD],
+    )
+    tokens = dict(
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
     if family == "qwen3-vl":
         from transformers import Qwen3VLConfig
 
         text["head_dim"] = spec.text_hidden // spec.text_heads
         text["rope_parameters"]["mrope_interleaved"] = True
         depth = spec.vision_depth
-        vision = dict(depth=depth, hidden_size=spec.vision_embed, num_heads=spec.vision_heads,
-                      intermediate_size=spec.vision_embed * spec.vision_mlp_ratio,
-                      patch_size=QWEN3_PATCH, spatial_merge_size=QWEN3_MERGE,
-                      out_hidden_size=spec.text_hidden,
-                      # a 16 x 16 table, interpolated to each image's patch grid;
-                      # it covers max_pixels (256 px = 16 patches) without stretching
-                      num_position_embeddings=(256 // QWEN3_PATCH) ** 2,
-                      # early and middle vision layers feed the LM's first layers
-                      deepstack_visual_indexes=sorted({depth // 4, depth // 2, 3 * depth // 4}))
+        vision = dict(
+            depth=depth,
+            hidden_size=spec.vision_embed,
+            num_heads=spec.vision_heads,
+            intermediate_size=spec.vision_embed * spec.vision_mlp_ratio,
+            patch_size=QWEN3_PATCH,
+            spatial_merge_size=QWEN3_MERGE,
+            out_hidden_size=spec.text_hidden,
+            # a 16 x 16 table, interpolated to each image's patch grid;
+            # it covers max_pixels (256 px = 16 patches) without stretching
+            num_position_embeddings=(256 // QWEN3_PATCH) ** 2,
+            # early and middle vision layers feed the LM's first layers
+            deepstack_visual_indexes=sorted({depth // 4, depth // 2, 3 * depth // 4}),
+        )
         return Qwen3VLConfig(text_config=text, vision_config=vision, **tokens)
     text.update(max_window_layers=spec.text_layers, bos_token_id=ids[PAD], eos_token_id=ids[EOS])
     if family == "qwen2.5-vl":
         from transformers import Qwen2_5_VLConfig
 
-        vision = dict(depth=spec.vision_depth, hidden_size=spec.vision_embed, num_heads=spec.vision_heads,
-                      intermediate_size=spec.vision_embed * spec.vision_mlp_ratio,
-                      out_hidden_size=spec.text_hidden,
-                      # windows of 2 x 2 vision tokens (56 px), so a tiny image still has
-                      # several; the last block attends globally, as in the real models,
-                      # unless it is the only one (then the windowed path is what gets tested)
-                      window_size=QWEN25_WINDOW,
-                      fullatt_block_indexes=[spec.vision_depth - 1] if spec.vision_depth > 1 else [])
+        vision = dict(
+            depth=spec.vision_depth,
+            hidden_size=spec.vision_embed,
+            num_heads=spec.vision_heads,
+            intermediate_size=spec.vision_embed * spec.vision_mlp_ratio,
+            out_hidden_size=spec.text_hidden,
+            # windows of 2 x 2 vision tokens (56 px), so a tiny image still has
+            # several; the last block attends globally, as in the real models,
+            # unless it is the only one (then the windowed path is what gets tested)
+            window_size=QWEN25_WINDOW,
+            fullatt_block_indexes=[spec.vision_depth - 1] if spec.vision_depth > 1 else [],
+        )
         return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **tokens)
     from transformers import Qwen2VLConfig
 
-    vision = dict(depth=spec.vision_depth, embed_dim=spec.vision_embed, num_heads=spec.vision_heads,
-                  mlp_ratio=spec.vision_mlp_ratio, hidden_size=spec.text_hidden)
+    vision = dict(
+        depth=spec.vision_depth,
+        embed_dim=spec.vision_embed,
+        num_heads=spec.vision_heads,
+        mlp_ratio=spec.vision_mlp_ratio,
+        hidden_size=spec.text_hidden,
+    )
     return Qwen2VLConfig(text_config=text, vision_config=vision, **tokens)
 
 
@@ -312,8 +401,11 @@ def build_model(tokenizer, size: str = "tiny", seed: int = 0, family: str = "qwe
     model = AutoModelForImageTextToText.from_config(config)
     model.generation_config = GenerationConfig(
         eos_token_id=[tokenizer.convert_tokens_to_ids(EOS), tokenizer.convert_tokens_to_ids(PAD)],
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.pad_token_id,
-        do_sample=False, max_new_tokens=64)
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.pad_token_id,
+        do_sample=False,
+        max_new_tokens=64,
+    )
     return model
 
 
@@ -321,8 +413,9 @@ def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def build_tiny_model(out_dir: str | os.PathLike, size: str = "tiny", seed: int = 0,
-                     family: str = "qwen2-vl") -> Path:
+def build_tiny_model(
+    out_dir: str | os.PathLike, size: str = "tiny", seed: int = 0, family: str = "qwen2-vl"
+) -> Path:
     """Build model + processor and save them to ``out_dir`` (replaced atomically)."""
     spec, family = _check_size(size), _check_family(family)
     out = Path(out_dir)

@@ -5,10 +5,12 @@ resolves it against the split folder). The message layout is
 ``rosetrain.messages.record_messages``: one user turn with the prompt prefix,
 the image (for T4 the record's ``image`` is the cue image) and the sentence.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rosetrain.errors import RosetrainError
 

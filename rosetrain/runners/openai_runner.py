@@ -15,6 +15,7 @@ So does an endpoint that accepts connections but has answered none of the
 first ``concurrency + 1`` requests within the timeout (a hung server), instead
 of spending every item's retries on it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,8 +29,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from rosetrain.errors import RosetrainError
 from rosetrain.messages import record_messages
@@ -37,9 +39,9 @@ from rosetrain.runners.base import Answer, image_path
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 60.0
-CONNECT_ATTEMPTS = 3        # tries of a connection that fails before the run stops
+CONNECT_ATTEMPTS = 3  # tries of a connection that fails before the run stops
 MAX_CONNECT_BACKOFF_S = 2.0
-PROBE_TIMEOUT_S = 10.0      # bound on the connect check before the first request
+PROBE_TIMEOUT_S = 10.0  # bound on the connect check before the first request
 
 
 class ConnectFailed(Exception):
@@ -66,8 +68,9 @@ def image_data_url(record: Mapping[str, Any]) -> str:
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise RosetrainError(f"item {record.get('item_id')}: cannot read image {path} "
-                             f"({err.strerror})") from None
+        raise RosetrainError(
+            f"item {record.get('item_id')}: cannot read image {path} ({err.strerror})"
+        ) from None
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
@@ -77,8 +80,10 @@ def openai_messages(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     for message in messages:
         message["content"] = [
             {"type": "image_url", "image_url": {"url": image_data_url(record)}}
-            if part["type"] == "image" else part
-            for part in message["content"]]
+            if part["type"] == "image"
+            else part
+            for part in message["content"]
+        ]
     return messages
 
 
@@ -94,9 +99,19 @@ def response_text(body: Mapping[str, Any]) -> str:
 
 
 class OpenAIRunner:
-    def __init__(self, model: str, *, base_url: str, api_key_env: str = "OPENAI_API_KEY",
-                 max_new_tokens: int = 256, concurrency: int = 8, timeout_s: float = 120.0,
-                 max_retries: int = 6, backoff_s: float = 1.0, name: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_new_tokens: int = 256,
+        concurrency: int = 8,
+        timeout_s: float = 120.0,
+        max_retries: int = 6,
+        backoff_s: float = 1.0,
+        name: str | None = None,
+    ):
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise RosetrainError(f"--base-url must be an http(s) URL, got {base_url!r}")
         if concurrency < 1:
@@ -123,8 +138,9 @@ class OpenAIRunner:
     def generate(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:
         return list(self._pool.map(self._answer, records))
 
-    def generate_stream(self, records: Iterable[Mapping[str, Any]]
-                        ) -> Iterator[tuple[Mapping[str, Any], Answer]]:
+    def generate_stream(
+        self, records: Iterable[Mapping[str, Any]]
+    ) -> Iterator[tuple[Mapping[str, Any], Answer]]:
         """(record, answer) pairs as requests finish, so each can be saved at once
         and a slow request holds up nobody. At most ``concurrency`` requests run
         and as many wait; an interrupt cancels the waiting ones, unsent."""
@@ -154,8 +170,14 @@ class OpenAIRunner:
 
     def _answer(self, record: Mapping[str, Any]) -> Answer:
         try:
-            payload = json.dumps({"model": self.model, "messages": openai_messages(record),
-                                  "max_tokens": self.max_new_tokens, "temperature": 0.0})
+            payload = json.dumps(
+                {
+                    "model": self.model,
+                    "messages": openai_messages(record),
+                    "max_tokens": self.max_new_tokens,
+                    "temperature": 0.0,
+                }
+            )
         except RosetrainError as err:
             return None, str(err)
         attempt = connect_failures = 0
@@ -168,7 +190,8 @@ class OpenAIRunner:
                     raise EndpointUnreachable(
                         f"--base-url: cannot reach {self.url} ({err}, {connect_failures} "
                         "attempts); is the server running? Run the same command again to "
-                        "resume") from None
+                        "resume"
+                    ) from None
                 time.sleep(min(self.backoff_s * 2 ** (connect_failures - 1), MAX_CONNECT_BACKOFF_S))
             except RetryableError as err:
                 if attempt == self.max_retries:
@@ -181,7 +204,7 @@ class OpenAIRunner:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), MAX_BACKOFF_S)
-        return min(self.backoff_s * 2 ** attempt, MAX_BACKOFF_S)
+        return min(self.backoff_s * 2**attempt, MAX_BACKOFF_S)
 
     def _post(self, data: bytes) -> dict[str, Any]:
         request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
@@ -200,8 +223,7 @@ class OpenAIRunner:
             if isinstance(err.reason, OSError):
                 raise ConnectFailed(describe_os_error(err.reason)) from None
             raise PermanentError(f"{self.url}: {err.reason}") from None
-        except (TimeoutError, socket.timeout, ConnectionError,
-                http.client.HTTPException) as err:
+        except (TimeoutError, ConnectionError, http.client.HTTPException) as err:
             if isinstance(err, TimeoutError):  # socket.timeout is TimeoutError
                 self._count_unanswered_timeout()
             reason = getattr(err, "reason", err)
@@ -218,14 +240,14 @@ class OpenAIRunner:
         can be in flight at once have timed out: it is hung, not slow on some items."""
         with self._silence:
             self._unanswered_timeouts += 1
-            hung = (not self._server_answered
-                    and self._unanswered_timeouts > self.concurrency)
+            hung = not self._server_answered and self._unanswered_timeouts > self.concurrency
         if hung:
             raise EndpointUnreachable(
                 f"--base-url: {self.url} accepted connections but answered none of "
                 f"{self._unanswered_timeouts} requests within --request-timeout "
                 f"{self.timeout_s:g} s; is the server hung or overloaded? Run the same "
-                "command again to resume (a larger --request-timeout for a slow model)")
+                "command again to resume (a larger --request-timeout for a slow model)"
+            )
 
 
 def describe_os_error(err: OSError) -> str:
@@ -250,14 +272,15 @@ def probe_endpoint(url: str, timeout_s: float) -> None:
         raise RosetrainError(f"--base-url: {err} in {url}") from None
     if not parts.hostname:
         raise RosetrainError(f"--base-url: no host name in {url}")
-    if parts.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(
-            parts.hostname):
+    if parts.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(parts.hostname):
         return
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as err:
-        raise EndpointUnreachable(f"--base-url: cannot reach {parts.hostname}:{port} "
-                                  f"({describe_os_error(err)}); is the server running?") from None
+        raise EndpointUnreachable(
+            f"--base-url: cannot reach {parts.hostname}:{port} "
+            f"({describe_os_error(err)}); is the server running?"
+        ) from None
 
 
 def _retry_after(err: urllib.error.HTTPError) -> float | None:

@@ -5,18 +5,28 @@ column for every row, so they can be cut off in one slice); bf16 on a GPU,
 fp32 on the CPU. Loading goes through ``rosetrain.models.loading``, the path
 training uses too, so Hub ids, local folders and LoRA adapters all work.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rosetrain.messages import record_messages
 from rosetrain.runners.base import Answer, load_rgb_image
 
 
 class TransformersRunner:
-    def __init__(self, model: str, *, max_new_tokens: int = 256, device: str | None = None,
-                 dtype: Any = None, trust_remote_code: bool = False, name: str | None = None,
-                 loaded: tuple[Any, Any] | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_new_tokens: int = 256,
+        device: str | None = None,
+        dtype: Any = None,
+        trust_remote_code: bool = False,
+        name: str | None = None,
+        loaded: tuple[Any, Any] | None = None,
+    ):
         """``loaded``: an already loaded (model, processor) pair, e.g. from a
         trainer in the same process; otherwise ``model`` is loaded."""
         self.name = name or str(model)
@@ -24,8 +34,9 @@ class TransformersRunner:
         if loaded is None:
             from rosetrain.models.loading import load_model_and_processor
 
-            loaded = load_model_and_processor(model, device=device, dtype=dtype,
-                                              trust_remote_code=trust_remote_code)
+            loaded = load_model_and_processor(
+                model, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+            )
         self.model, self.processor = loaded
         self.model.eval()
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
@@ -62,14 +73,16 @@ class TransformersRunner:
     def _generate_batch(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:
         import torch
 
-        texts = [self.processor.apply_chat_template(record_messages(r), tokenize=False,
-                                                    add_generation_prompt=True) for r in records]
+        texts = [
+            self.processor.apply_chat_template(record_messages(r), tokenize=False, add_generation_prompt=True)
+            for r in records
+        ]
         images = [[load_rgb_image(r)] for r in records]  # one image per prompt
         inputs = self.processor(text=texts, images=images, return_tensors="pt", padding=True)
         # dtype casts only the floating tensors (pixel values), never the token ids.
         inputs = inputs.to(self.model.device, dtype=self.model.dtype)
         with torch.inference_mode():
             output = self.model.generate(**inputs, generation_config=self.generation_config)
-        new_tokens = output[:, inputs["input_ids"].shape[1]:]
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
         decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         return [(text, None) for text in decoded]

@@ -4,9 +4,11 @@ Prompts are built with the processor's chat template from the same messages
 the other runners use; the image goes in ``multi_modal_data``. Greedy decoding
 (temperature 0). vllm is imported only here, when this runner is chosen.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rosetrain.errors import RosetrainError
 from rosetrain.messages import record_messages
@@ -19,8 +21,10 @@ def import_vllm():
     try:
         import vllm
     except ImportError as err:
-        raise RosetrainError(f"--runner vllm needs the vllm package, which is not installed "
-                             f"({err}); {INSTALL_HINT}, or use --runner transformers") from None
+        raise RosetrainError(
+            f"--runner vllm needs the vllm package, which is not installed "
+            f"({err}); {INSTALL_HINT}, or use --runner transformers"
+        ) from None
     return vllm
 
 
@@ -28,13 +32,23 @@ def require_cuda() -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise RosetrainError("--runner vllm needs a CUDA GPU and none is visible "
-                             "(torch.cuda.is_available() is False); use --runner transformers")
+        raise RosetrainError(
+            "--runner vllm needs a CUDA GPU and none is visible "
+            "(torch.cuda.is_available() is False); use --runner transformers"
+        )
 
 
 class VLLMRunner:
-    def __init__(self, model: str, *, max_new_tokens: int = 256, trust_remote_code: bool = False,
-                 name: str | None = None, seed: int = 0, **engine_kwargs: Any):
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_new_tokens: int = 256,
+        trust_remote_code: bool = False,
+        name: str | None = None,
+        seed: int = 0,
+        **engine_kwargs: Any,
+    ):
         """``engine_kwargs`` go to ``vllm.LLM`` (e.g. tensor_parallel_size,
         gpu_memory_utilization, max_model_len)."""
         vllm = import_vllm()
@@ -43,16 +57,26 @@ class VLLMRunner:
 
         self.name = name or str(model)
         self.processor = AutoProcessor.from_pretrained(model, trust_remote_code=trust_remote_code)
-        self.llm = vllm.LLM(model=str(model), trust_remote_code=trust_remote_code, seed=seed,
-                            limit_mm_per_prompt={"image": 1}, **engine_kwargs)
-        self.sampling = vllm.SamplingParams(temperature=0.0, max_tokens=max_new_tokens,
-                                            skip_special_tokens=True)
+        self.llm = vllm.LLM(
+            model=str(model),
+            trust_remote_code=trust_remote_code,
+            seed=seed,
+            limit_mm_per_prompt={"image": 1},
+            **engine_kwargs,
+        )
+        self.sampling = vllm.SamplingParams(
+            temperature=0.0, max_tokens=max_new_tokens, skip_special_tokens=True
+        )
 
     def generate(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:
-        prompts = [{
-            "prompt": self.processor.apply_chat_template(record_messages(r), tokenize=False,
-                                                         add_generation_prompt=True),
-            "multi_modal_data": {"image": load_rgb_image(r)},
-        } for r in records]
+        prompts = [
+            {
+                "prompt": self.processor.apply_chat_template(
+                    record_messages(r), tokenize=False, add_generation_prompt=True
+                ),
+                "multi_modal_data": {"image": load_rgb_image(r)},
+            }
+            for r in records
+        ]
         outputs = self.llm.generate(prompts, self.sampling, use_tqdm=False)
         return [(out.outputs[0].text, None) for out in outputs]

@@ -14,18 +14,40 @@ and fields come after, under their own names).
 - ``official.py`` / ``official_files.py``: the official figures and files
 - ``score_predictions`` / ``write_scored_run`` (batch.py): a whole split
 """
+
 from rosetrain.scoring.batch import score_predictions, write_scored_run
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE, read_scored_rows
 from rosetrain.scoring.gold import Gold, normalize_region_case, prepare_gold
 from rosetrain.scoring.grammar import ParsedAnswer, parse_answer
-from rosetrain.scoring.item import (EXTRA_FIELDS, OFFICIAL_FIELDS, RESULT_FIELDS, score_item,
-                                    score_many, score_parsed)
+from rosetrain.scoring.item import (
+    EXTRA_FIELDS,
+    OFFICIAL_FIELDS,
+    RESULT_FIELDS,
+    score_item,
+    score_many,
+    score_parsed,
+)
 from rosetrain.scoring.metrics import summarize
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 
 __all__ = [
-    "EXTRA_FIELDS", "Gold", "OFFICIAL_FIELDS", "PER_ITEM_FILE", "ParsedAnswer", "RESULT_FIELDS",
-    "SUMMARY_FILE", "csv_tables", "normalize_region_case", "parse_answer", "prepare_gold",
-    "read_scored_rows", "score_item", "score_many", "score_parsed", "score_predictions",
-    "summarize", "summary_markdown", "write_scored_run",
+    "EXTRA_FIELDS",
+    "Gold",
+    "OFFICIAL_FIELDS",
+    "PER_ITEM_FILE",
+    "ParsedAnswer",
+    "RESULT_FIELDS",
+    "SUMMARY_FILE",
+    "csv_tables",
+    "normalize_region_case",
+    "parse_answer",
+    "prepare_gold",
+    "read_scored_rows",
+    "score_item",
+    "score_many",
+    "score_parsed",
+    "score_predictions",
+    "summarize",
+    "summary_markdown",
+    "write_scored_run",
 ]

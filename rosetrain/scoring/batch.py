@@ -1,9 +1,11 @@
 """Scoring a whole split's predictions: coverage checks and the scored-run folder."""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rosetrain.errors import RosetrainError
 from rosetrain.io import atomic_write
@@ -21,13 +23,22 @@ def run_model(predictions: Mapping[str, Mapping], fallback: str | None) -> str |
     """The model a run scores, as the official evaluator names it: the one model
     the predictions name, else ``fallback`` (the predictions file's stem). Rows
     naming several models are named together, comma-separated."""
-    names = sorted({str(p["model"]).strip() for p in predictions.values()
-                    if p.get("model") is not None and str(p["model"]).strip()})
+    names = sorted(
+        {
+            str(p["model"]).strip()
+            for p in predictions.values()
+            if p.get("model") is not None and str(p["model"]).strip()
+        }
+    )
     return ",".join(names) if names else fallback
 
 
-def score_predictions(golds: Sequence[Mapping[str, Any]], predictions: Mapping[str, Mapping],
-                      allow_partial: bool = False, model: str | None = None) -> list[dict[str, Any]]:
+def score_predictions(
+    golds: Sequence[Mapping[str, Any]],
+    predictions: Mapping[str, Mapping],
+    allow_partial: bool = False,
+    model: str | None = None,
+) -> list[dict[str, Any]]:
     """Per-item rows, in split order, for every gold item that has a prediction.
 
     A gold item without a prediction is an error listing the first missing ids,
@@ -41,24 +52,37 @@ def score_predictions(golds: Sequence[Mapping[str, Any]], predictions: Mapping[s
         shown = ", ".join(missing[:MISSING_SHOWN])
         raise RosetrainError(
             f"{len(missing)} of {len(gold_ids)} items have no prediction (first: {shown}); "
-            f"pass --allow-partial to score the {len(gold_ids) - len(missing)} that do")
+            f"pass --allow-partial to score the {len(gold_ids) - len(missing)} that do"
+        )
     unknown = sorted(set(predictions) - set(gold_ids))
     if unknown:
-        raise RosetrainError(f"{len(unknown)} predictions name items not in the split "
-                             f"(first: {', '.join(unknown[:MISSING_SHOWN])})")
+        raise RosetrainError(
+            f"{len(unknown)} predictions name items not in the split "
+            f"(first: {', '.join(unknown[:MISSING_SHOWN])})"
+        )
     rows = []
     for gold in golds:
         prediction = predictions.get(str(gold["item_id"]))
         if prediction is None:
             continue
-        rows.append(score_item(prepare_gold(gold), prediction.get("raw_text"),
-                               prediction.get("model", model), prediction.get("error")))
+        rows.append(
+            score_item(
+                prepare_gold(gold),
+                prediction.get("raw_text"),
+                prediction.get("model", model),
+                prediction.get("error"),
+            )
+        )
     return rows
 
 
-def write_scored_run(out_dir: str | os.PathLike, golds: Sequence[Mapping[str, Any]],
-                     rows: Sequence[Mapping[str, Any]], run: RunInfo | None = None,
-                     data_fingerprint: str | None = None) -> dict[str, Any]:
+def write_scored_run(
+    out_dir: str | os.PathLike,
+    golds: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    run: RunInfo | None = None,
+    data_fingerprint: str | None = None,
+) -> dict[str, Any]:
     """Write every file of the official evaluator (per_item_eval.jsonl,
     error_cases.jsonl, evaluation_summary.json, summary_by_subset.csv,
     summary_by_template.csv, coverage_by_subset_template.csv, table1_row.txt,

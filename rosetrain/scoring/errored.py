@@ -8,9 +8,11 @@ writes a per-item row for it, scored as the official ROSE evaluator scores it
 summary's PASS rates, Avg, gap, and ``compare``) leave such rows out and count
 them apart, so a flaky endpoint shows up as errors, never as a worse model.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 ERROR_EXAMPLES = 5  # errored items named in a summary
 
@@ -31,5 +33,7 @@ def split_errored(rows: Iterable[Mapping[str, Any]]) -> tuple[list, list]:
 
 def error_examples(errored: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The first few errored items as {"item_id", "error"}, for summaries and messages."""
-    return [{"item_id": r["item_id"], "error": r["api_error_text"]}
-            for _, r in zip(range(ERROR_EXAMPLES), errored)]
+    return [
+        {"item_id": r["item_id"], "error": r["api_error_text"]}
+        for _, r in zip(range(ERROR_EXAMPLES), errored)
+    ]

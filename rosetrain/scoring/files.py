@@ -1,10 +1,12 @@
 """The scored-run folder layout (``per_item_eval.jsonl`` + summary) and its JSON text."""
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import orjson
 

@@ -4,18 +4,38 @@ Scoring an item needs sets (the gold clicks, every target of the scene, the
 region's cells); building them from ``"R4,C11"`` strings costs more than
 scoring, so batch scoring prepares each gold once and reuses it.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rosetrain.errors import RosetrainError
-from rosetrain.protocol import (BRIDGE_TEMPLATES, EXCLUSION, GLOBAL, SHORT_NAME, TASK_MODE,
-                                TASK_MODES, T1B, T2B, Cell, parse_cell_str)
+from rosetrain.protocol import (
+    BRIDGE_TEMPLATES,
+    EXCLUSION,
+    GLOBAL,
+    SHORT_NAME,
+    T1B,
+    T2B,
+    TASK_MODE,
+    TASK_MODES,
+    Cell,
+    parse_cell_str,
+)
 from rosetrain.regions import region_box
 
-REQUIRED_GOLD_FIELDS = ("item_id", "task_template", "rows", "cols", "ground_truth_count",
-                        "ground_truth_clicks", "all_target_cells", "region_type")
+REQUIRED_GOLD_FIELDS = (
+    "item_id",
+    "task_template",
+    "rows",
+    "cols",
+    "ground_truth_count",
+    "ground_truth_clicks",
+    "all_target_cells",
+    "region_type",
+)
 
 
 def normalize_region_case(value: object) -> str:
@@ -93,10 +113,25 @@ def _paired_item_id(gold: Mapping, template: str) -> str | None:
 class Gold:
     """Everything score_item needs about one task, with its sets built once."""
 
-    __slots__ = ("item_id", "template", "mode", "rows", "cols", "gold_count", "gold_clicks",
-                 "all_targets", "region_targets", "region_type", "region",
-                 "out_region_targets", "is_local", "is_exclusion", "global_count", "official",
-                 "extras")
+    __slots__ = (
+        "item_id",
+        "template",
+        "mode",
+        "rows",
+        "cols",
+        "gold_count",
+        "gold_clicks",
+        "all_targets",
+        "region_targets",
+        "region_type",
+        "region",
+        "out_region_targets",
+        "is_local",
+        "is_exclusion",
+        "global_count",
+        "official",
+        "extras",
+    )
 
     def __init__(self, gold: Mapping[str, Any]):
         if not isinstance(gold, (dict, Mapping)):  # dict first: the abc check is slow
@@ -126,8 +161,11 @@ class Gold:
             raise RosetrainError(f"gold item {item_id!r}: {err}") from None
         # As the official evaluator: the region's targets are the listed ones (the
         # gold clicks when unlisted), and the targets outside it all the others.
-        self.region_targets = (_cell_set(gold, "region_target_cells", item_id)
-                               if gold.get("region_target_cells") else self.gold_clicks)
+        self.region_targets = (
+            _cell_set(gold, "region_target_cells", item_id)
+            if gold.get("region_target_cells")
+            else self.gold_clicks
+        )
         self.out_region_targets = self.all_targets - self.region_targets
         self.is_local = self.region_type != GLOBAL
         self.is_exclusion = self.region_type == EXCLUSION
@@ -139,13 +177,21 @@ class Gold:
     def _official_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
         """The item's own fields of an official per-item row, by the official names."""
         return {
-            "item_id": self.item_id, "scene_id": gold.get("scene_id"),
-            "image_id": gold.get("image_id"), "rose_subset": gold.get("rose_subset"),
-            "rose_split": gold.get("split"), "primitive_type": gold.get("primitive_type"),
-            "task_template": self.template, "task_mode": self.mode,
-            "region_type": self.region_type, "region_case": gold.get("region_case"),
-            "cue_type": gold.get("cue_type"), "difficulty": gold.get("difficulty"),
-            "rows": self.rows, "cols": self.cols, "region_cell_count": self.region.size(self.rows, self.cols),
+            "item_id": self.item_id,
+            "scene_id": gold.get("scene_id"),
+            "image_id": gold.get("image_id"),
+            "rose_subset": gold.get("rose_subset"),
+            "rose_split": gold.get("split"),
+            "primitive_type": gold.get("primitive_type"),
+            "task_template": self.template,
+            "task_mode": self.mode,
+            "region_type": self.region_type,
+            "region_case": gold.get("region_case"),
+            "cue_type": gold.get("cue_type"),
+            "difficulty": gold.get("difficulty"),
+            "rows": self.rows,
+            "cols": self.cols,
+            "region_cell_count": self.region.size(self.rows, self.cols),
             "gt_clicks": sorted_labels(self.gold_clicks),
             "all_target_cells": sorted_labels(self.all_targets),
             "region_target_cells": sorted_labels(self.region_targets),

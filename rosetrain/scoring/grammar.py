@@ -27,6 +27,7 @@ A number past Python's int-string limit (4300 digits), where the official
 evaluator fails, is kept as ``HUGE_NUMBER`` (never a valid count or cell). Every pattern is linear in
 the input: each ``\\s*`` sits between fixed characters whitespace cannot match.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,7 @@ from typing import NamedTuple
 
 from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, Cell
 
-HUGE_NUMBER = 10 ** 18
+HUGE_NUMBER = 10**18
 
 _I = re.IGNORECASE
 _CLICK_BODY = r"CLICK\s*\(\s*R\s*(\d+)\s*,\s*C\s*(\d+)\s*\)"
@@ -106,18 +107,18 @@ def parse_answer(text: object, mode: str) -> ParsedAnswer:
         answer = text.strip()
         if mode == CLICK:
             if _CLICK_ANSWER.fullmatch(answer):
-                return _new_parsed(ParsedAnswer,
-                                   (True, None, _cells(_CELL.findall(answer)), None, (), None))
+                return _new_parsed(ParsedAnswer, (True, None, _cells(_CELL.findall(answer)), None, (), None))
         elif mode == COUNT:
             match = _COUNT_ANSWER.fullmatch(answer)
             if match:
-                return _new_parsed(ParsedAnswer,
-                                   (True, None, (), _number(match.group(1)), (), None))
+                return _new_parsed(ParsedAnswer, (True, None, (), _number(match.group(1)), (), None))
         elif mode == CLICK_COUNT:
             match = _CLICK_COUNT_ANSWER.fullmatch(answer)
             if match:
-                return _new_parsed(ParsedAnswer, (True, None, _cells(_CELL.findall(answer)),
-                                                  _number(match.group(1)), (), None))
+                return _new_parsed(
+                    ParsedAnswer,
+                    (True, None, _cells(_CELL.findall(answer)), _number(match.group(1)), (), None),
+                )
     return parse_by_parts(text, mode)
 
 
@@ -137,8 +138,12 @@ def parse_by_parts(text: object, mode: str) -> ParsedAnswer:
         match = _COUNT_ANSWER.fullmatch(answer)
         if match:
             return ParsedAnswer(True, count=_number(match.group(1)))
-        return ParsedAnswer(False, "expected_COUNT_only", invalid_tokens=(answer,),
-                            detail=f"expected COUNT(n), got {_snippet(answer)}")
+        return ParsedAnswer(
+            False,
+            "expected_COUNT_only",
+            invalid_tokens=(answer,),
+            detail=f"expected COUNT(n), got {_snippet(answer)}",
+        )
     parts = [p.strip() for p in answer.split(";")]
     parts = [p for p in parts if p]
     return _parse_click_parts(parts, mode)
@@ -157,10 +162,10 @@ def _parse_click_parts(parts: list[str], mode: str) -> ParsedAnswer:
         count = _number(submit.group(1)) if submit else None
     if not ends_right:
         code = "missing_DONE" if mode == CLICK else "missing_SUBMIT"
-        why = ("answer must end with" if _CLICK_PART.fullmatch(parts[-1])
-               else "last token is not")
-        return ParsedAnswer(False, code, invalid_tokens=tuple(parts),
-                            detail=f"{why} {_TERMINAL[mode]}: {_snippet(parts[-1])}")
+        why = "answer must end with" if _CLICK_PART.fullmatch(parts[-1]) else "last token is not"
+        return ParsedAnswer(
+            False, code, invalid_tokens=tuple(parts), detail=f"{why} {_TERMINAL[mode]}: {_snippet(parts[-1])}"
+        )
     clicks, invalid, first_bad = [], [], None
     for index, part in enumerate(parts[:-1], start=1):
         match = _CLICK_PART.fullmatch(part)
@@ -170,6 +175,12 @@ def _parse_click_parts(parts: list[str], mode: str) -> ParsedAnswer:
             invalid.append(part)
             first_bad = first_bad or index
     if invalid:
-        return ParsedAnswer(False, "invalid_CLICK_token", tuple(clicks), count, tuple(invalid),
-                            f"token {first_bad} is not CLICK(Rr,Cc): {_snippet(invalid[0])}")
+        return ParsedAnswer(
+            False,
+            "invalid_CLICK_token",
+            tuple(clicks),
+            count,
+            tuple(invalid),
+            f"token {first_bad} is not CLICK(Rr,Cc): {_snippet(invalid[0])}",
+        )
     return ParsedAnswer(True, None, tuple(clicks), count)

@@ -19,9 +19,11 @@ Rules (as the official evaluator):
   misses, ...) are computed on the clicks that could be read, also when the
   answer is invalid; only the ``*_strict`` figures and PASS need validity.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, EXCLUSION, T2, T3, T4, T5
 from rosetrain.scoring.gold import _LABELS, Gold, cell_label, prepare_gold, sorted_labels
@@ -31,26 +33,93 @@ NEAR_MISS_L1 = 1  # a missed target counts as a near miss with a click this clos
 API_OK = (None, "", "None")  # prediction ``error`` values that mean "no API error"
 
 OFFICIAL_FIELDS = (
-    "item_id", "scene_id", "image_id", "model", "rose_subset", "rose_split", "primitive_type",
-    "task_template", "task_mode", "region_type", "region_case", "cue_type", "difficulty",
-    "rows", "cols", "region_cell_count", "raw_text", "api_error", "api_error_text",
-    "format_valid", "format_error", "parse_error", "invalid_action_tokens", "pass",
-    "unified_soft", "count_applicable", "click_applicable", "submit_applicable", "gt_count",
-    "pred_count", "count_exact", "count_mae", "count_bias", "count_soft", "gt_clicks",
-    "pred_clicks_all", "pred_clicks_valid", "pred_clicks_valid_unique", "pred_clicks_invalid",
-    "pred_click_count_raw", "pred_click_count_valid", "pred_click_count_unique",
-    "invalid_coordinate_count", "duplicate_click_count", "click_exact_set",
-    "click_exact_set_strict", "click_precision", "click_recall", "click_f1", "click_f1_strict",
-    "click_iou", "click_iou_strict", "submit_count", "submit_exact", "click_submit_consistency",
-    "region_violation_count", "region_ok", "outside_distractor_hit_count", "missed_target_count",
-    "false_positive_count", "over_click_count", "under_click_count", "near_miss_count",
-    "near_miss_rate", "global_default_error", "exclusion_failure", "all_target_cells",
-    "region_target_cells", "out_region_target_cells", "ground_truth_formal_answer",
+    "item_id",
+    "scene_id",
+    "image_id",
+    "model",
+    "rose_subset",
+    "rose_split",
+    "primitive_type",
+    "task_template",
+    "task_mode",
+    "region_type",
+    "region_case",
+    "cue_type",
+    "difficulty",
+    "rows",
+    "cols",
+    "region_cell_count",
+    "raw_text",
+    "api_error",
+    "api_error_text",
+    "format_valid",
+    "format_error",
+    "parse_error",
+    "invalid_action_tokens",
+    "pass",
+    "unified_soft",
+    "count_applicable",
+    "click_applicable",
+    "submit_applicable",
+    "gt_count",
+    "pred_count",
+    "count_exact",
+    "count_mae",
+    "count_bias",
+    "count_soft",
+    "gt_clicks",
+    "pred_clicks_all",
+    "pred_clicks_valid",
+    "pred_clicks_valid_unique",
+    "pred_clicks_invalid",
+    "pred_click_count_raw",
+    "pred_click_count_valid",
+    "pred_click_count_unique",
+    "invalid_coordinate_count",
+    "duplicate_click_count",
+    "click_exact_set",
+    "click_exact_set_strict",
+    "click_precision",
+    "click_recall",
+    "click_f1",
+    "click_f1_strict",
+    "click_iou",
+    "click_iou_strict",
+    "submit_count",
+    "submit_exact",
+    "click_submit_consistency",
+    "region_violation_count",
+    "region_ok",
+    "outside_distractor_hit_count",
+    "missed_target_count",
+    "false_positive_count",
+    "over_click_count",
+    "under_click_count",
+    "near_miss_count",
+    "near_miss_rate",
+    "global_default_error",
+    "exclusion_failure",
+    "all_target_cells",
+    "region_target_cells",
+    "out_region_target_cells",
+    "ground_truth_formal_answer",
 )
-EXTRA_FIELDS = ("template_short", "bridge", "paired_item_id", "family", "heldout_family",
-                "region_case_group", "grid_size_profile", "target_count", "parse_error_detail",
-                "raw_text_chars", "true_positive_clicks", "click_precision_strict",
-                "click_recall_strict", "wrong_clicks_next_to_missed")
+EXTRA_FIELDS = (
+    "template_short",
+    "bridge",
+    "paired_item_id",
+    "family",
+    "heldout_family",
+    "region_case_group",
+    "grid_size_profile",
+    "target_count",
+    "parse_error_detail",
+    "raw_text_chars",
+    "true_positive_clicks",
+    "click_precision_strict",
+    "click_recall_strict",
+    "wrong_clicks_next_to_missed",
+)
 RESULT_FIELDS = OFFICIAL_FIELDS + EXTRA_FIELDS
 
 
@@ -71,8 +140,7 @@ def _iou(pred: set, gold: frozenset) -> float:
 
 
 def _near_misses(missed: frozenset, pred: set) -> int:
-    return sum(1 for r, c in missed
-               if any(abs(r - pr) + abs(c - pc) <= NEAR_MISS_L1 for pr, pc in pred))
+    return sum(1 for r, c in missed if any(abs(r - pr) + abs(c - pc) <= NEAR_MISS_L1 for pr, pc in pred))
 
 
 def _labels(cells) -> list[str]:
@@ -93,8 +161,9 @@ def _global_default(gold: Gold, pred_set: set, pred_count: int | None) -> int:
     """A local task answered with the whole grid's answer (count or click set)."""
     if gold.template not in _LOCAL_MAIN:  # T1 and the bridges
         return 0
-    count_global = (pred_count is not None and gold.gold_count != gold.global_count
-                    and pred_count == gold.global_count)
+    count_global = (
+        pred_count is not None and gold.gold_count != gold.global_count and pred_count == gold.global_count
+    )
     click_global = gold.gold_clicks != gold.all_targets and pred_set == gold.all_targets
     if gold.mode == COUNT:
         return int(count_global)
@@ -116,29 +185,64 @@ def _exclusion_failure(gold: Gold, pred_set: set, pred_count: int | None) -> int
 def _count_fields(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
     """pred_count .. count_soft; COUNT and CLICK_COUNT only (None for CLICK)."""
     if gold.mode == CLICK:
-        return {"pred_count": None, "count_exact": None, "count_mae": None,
-                "count_bias": None, "count_soft": None}
+        return {
+            "pred_count": None,
+            "count_exact": None,
+            "count_mae": None,
+            "count_bias": None,
+            "count_soft": None,
+        }
     pred = parsed.count
     if pred is None:
-        return {"pred_count": None, "count_exact": 0, "count_mae": None,
-                "count_bias": None, "count_soft": 0.0}
+        return {
+            "pred_count": None,
+            "count_exact": 0,
+            "count_mae": None,
+            "count_bias": None,
+            "count_soft": 0.0,
+        }
     bias = pred - gold.gold_count
-    return {"pred_count": pred, "count_exact": int(bias == 0), "count_mae": abs(bias),
-            "count_bias": bias, "count_soft": 1.0 / (1.0 + float(abs(bias)))}
+    return {
+        "pred_count": pred,
+        "count_exact": int(bias == 0),
+        "count_mae": abs(bias),
+        "count_bias": bias,
+        "count_soft": 1.0 / (1.0 + float(abs(bias))),
+    }
 
 
-_NO_CLICK_FIELDS = dict.fromkeys((
-    "invalid_coordinate_count", "duplicate_click_count", "click_exact_set",
-    "click_exact_set_strict", "click_precision", "click_recall", "click_f1", "click_f1_strict",
-    "click_iou", "click_iou_strict"))
-_NO_REGION_FIELDS = dict.fromkeys((
-    "region_violation_count", "region_ok", "outside_distractor_hit_count", "missed_target_count",
-    "false_positive_count", "over_click_count", "under_click_count", "near_miss_count",
-    "near_miss_rate"))
+_NO_CLICK_FIELDS = dict.fromkeys(
+    (
+        "invalid_coordinate_count",
+        "duplicate_click_count",
+        "click_exact_set",
+        "click_exact_set_strict",
+        "click_precision",
+        "click_recall",
+        "click_f1",
+        "click_f1_strict",
+        "click_iou",
+        "click_iou_strict",
+    )
+)
+_NO_REGION_FIELDS = dict.fromkeys(
+    (
+        "region_violation_count",
+        "region_ok",
+        "outside_distractor_hit_count",
+        "missed_target_count",
+        "false_positive_count",
+        "over_click_count",
+        "under_click_count",
+        "near_miss_count",
+        "near_miss_rate",
+    )
+)
 
 
-def score_parsed(gold: Gold, parsed: ParsedAnswer, raw_text: object = None,
-                 model: object = None, error: object = None) -> dict[str, Any]:
+def score_parsed(
+    gold: Gold, parsed: ParsedAnswer, raw_text: object = None, model: object = None, error: object = None
+) -> dict[str, Any]:
     """The per-item row of an already parsed answer (``raw_text``, ``model`` and
     ``error`` are copied from the prediction into the row)."""
     mode, rows, cols = gold.mode, gold.rows, gold.cols
@@ -162,36 +266,55 @@ def score_parsed(gold: Gold, parsed: ParsedAnswer, raw_text: object = None,
         iou = _iou(pred_set, gold_set)
         same = pred_set == gold_set
         passed = int(bool(clean and same and (mode == CLICK or (submit == gold.gold_count and consistent))))
-        click = {"invalid_coordinate_count": len(invalid_clicks), "duplicate_click_count": duplicates,
-                 "click_exact_set": int(same), "click_exact_set_strict": int(clean and same),
-                 "click_precision": precision, "click_recall": recall, "click_f1": f1,
-                 "click_f1_strict": f1 if clean else 0.0, "click_iou": iou,
-                 "click_iou_strict": iou if clean else 0.0}
+        click = {
+            "invalid_coordinate_count": len(invalid_clicks),
+            "duplicate_click_count": duplicates,
+            "click_exact_set": int(same),
+            "click_exact_set_strict": int(clean and same),
+            "click_precision": precision,
+            "click_recall": recall,
+            "click_f1": f1,
+            "click_f1_strict": f1 if clean else 0.0,
+            "click_iou": iou,
+            "click_iou_strict": iou if clean else 0.0,
+        }
         soft = click["click_f1_strict"]
         if mode == CLICK_COUNT:
             soft = (soft + counts["count_soft"] + float(bool(consistent))) / 3.0
 
     row = {
-        "item_id": gold.official["item_id"], "scene_id": gold.official["scene_id"],
-        "image_id": gold.official["image_id"], "model": model,
+        "item_id": gold.official["item_id"],
+        "scene_id": gold.official["scene_id"],
+        "image_id": gold.official["image_id"],
+        "model": model,
         **_slice(gold.official, "rose_subset", "region_cell_count"),
-        "raw_text": raw_text, "api_error": _api_error(error), "api_error_text": error,
-        "format_valid": int(parsed.valid), "format_error": int(not parsed.valid),
-        "parse_error": parsed.error, "invalid_action_tokens": list(parsed.invalid_tokens),
-        "pass": passed, "unified_soft": soft,
-        "count_applicable": int(mode != CLICK), "click_applicable": int(mode != COUNT),
-        "submit_applicable": int(mode == CLICK_COUNT), "gt_count": gold.gold_count,
+        "raw_text": raw_text,
+        "api_error": _api_error(error),
+        "api_error_text": error,
+        "format_valid": int(parsed.valid),
+        "format_error": int(not parsed.valid),
+        "parse_error": parsed.error,
+        "invalid_action_tokens": list(parsed.invalid_tokens),
+        "pass": passed,
+        "unified_soft": soft,
+        "count_applicable": int(mode != CLICK),
+        "click_applicable": int(mode != COUNT),
+        "submit_applicable": int(mode == CLICK_COUNT),
+        "gt_count": gold.gold_count,
         **counts,
         "gt_clicks": gold.official["gt_clicks"],
-        "pred_clicks_all": _labels(clicks), "pred_clicks_valid": _labels(valid_clicks),
+        "pred_clicks_all": _labels(clicks),
+        "pred_clicks_valid": _labels(valid_clicks),
         "pred_clicks_valid_unique": sorted_labels(pred_set),
         "pred_clicks_invalid": _labels(invalid_clicks),
-        "pred_click_count_raw": len(clicks), "pred_click_count_valid": len(valid_clicks),
+        "pred_click_count_raw": len(clicks),
+        "pred_click_count_valid": len(valid_clicks),
         "pred_click_count_unique": len(pred_set),
         **click,
         "submit_count": submit,
-        "submit_exact": None if mode != CLICK_COUNT else int(submit is not None
-                                                               and submit == gold.gold_count),
+        "submit_exact": None
+        if mode != CLICK_COUNT
+        else int(submit is not None and submit == gold.gold_count),
         "click_submit_consistency": consistent,
         **(_NO_REGION_FIELDS if mode == COUNT else _region_fields(gold, pred_set)),
         "global_default_error": _global_default(gold, pred_set, counts["pred_count"]),
@@ -215,13 +338,18 @@ def _extra_click_fields(gold: Gold, pred_set: set, clean: bool) -> dict[str, Any
     gold_set = gold.gold_clicks
     hits = len(pred_set & gold_set)
     missed = gold_set - pred_set
-    near = sum(1 for r, c in pred_set - gold_set
-               if {(r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)} & missed) if missed else 0
+    near = (
+        sum(1 for r, c in pred_set - gold_set if {(r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)} & missed)
+        if missed
+        else 0
+    )
     precision, recall, _ = _prf(pred_set, gold_set)
-    return {"true_positive_clicks": hits,
-            "click_precision_strict": precision if clean else 0.0,
-            "click_recall_strict": recall if clean else 0.0,
-            "wrong_clicks_next_to_missed": near}
+    return {
+        "true_positive_clicks": hits,
+        "click_precision_strict": precision if clean else 0.0,
+        "click_recall_strict": recall if clean else 0.0,
+        "wrong_clicks_next_to_missed": near,
+    }
 
 
 def _region_fields(gold: Gold, pred_set: set) -> dict[str, Any]:
@@ -231,21 +359,39 @@ def _region_fields(gold: Gold, pred_set: set) -> dict[str, Any]:
     violations = sum(1 for cell in pred_set if not inside(cell))
     near = _near_misses(missed, pred_set) if missed and pred_set else 0
     return {
-        "region_violation_count": violations, "region_ok": int(not violations),
+        "region_violation_count": violations,
+        "region_ok": int(not violations),
         "outside_distractor_hit_count": len(pred_set & gold.out_region_targets),
-        "missed_target_count": len(missed), "false_positive_count": len(pred_set - gold_set),
+        "missed_target_count": len(missed),
+        "false_positive_count": len(pred_set - gold_set),
         "over_click_count": max(0, len(pred_set) - gold.gold_count),
         "under_click_count": max(0, gold.gold_count - len(pred_set)),
-        "near_miss_count": near, "near_miss_rate": near / max(1, len(gold_set)),
+        "near_miss_count": near,
+        "near_miss_rate": near / max(1, len(gold_set)),
     }
 
 
-_OFFICIAL_ITEM_KEYS = ("item_id", "scene_id", "image_id", "rose_subset", "rose_split",
-                       "primitive_type", "task_template", "task_mode", "region_type",
-                       "region_case", "cue_type", "difficulty", "rows", "cols",
-                       "region_cell_count", "all_target_cells",
-                       "region_target_cells", "out_region_target_cells",
-                       "ground_truth_formal_answer")
+_OFFICIAL_ITEM_KEYS = (
+    "item_id",
+    "scene_id",
+    "image_id",
+    "rose_subset",
+    "rose_split",
+    "primitive_type",
+    "task_template",
+    "task_mode",
+    "region_type",
+    "region_case",
+    "cue_type",
+    "difficulty",
+    "rows",
+    "cols",
+    "region_cell_count",
+    "all_target_cells",
+    "region_target_cells",
+    "out_region_target_cells",
+    "ground_truth_formal_answer",
+)
 
 
 def _slice(fields: Mapping[str, Any], first: str, last: str) -> dict[str, Any]:
@@ -254,8 +400,9 @@ def _slice(fields: Mapping[str, Any], first: str, last: str) -> dict[str, Any]:
     return {k: fields[k] for k in _OFFICIAL_ITEM_KEYS[start:stop]}
 
 
-def score_item(gold: Mapping[str, Any] | Gold, raw_text: object, model: object = None,
-               error: object = None) -> dict[str, Any]:
+def score_item(
+    gold: Mapping[str, Any] | Gold, raw_text: object, model: object = None, error: object = None
+) -> dict[str, Any]:
     """Score one response. ``gold`` is a release record, an HF row or a ``Gold``.
 
     Any ``raw_text`` (None, empty, prose, unicode, megabytes) gives a row; only a

@@ -13,18 +13,35 @@ case breakdown takes only local tasks (a whole-grid task is always "all"). Condi
 figures (action retention, bridges) are plain means over the matched items.
 Every figure is None when nothing defines it (no such rows), never NaN.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from rosetrain.protocol import (ACTION_TEMPLATES, COUNTING_TEMPLATES, EXCLUSION, GLOBAL, MAIN_TEMPLATES,
-                                SHORT_NAME, T1, T1B, T2, T2B, T3, T4, T5, TEMPLATES)
+from rosetrain.protocol import (
+    ACTION_TEMPLATES,
+    COUNTING_TEMPLATES,
+    EXCLUSION,
+    GLOBAL,
+    MAIN_TEMPLATES,
+    SHORT_NAME,
+    T1,
+    T1B,
+    T2,
+    T2B,
+    T3,
+    T4,
+    T5,
+    TEMPLATES,
+)
 from rosetrain.scoring.errored import error_examples, split_errored
 from rosetrain.scoring.gold import Gold
 from rosetrain.scoring.official_files import RunInfo, expected_items, official_summary
 
 Row = Mapping[str, Any]
+
 
 def _positive(field: str) -> Callable[[Row], Any]:
     """``field > 0`` as a flag (None where the field does not apply)."""
@@ -38,10 +55,8 @@ DIAGNOSTICS: dict[str, Callable[[Row], Any]] = {
     "click_f1": lambda r: r["click_f1"],
     "click_f1_strict": lambda r: r["click_f1_strict"],
     "region_ok": lambda r: r["region_ok"] if r["region_type"] != GLOBAL else None,
-    "global_default_error": lambda r: (r["global_default_error"]
-                                       if r["region_type"] != GLOBAL else None),
-    "exclusion_failure": lambda r: (r["exclusion_failure"]
-                                    if r["region_type"] == EXCLUSION else None),
+    "global_default_error": lambda r: r["global_default_error"] if r["region_type"] != GLOBAL else None,
+    "exclusion_failure": lambda r: r["exclusion_failure"] if r["region_type"] == EXCLUSION else None,
     "submit_consistent": lambda r: r["click_submit_consistency"],
     "over_click": _positive("over_click_count"),
     "under_click": _positive("under_click_count"),
@@ -96,8 +111,9 @@ def template_table(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
             "pass": subset_macro(template_rows, "pass"),
             "valid": subset_macro(template_rows, "format_valid"),
             "soft": subset_macro(template_rows, "unified_soft"),
-            "diagnostics": {name: mean([test(r) for r in template_rows])
-                            for name, test in DIAGNOSTICS.items()},
+            "diagnostics": {
+                name: mean([test(r) for r in template_rows]) for name, test in DIAGNOSTICS.items()
+            },
         }
     return table
 
@@ -136,8 +152,10 @@ def _overall(table: Mapping[str, Mapping], rows: Sequence[Row]) -> dict[str, Any
 def group_stats(rows: Sequence[Row]) -> dict[str, Any]:
     """Plain item means inside one breakdown group, and its Avg over main templates."""
     per_template = group_by_field(rows, "task_template")
-    templates = {t: {"n": len(per_template[t]), "pass": mean([r["pass"] for r in per_template[t]])}
-                 for t in template_order(per_template)}
+    templates = {
+        t: {"n": len(per_template[t]), "pass": mean([r["pass"] for r in per_template[t]])}
+        for t in template_order(per_template)
+    }
     return {
         "n": len(rows),
         "pass": mean([r["pass"] for r in rows]),
@@ -184,8 +202,7 @@ def action_retention(rows: Sequence[Row]) -> dict[str, Any] | None:
     passed_scenes = {r["scene_id"] for r in t1_rows if r["pass"]}
     templates = {}
     for template in (T2, T3, T4, T5):
-        kept = [r["pass"] for r in rows
-                if r["task_template"] == template and r["scene_id"] in passed_scenes]
+        kept = [r["pass"] for r in rows if r["task_template"] == template and r["scene_id"] in passed_scenes]
         templates[template] = {"n": len(kept), "pass": mean(kept)}
     return {
         "n_scenes": len(passed_scenes),
@@ -219,11 +236,11 @@ def bridge_figures(rows: Sequence[Row]) -> dict[str, Any] | None:
     t3_rows = by_template.get(T3, [])
     t3_by_id = {r["item_id"]: r for r in t3_rows}
     t3_by_scene = group_by(t3_rows, lambda r: r["scene_id"])
-    given_card = [_matched_t3(r, t3_by_id, t3_by_scene) for r in by_template.get(T2B, [])
-                  if r["pass"]]
+    given_card = [_matched_t3(r, t3_by_id, t3_by_scene) for r in by_template.get(T2B, []) if r["pass"]]
     given_card = [r["pass"] for r in given_card if r is not None]
-    own_count = [r["pass"] for r in t3_rows
-                 if r["format_valid"] and r["pred_click_count_unique"] == r["gt_count"]]
+    own_count = [
+        r["pass"] for r in t3_rows if r["format_valid"] and r["pred_click_count_unique"] == r["gt_count"]
+    ]
     return {
         "g_clk": subset_macro(by_template[T1B], "pass") if T1B in by_template else None,
         "g_clk_n": len(by_template.get(T1B, [])),
@@ -236,8 +253,9 @@ def bridge_figures(rows: Sequence[Row]) -> dict[str, Any] | None:
     }
 
 
-def summarize(golds: Iterable[Mapping | Gold], results: Sequence[Row],
-              run: RunInfo | None = None) -> dict[str, Any]:
+def summarize(
+    golds: Iterable[Mapping | Gold], results: Sequence[Row], run: RunInfo | None = None
+) -> dict[str, Any]:
     """``evaluation_summary.json``: the official evaluator's keys, then rosetrain's.
 
     ``golds`` only set the expected items (coverage); every figure comes from
@@ -257,8 +275,7 @@ def summarize(golds: Iterable[Mapping | Gold], results: Sequence[Row],
         **official_summary(expected, all_rows, run),
         "n": len(results),
         "n_expected": len(expected_ids),
-        "coverage_rate": (len(scored_ids & expected_ids) / len(expected_ids)
-                          if expected_ids else None),
+        "coverage_rate": (len(scored_ids & expected_ids) / len(expected_ids) if expected_ids else None),
         "n_errors": len(errored),
         "error_examples": error_examples(errored),
         "templates": table,

@@ -18,24 +18,31 @@ with the official names, orders and aggregation:
 Only rows of the five ROSE subsets (``ROSE_SUBSETS``) enter the paper tables;
 other subsets leave their cells at ``--``.
 """
+
 from __future__ import annotations
 
 import functools
 import operator
 from collections import Counter, defaultdict
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from rosetrain.protocol import MAIN_TEMPLATES, T1, T3, T4, T5
 
 Row = Mapping[str, Any]
 
-ROSE_SUBSETS = ("ROSE-ChineseGlyph", "ROSE-EmojiStyle", "ROSE-EmojiContent", "ROSE-PixelEdit",
-                "ROSE-PixelContent")
-TABLE_SHORT = {T1: "G-Cnt", "T2_COUNT_LOCAL_NUMERIC": "L-Cnt", T3: "L-Clk", T4: "V-Clk",
-               T5: "Excl. C+S"}
+ROSE_SUBSETS = (
+    "ROSE-ChineseGlyph",
+    "ROSE-EmojiStyle",
+    "ROSE-EmojiContent",
+    "ROSE-PixelEdit",
+    "ROSE-PixelContent",
+)
+TABLE_SHORT = {T1: "G-Cnt", "T2_COUNT_LOCAL_NUMERIC": "L-Cnt", T3: "L-Clk", T4: "V-Clk", T5: "Excl. C+S"}
 # Keys whose values are rates (shown as percentages in ``paper_metrics_percent``).
-PERCENT_KEYS = frozenset({"PASS", "SOFT", "VALID", "Avg. PASS", "Avg. SOFT", "C-F1", "R-OK",
-                          *TABLE_SHORT.values(), "Action Avg."})
+PERCENT_KEYS = frozenset(
+    {"PASS", "SOFT", "VALID", "Avg. PASS", "Avg. SOFT", "C-F1", "R-OK", *TABLE_SHORT.values(), "Action Avg."}
+)
 
 
 def mean(values: Iterable[Any]) -> float | None:
@@ -49,18 +56,25 @@ def mean(values: Iterable[Any]) -> float | None:
 # evaluator's applicable rows: click fields are set on click rows only, ...);
 # "any": share of those rows where it is above 0; "n": rows where it is set.
 FIGURES = (
-    ("pass_rate", "pass", "mean"), ("unified_soft", "unified_soft", "mean"),
-    ("valid_rate", "format_valid", "mean"), ("format_error_rate", "format_error", "mean"),
+    ("pass_rate", "pass", "mean"),
+    ("unified_soft", "unified_soft", "mean"),
+    ("valid_rate", "format_valid", "mean"),
+    ("format_error_rate", "format_error", "mean"),
     ("api_error_rate", "api_error", "mean"),
-    ("n_count_applicable", "count_exact", "n"), ("count_exact_rate", "count_exact", "mean"),
-    ("count_mae_parsed", "count_mae", "mean"), ("count_bias_parsed", "count_bias", "mean"),
+    ("n_count_applicable", "count_exact", "n"),
+    ("count_exact_rate", "count_exact", "mean"),
+    ("count_mae_parsed", "count_mae", "mean"),
+    ("count_bias_parsed", "count_bias", "mean"),
     ("count_soft", "count_soft", "mean"),
     ("n_click_applicable", "click_exact_set", "n"),
     ("click_exact_set_rate", "click_exact_set", "mean"),
     ("click_exact_set_strict_rate", "click_exact_set_strict", "mean"),
-    ("click_precision", "click_precision", "mean"), ("click_recall", "click_recall", "mean"),
-    ("click_f1", "click_f1", "mean"), ("click_f1_strict", "click_f1_strict", "mean"),
-    ("click_iou", "click_iou", "mean"), ("click_iou_strict", "click_iou_strict", "mean"),
+    ("click_precision", "click_precision", "mean"),
+    ("click_recall", "click_recall", "mean"),
+    ("click_f1", "click_f1", "mean"),
+    ("click_f1_strict", "click_f1_strict", "mean"),
+    ("click_iou", "click_iou", "mean"),
+    ("click_iou_strict", "click_iou_strict", "mean"),
     ("region_ok_rate", "region_ok", "mean"),
     ("region_violation_sample_rate", "region_violation_count", "any"),
     ("invalid_coordinate_sample_rate", "invalid_coordinate_count", "any"),
@@ -68,24 +82,38 @@ FIGURES = (
     ("over_click_sample_rate", "over_click_count", "any"),
     ("under_click_sample_rate", "under_click_count", "any"),
     ("near_miss_rate", "near_miss_rate", "mean"),
-    ("n_submit_applicable", "submit_exact", "n"), ("submit_exact_rate", "submit_exact", "mean"),
+    ("n_submit_applicable", "submit_exact", "n"),
+    ("submit_exact_rate", "submit_exact", "mean"),
     ("click_submit_consistency_rate", "click_submit_consistency", "mean"),
     ("global_default_error_rate", "global_default_error", "mean"),
-    ("n_exclusion", "exclusion_failure", "n"), ("exclusion_failure_rate", "exclusion_failure", "mean"),
+    ("n_exclusion", "exclusion_failure", "n"),
+    ("exclusion_failure_rate", "exclusion_failure", "mean"),
 )
 _FIELDS = tuple(dict.fromkeys(field for _, field, _ in FIGURES))
 _COUNTED = frozenset(field for _, field, how in FIGURES if how == "any")
 # Fields set on every row but counted by the official evaluator on some rows only.
-_ONLY = {"global_default_error": lambda key: key[1] != T1,
-         "exclusion_failure": lambda key: key[3] == "EXCLUSION"}
+_ONLY = {
+    "global_default_error": lambda key: key[1] != T1,
+    "exclusion_failure": lambda key: key[3] == "EXCLUSION",
+}
 
 Key = tuple  # (rose_subset, task_template, task_mode, region_type): every grouping is a union
 # Float-valued fields: their sums depend on the order of addition, so a group's
 # mean of them adds its rows one by one in the official order (rows sorted by
 # item id), never cell by cell; integer sums are exact in any order.
-FLOAT_FIELDS = frozenset({"unified_soft", "count_soft", "click_precision", "click_recall",
-                          "click_f1", "click_f1_strict", "click_iou", "click_iou_strict",
-                          "near_miss_rate"})
+FLOAT_FIELDS = frozenset(
+    {
+        "unified_soft",
+        "count_soft",
+        "click_precision",
+        "click_recall",
+        "click_f1",
+        "click_f1_strict",
+        "click_iou",
+        "click_iou_strict",
+        "near_miss_rate",
+    }
+)
 
 
 _IS_SET = functools.partial(operator.is_not, None)
@@ -125,7 +153,7 @@ class Sums:
             if field in _COUNTED:  # non-negative counts: truthy means > 0
                 total[2] += len(list(filter(None, values)))
 
-    def add(self, other: "Sums") -> None:
+    def add(self, other: Sums) -> None:
         self.n += other.n
         for field, (total, count, positive) in other.sums.items():
             mine = self.sums[field]
@@ -160,8 +188,7 @@ def cell_sums(rows: Sequence[Row]) -> dict[Key, Sums]:
     """The rows' sums per (subset, template, mode, region type), in one pass each."""
     groups: dict[Key, list[Row]] = defaultdict(list)
     for row in rows:
-        groups[(row["rose_subset"], row["task_template"], row["task_mode"],
-                row["region_type"])].append(row)
+        groups[(row["rose_subset"], row["task_template"], row["task_mode"], row["region_type"])].append(row)
     cells = {}
     for key, group in groups.items():
         cells[key] = Sums()
@@ -197,34 +224,51 @@ def grouped(cells: Mapping[Key, Sums], rows: Sequence[Row], field: str) -> dict[
     """The official figures per value of ``field`` (as text, sorted)."""
     at = GROUP_KEYS[field]
     groups = rows_by(rows, field)
-    return {value: total(cells, lambda key: str(key[at]) == value).figures(groups[value])
-            for value in sorted(groups)}
+    return {
+        value: total(cells, lambda key: str(key[at]) == value).figures(groups[value])
+        for value in sorted(groups)
+    }
 
 
 def table1(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> dict[str, Any]:
     by_subset = {}
     for subset in ROSE_SUBSETS:
         sums, rows = total(cells, lambda key: key[0] == subset), subset_rows.get(subset, [])
-        by_subset[subset] = {"n": sums.n, "PASS": sums.mean("pass", rows),
-                             "SOFT": sums.mean("unified_soft", rows),
-                             "VALID": sums.mean("format_valid", rows)}
-    return {"by_subset": by_subset,
-            "Avg. PASS": mean(s["PASS"] for s in by_subset.values()),
-            "Avg. SOFT": mean(s["SOFT"] for s in by_subset.values()),
-            "VALID": mean(s["VALID"] for s in by_subset.values())}
+        by_subset[subset] = {
+            "n": sums.n,
+            "PASS": sums.mean("pass", rows),
+            "SOFT": sums.mean("unified_soft", rows),
+            "VALID": sums.mean("format_valid", rows),
+        }
+    return {
+        "by_subset": by_subset,
+        "Avg. PASS": mean(s["PASS"] for s in by_subset.values()),
+        "Avg. SOFT": mean(s["SOFT"] for s in by_subset.values()),
+        "VALID": mean(s["VALID"] for s in by_subset.values()),
+    }
 
 
 def table2(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> dict[str, Any]:
     def over_subsets(field, keep=lambda key: True):
-        return mean(total(cells, lambda key, s=subset: key[0] == s and keep(key))
-                    .mean(field, subset_rows.get(subset, [])) for subset in ROSE_SUBSETS)
+        return mean(
+            total(cells, lambda key, s=subset: key[0] == s and keep(key)).mean(
+                field, subset_rows.get(subset, [])
+            )
+            for subset in ROSE_SUBSETS
+        )
 
-    passes = {short: over_subsets("pass", lambda key, t=template: key[1] == t)
-              for template, short in TABLE_SHORT.items()}
+    passes = {
+        short: over_subsets("pass", lambda key, t=template: key[1] == t)
+        for template, short in TABLE_SHORT.items()
+    }
     # click_f1_strict and region_ok are set on click rows only: over a subset's
     # rows they are the mean over its click rows
-    return {**passes, "C-F1": over_subsets("click_f1_strict"), "R-OK": over_subsets("region_ok"),
-            "Avg. PASS": mean(passes.values())}
+    return {
+        **passes,
+        "C-F1": over_subsets("click_f1_strict"),
+        "R-OK": over_subsets("region_ok"),
+        "Avg. PASS": mean(passes.values()),
+    }
 
 
 _CONDITIONED = frozenset({T1, T3, T4, T5})
@@ -241,15 +285,20 @@ def scene_conditioned(rows: Sequence[Row]) -> dict[str, Any]:
         passed = {str(r["scene_id"]) for r in group if r["task_template"] == T1 and r["pass"] == 1}
         record: dict[str, Any] = {"n_t1_correct_scenes": len(passed)}
         for template in (T3, T4, T5):
-            kept = [r["pass"] for r in group
-                    if r["task_template"] == template and str(r["scene_id"]) in passed]
+            kept = [
+                r["pass"] for r in group if r["task_template"] == template and str(r["scene_id"]) in passed
+            ]
             record[TABLE_SHORT[template]] = {"n": len(kept), "pass_rate": mean(kept)}
         by_subset[name] = record
-    macro = {TABLE_SHORT[t]: mean(s[TABLE_SHORT[t]]["pass_rate"] for s in by_subset.values())
-             for t in (T3, T4, T5)}
-    return {"by_subset": by_subset, "macro": {**macro, "Action Avg.": mean(macro.values())},
-            "note": "From the scenes whose T1 row and action rows are both in this run; "
-                    "a partial run may rest on few scenes."}
+    macro = {
+        TABLE_SHORT[t]: mean(s[TABLE_SHORT[t]]["pass_rate"] for s in by_subset.values()) for t in (T3, T4, T5)
+    }
+    return {
+        "by_subset": by_subset,
+        "macro": {**macro, "Action Avg.": mean(macro.values())},
+        "note": "From the scenes whose T1 row and action rows are both in this run; "
+        "a partial run may rest on few scenes.",
+    }
 
 
 def in_percent(value: Any) -> Any:
@@ -272,15 +321,25 @@ def in_percent(value: Any) -> Any:
 
 def coverage(expected: Sequence[Row], rows: Sequence[Row]) -> tuple[list[dict], list[dict]]:
     """Expected and evaluated items per ROSE subset and per main template."""
+
     def entries(field, names, extra):
         want = Counter(str(g.get(field)) for g in expected)
         got = Counter(str(r.get(field)) for r in rows)
-        return [{field: name, **extra(name), "expected": want[name], "evaluated": got[name],
-                 "coverage_rate": got[name] / want[name] if want[name] else None}
-                for name in names]
-    return (entries("rose_subset", ROSE_SUBSETS, lambda name: {}),
-            entries("task_template", MAIN_TEMPLATES,
-                    lambda name: {"task_short": TABLE_SHORT[name]}))
+        return [
+            {
+                field: name,
+                **extra(name),
+                "expected": want[name],
+                "evaluated": got[name],
+                "coverage_rate": got[name] / want[name] if want[name] else None,
+            }
+            for name in names
+        ]
+
+    return (
+        entries("rose_subset", ROSE_SUBSETS, lambda name: {}),
+        entries("task_template", MAIN_TEMPLATES, lambda name: {"task_short": TABLE_SHORT[name]}),
+    )
 
 
 def _pct_cell(value: float | None, digits: int) -> str:
@@ -289,8 +348,7 @@ def _pct_cell(value: float | None, digits: int) -> str:
 
 def table1_row(name: str, table: Mapping[str, Any], digits: int = 1) -> str:
     """The LaTeX row of Table 1: PASS and SOFT per subset, then Avg. PASS, Avg. SOFT, VALID."""
-    cells = [_pct_cell(table["by_subset"][s][k], digits) for s in ROSE_SUBSETS
-             for k in ("PASS", "SOFT")]
+    cells = [_pct_cell(table["by_subset"][s][k], digits) for s in ROSE_SUBSETS for k in ("PASS", "SOFT")]
     cells += [_pct_cell(table[k], digits) for k in ("Avg. PASS", "Avg. SOFT", "VALID")]
     return name + "\n& " + " & ".join(cells) + " \\\\"
 

@@ -6,12 +6,14 @@ release keeps in separate metadata files the official evaluator does not read,
 are left out of them (unless a run holds nothing else, as when a bridge file
 is scored on its own); rosetrain reports bridges under ``bridges``.
 """
+
 from __future__ import annotations
 
 import csv
 import dataclasses
 import io
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from rosetrain.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES
 from rosetrain.scoring import official as O
@@ -23,17 +25,18 @@ EVALUATOR = "rosetrain (ROSE release evaluator v1 semantics)"
 ERROR_CASES_FILE = "error_cases.jsonl"
 METRIC_NOTES = {
     "PASS": "1 when the answer follows the formal grammar and its count, click set and "
-            "submission are all exactly right, else 0.",
+    "submission are all exactly right, else 0.",
     "VALID": "1 when the answer follows the formal grammar, whatever its content.",
     "SOFT": "COUNT: 1/(1+|count error|); CLICK: strict click-set F1; CLICK_COUNT: mean of "
-            "strict click F1, count soft and click-submit consistency.",
+    "strict click F1, count soft and click-submit consistency.",
     "Table 1": "Item means per ROSE subset; Avg. PASS, Avg. SOFT and VALID are the mean over "
-               "the subsets that have rows.",
+    "the subsets that have rows.",
     "Table 2": "Each template's PASS, C-F1 and R-OK are the mean per ROSE subset, then over "
-               "subsets; Avg. PASS is the mean of the five template PASS values.",
+    "subsets; Avg. PASS is the mean of the five template PASS values.",
 }
-PARTIAL_NOTE = ("A partial run's figures check the pipeline; they are not comparable with "
-                "results on the full test split.")
+PARTIAL_NOTE = (
+    "A partial run's figures check the pipeline; they are not comparable with results on the full test split."
+)
 
 
 @dataclasses.dataclass
@@ -59,9 +62,13 @@ def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> list[dict[str, 
     items = []
     for gold in golds:
         fields = gold.official if isinstance(gold, Gold) else gold
-        items.append({"item_id": str(fields.get("item_id")),
-                      "rose_subset": fields.get("rose_subset"),
-                      "task_template": fields.get("task_template")})
+        items.append(
+            {
+                "item_id": str(fields.get("item_id")),
+                "rose_subset": fields.get("rose_subset"),
+                "task_template": fields.get("task_template"),
+            }
+        )
     return items
 
 
@@ -77,19 +84,24 @@ def _coverage(golds: Sequence[Row], rows: Sequence[Row], info: RunInfo) -> dict[
     missing, extra = sorted(expected_ids - scored_ids), sorted(scored_ids - expected_ids)
     by_subset, by_template = O.coverage(golds, rows)
     return {
-        "complete_submission": not missing and not extra, "allow_partial": info.allow_partial,
+        "complete_submission": not missing and not extra,
+        "allow_partial": info.allow_partial,
         "num_expected": len(expected_ids),
-        "num_prediction_rows": len(rows) if info.num_prediction_rows is None
-        else info.num_prediction_rows,
-        "num_evaluated": len(rows), "num_missing": len(missing), "num_extra": len(extra),
+        "num_prediction_rows": len(rows) if info.num_prediction_rows is None else info.num_prediction_rows,
+        "num_evaluated": len(rows),
+        "num_missing": len(missing),
+        "num_extra": len(extra),
         "coverage_rate": len(rows) / len(expected_ids) if expected_ids else None,
-        "by_subset": by_subset, "by_template": by_template,
-        "missing_item_ids": missing, "extra_item_ids": extra,
+        "by_subset": by_subset,
+        "by_template": by_template,
+        "missing_item_ids": missing,
+        "extra_item_ids": extra,
     }
 
 
-def official_summary(golds: Sequence[Row], rows: Sequence[Row],
-                     info: RunInfo | None = None) -> dict[str, Any]:
+def official_summary(
+    golds: Sequence[Row], rows: Sequence[Row], info: RunInfo | None = None
+) -> dict[str, Any]:
     """The official keys of ``evaluation_summary.json`` (figures as fractions)."""
     info = info or RunInfo()
     rows = paper_rows(rows)
@@ -97,19 +109,31 @@ def official_summary(golds: Sequence[Row], rows: Sequence[Row],
     coverage = _coverage(golds, rows, info)
     rows = sorted(rows, key=lambda r: str(r["item_id"]))  # the official order of addition
     cells, subset_rows = O.cell_sums(rows), O.rows_by(rows, "rose_subset")
-    paper = {"table1": O.table1(cells, subset_rows), "table2": O.table2(cells, subset_rows),
-             "scene_conditioned_action_available_rows": O.scene_conditioned(rows)}
+    paper = {
+        "table1": O.table1(cells, subset_rows),
+        "table2": O.table2(cells, subset_rows),
+        "scene_conditioned_action_available_rows": O.scene_conditioned(rows),
+    }
     return {
-        "evaluator": EVALUATOR, "model": info.model, "display_name": info.table_name,
-        "split": info.split, "dataset_repo_id": None, "metadata_jsonl": info.metadata_jsonl,
-        "predictions_jsonl": info.predictions_jsonl, "coverage": coverage,
-        "overall": O.total(cells).figures(rows), "by_subset": O.grouped(cells, rows, "rose_subset"),
+        "evaluator": EVALUATOR,
+        "model": info.model,
+        "display_name": info.table_name,
+        "split": info.split,
+        "dataset_repo_id": None,
+        "metadata_jsonl": info.metadata_jsonl,
+        "predictions_jsonl": info.predictions_jsonl,
+        "coverage": coverage,
+        "overall": O.total(cells).figures(rows),
+        "by_subset": O.grouped(cells, rows, "rose_subset"),
         "by_template": O.grouped(cells, rows, "task_template"),
         "by_task_mode": O.grouped(cells, rows, "task_mode"),
         "by_region_type": O.grouped(cells, rows, "region_type"),
-        "paper_metrics": paper, "paper_metrics_percent": O.in_percent(paper),
-        "metric_notes": {**METRIC_NOTES, "partial_warning":
-                         None if coverage["complete_submission"] else PARTIAL_NOTE},
+        "paper_metrics": paper,
+        "paper_metrics_percent": O.in_percent(paper),
+        "metric_notes": {
+            **METRIC_NOTES,
+            "partial_warning": None if coverage["complete_submission"] else PARTIAL_NOTE,
+        },
     }
 
 
@@ -128,13 +152,18 @@ def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
 def official_files(summary: Mapping[str, Any], info: RunInfo | None = None) -> dict[str, str]:
     """File name -> text of the official CSV and table-row files."""
     info = info or RunInfo()
-    subsets = [{"rose_subset": s, "subset_short": s.removeprefix("ROSE-"),
-                **summary["by_subset"].get(s, {"n": 0})} for s in O.ROSE_SUBSETS]
-    templates = [{"task_template": t, "task_short": O.TABLE_SHORT[t],
-                  **summary["by_template"].get(t, {"n": 0})} for t in MAIN_TEMPLATES]
+    subsets = [
+        {"rose_subset": s, "subset_short": s.removeprefix("ROSE-"), **summary["by_subset"].get(s, {"n": 0})}
+        for s in O.ROSE_SUBSETS
+    ]
+    templates = [
+        {"task_template": t, "task_short": O.TABLE_SHORT[t], **summary["by_template"].get(t, {"n": 0})}
+        for t in MAIN_TEMPLATES
+    ]
     coverage = summary["coverage"]
-    covered = ([{"group": "subset", **e} for e in coverage["by_subset"]]
-               + [{"group": "template", **e} for e in coverage["by_template"]])
+    covered = [{"group": "subset", **e} for e in coverage["by_subset"]] + [
+        {"group": "template", **e} for e in coverage["by_template"]
+    ]
     paper = summary["paper_metrics"]
     name = summary["display_name"] or ""
     return {

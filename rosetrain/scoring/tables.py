@@ -1,20 +1,32 @@
 """The summary as tables a person reads: Markdown and CSV."""
+
 from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rosetrain.protocol import MAIN_TEMPLATES, SHORT_NAME
 from rosetrain.scoring.metrics import BREAKDOWNS, DIAGNOSTICS
 
-HEADLINE = (("avg_pass", "Avg PASS"), ("counting_avg", "Counting Avg"),
-            ("action_avg", "Action Avg"), ("gap", "Gap (counting - action)"),
-            ("valid", "VALID"), ("soft", "SOFT"), ("c_f1", "C-F1"), ("r_ok", "R-OK"),
-            ("coverage_rate", "Coverage"))
-BRIDGE_FIGURES = (("g_clk", "G-Clk (T1B PASS)"), ("card", "Card (T2B PASS)"),
-                  ("loc_given_card", "Loc\\|Card (T3 PASS given T2B PASS)"),
-                  ("lclk_given_own_count", "L-Clk given its own click count right"))
+HEADLINE = (
+    ("avg_pass", "Avg PASS"),
+    ("counting_avg", "Counting Avg"),
+    ("action_avg", "Action Avg"),
+    ("gap", "Gap (counting - action)"),
+    ("valid", "VALID"),
+    ("soft", "SOFT"),
+    ("c_f1", "C-F1"),
+    ("r_ok", "R-OK"),
+    ("coverage_rate", "Coverage"),
+)
+BRIDGE_FIGURES = (
+    ("g_clk", "G-Clk (T1B PASS)"),
+    ("card", "Card (T2B PASS)"),
+    ("loc_given_card", "Loc\\|Card (T3 PASS given T2B PASS)"),
+    ("lclk_given_own_count", "L-Clk given its own click count right"),
+)
 
 
 def pct(value: float | None) -> str:
@@ -37,8 +49,9 @@ def _csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def template_rows(summary: Mapping) -> tuple[list[str], list[list]]:
     header = ["template", "short", "n", "pass", "valid", "soft"]
-    rows = [[t, s["short"], s["n"], s["pass"], s["valid"], s["soft"]]
-            for t, s in summary["templates"].items()]
+    rows = [
+        [t, s["short"], s["n"], s["pass"], s["valid"], s["soft"]] for t, s in summary["templates"].items()
+    ]
     return header, rows
 
 
@@ -49,28 +62,37 @@ def diagnostic_rows(summary: Mapping) -> tuple[list[str], list[list]]:
 
 
 def breakdown_rows(summary: Mapping, name: str) -> tuple[list[str], list[list]]:
-    header = ["group", "n", "pass", "valid", "soft", "avg_pass",
-              *(SHORT_NAME[t] for t in MAIN_TEMPLATES)]
+    header = ["group", "n", "pass", "valid", "soft", "avg_pass", *(SHORT_NAME[t] for t in MAIN_TEMPLATES)]
     rows = []
     for group, stats in summary[name].items():
         per_template = [stats["templates"].get(t, {}).get("pass") for t in MAIN_TEMPLATES]
-        rows.append([group, stats["n"], stats["pass"], stats["valid"], stats["soft"],
-                     stats["avg_pass"], *per_template])
+        rows.append(
+            [
+                group,
+                stats["n"],
+                stats["pass"],
+                stats["valid"],
+                stats["soft"],
+                stats["avg_pass"],
+                *per_template,
+            ]
+        )
     return header, rows
 
 
 def csv_tables(summary: Mapping) -> dict[str, str]:
     """File name -> CSV text (fractions in [0, 1], empty cells where undefined)."""
-    tables = {"templates.csv": _csv(*template_rows(summary)),
-              "diagnostics.csv": _csv(*diagnostic_rows(summary))}
+    tables = {
+        "templates.csv": _csv(*template_rows(summary)),
+        "diagnostics.csv": _csv(*diagnostic_rows(summary)),
+    }
     for name in BREAKDOWNS:
         tables[f"{name}.csv"] = _csv(*breakdown_rows(summary, name))
     return tables
 
 
 def _as_pct(rows: list[list], first_numeric: int, skip: Sequence[int] = ()) -> list[list]:
-    return [[c if i < first_numeric or i in skip else pct(c) for i, c in enumerate(row)]
-            for row in rows]
+    return [[c if i < first_numeric or i in skip else pct(c) for i, c in enumerate(row)] for row in rows]
 
 
 def _errors_note(summary: Mapping) -> str:
@@ -78,36 +100,47 @@ def _errors_note(summary: Mapping) -> str:
     if not summary.get("n_errors"):
         return ""
     shown = "; ".join(f"`{e['item_id']}`: {e['error']}" for e in summary["error_examples"])
-    return (f"**{summary['n_errors']} items errored** (no answer: the request failed); "
-            f"they are left out of every figure below. First: {shown}\n\n")
+    return (
+        f"**{summary['n_errors']} items errored** (no answer: the request failed); "
+        f"they are left out of every figure below. First: {shown}\n\n"
+    )
 
 
 def summary_markdown(summary: Mapping) -> str:
     """summary.md: headline, templates, diagnostics and breakdowns (PASS etc. in %)."""
-    parts = ["# Evaluation summary\n\n",
-             f"{summary['n']} items scored of {summary['n_expected']} "
-             f"(coverage {pct(summary['coverage_rate'])}%). Figures in %.\n\n",
-             _errors_note(summary),
-             _markdown_table(["figure", "value"],
-                             [[label, pct(summary.get(key))] for key, label in HEADLINE])]
+    parts = [
+        "# Evaluation summary\n\n",
+        f"{summary['n']} items scored of {summary['n_expected']} "
+        f"(coverage {pct(summary['coverage_rate'])}%). Figures in %.\n\n",
+        _errors_note(summary),
+        _markdown_table(["figure", "value"], [[label, pct(summary.get(key))] for key, label in HEADLINE]),
+    ]
     header, rows = template_rows(summary)
     parts += ["\n## Templates\n\n", _markdown_table(header, _as_pct(rows, 3))]
     retention = summary.get("action_retention")
     if retention:
-        parts += [f"\n## Action retention (scenes whose T1 passed: {retention['n_scenes']})\n\n",
-                  _markdown_table(["template", "n", "pass"],
-                                  [[SHORT_NAME[t], v["n"], pct(v["pass"])]
-                                   for t, v in retention["templates"].items()])]
+        parts += [
+            f"\n## Action retention (scenes whose T1 passed: {retention['n_scenes']})\n\n",
+            _markdown_table(
+                ["template", "n", "pass"],
+                [[SHORT_NAME[t], v["n"], pct(v["pass"])] for t, v in retention["templates"].items()],
+            ),
+        ]
     bridges = summary.get("bridges")
     if bridges:
-        parts += ["\n## Bridge controls\n\n",
-                  _markdown_table(["figure", "value", "n"],
-                                  [[label, pct(bridges[key]), bridges[f"{key}_n"]]
-                                   for key, label in BRIDGE_FIGURES])]
+        parts += [
+            "\n## Bridge controls\n\n",
+            _markdown_table(
+                ["figure", "value", "n"],
+                [[label, pct(bridges[key]), bridges[f"{key}_n"]] for key, label in BRIDGE_FIGURES],
+            ),
+        ]
     header, rows = diagnostic_rows(summary)
     parts += ["\n## Diagnostics (share of items)\n\n", _markdown_table(header, _as_pct(rows, 1))]
     for name in BREAKDOWNS:
         header, rows = breakdown_rows(summary, name)
-        parts += [f"\n## {name.replace('_', ' ').capitalize()}\n\n",
-                  _markdown_table(header, _as_pct(rows, 2))]
+        parts += [
+            f"\n## {name.replace('_', ' ').capitalize()}\n\n",
+            _markdown_table(header, _as_pct(rows, 2)),
+        ]
     return "".join(parts)

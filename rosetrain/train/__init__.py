@@ -12,6 +12,7 @@
 
 Heavy imports (torch, transformers, trl) happen only inside the functions.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -7,13 +7,15 @@ The held-out evaluation generates greedily on a fixed set of held-out items
 gap through the trainer (so every ``report_to`` tracker gets them), and appends
 one line per evaluation to ``OUTPUT_DIR/heldout_eval.jsonl``.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from transformers import Trainer, TrainerCallback
 
@@ -24,8 +26,16 @@ HELDOUT_LOG = "heldout_eval.jsonl"
 
 
 class HeldoutEvalCallback(TrainerCallback):
-    def __init__(self, records: Sequence[Mapping[str, Any]], processor: Any, *, every_steps: int,
-                 max_new_tokens: int, batch_size: int, output_dir: str):
+    def __init__(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        processor: Any,
+        *,
+        every_steps: int,
+        max_new_tokens: int,
+        batch_size: int,
+        output_dir: str,
+    ):
         self.records = list(records)
         self.processor = processor
         self.every_steps = every_steps
@@ -49,8 +59,10 @@ class HeldoutEvalCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return  # one process evaluates; the others wait at the next collective
         if _sharded(self.trainer):
-            logger.warning("held-out evaluation during training is skipped with ZeRO-3/FSDP "
-                           "(parameters are sharded); run `rosetrain eval` on the saved model")
+            logger.warning(
+                "held-out evaluation during training is skipped with ZeRO-3/FSDP "
+                "(parameters are sharded); run `rosetrain eval` on the saved model"
+            )
             return
         metrics = self.evaluate(model)
         metrics = {"heldout/" + k: v for k, v in metrics.items()}
@@ -72,12 +84,13 @@ class HeldoutEvalCallback(TrainerCallback):
 
         was_training = model.training
         started = time.perf_counter()
-        runner = TransformersRunner("training", max_new_tokens=self.max_new_tokens,
-                                    loaded=(model, self.processor))
+        runner = TransformersRunner(
+            "training", max_new_tokens=self.max_new_tokens, loaded=(model, self.processor)
+        )
         try:
             texts: list[str | None] = []
             for start in range(0, len(self.records), self.batch_size):
-                texts += [text for text, _ in runner.generate(self.records[start:start + self.batch_size])]
+                texts += [text for text, _ in runner.generate(self.records[start : start + self.batch_size])]
         finally:
             model.train(was_training)
         results = [score_item(r, t) for r, t in zip(self.records, texts)]

@@ -13,6 +13,7 @@ LoRA checkpoints (``adapter_model.safetensors``) are restored with peft and
 checked the same way. DeepSpeed and FSDP restore their own sharded formats
 (the trainer's loaders, untouched here).
 """
+
 from __future__ import annotations
 
 import json
@@ -64,10 +65,13 @@ def _load_full(model: Any, checkpoint: Path) -> None:
             if target.data_ptr() not in own:  # a fused/split tensor: a copy, not the model's own
                 raise RosetrainError(
                     f"resume: {checkpoint} stores {name} in a converted layout that rosetrain cannot "
-                    f"restore in place for {type(model).__name__}; resume is not supported for this model")
+                    f"restore in place for {type(model).__name__}; resume is not supported for this model"
+                )
             if target.shape != tensor.shape:
-                raise RosetrainError(f"resume: {checkpoint}: {name} has shape {tuple(tensor.shape)}, "
-                                     f"the model's has {tuple(target.shape)}: another model's checkpoint")
+                raise RosetrainError(
+                    f"resume: {checkpoint}: {name} has shape {tuple(tensor.shape)}, "
+                    f"the model's has {tuple(target.shape)}: another model's checkpoint"
+                )
             target.copy_(tensor)
 
 
@@ -93,8 +97,10 @@ def _read_full(checkpoint: Path) -> dict[str, Any]:
         for shard in sorted(set(index["weight_map"].values())):
             saved.update(load_file(checkpoint / shard, device="cpu"))
         return saved
-    raise RosetrainError(f"resume: {checkpoint} has no {WEIGHTS} (or {WEIGHTS_INDEX}) to restore "
-                         f"the model from; it is not a full fine-tuning checkpoint of this run")
+    raise RosetrainError(
+        f"resume: {checkpoint} has no {WEIGHTS} (or {WEIGHTS_INDEX}) to restore "
+        f"the model from; it is not a full fine-tuning checkpoint of this run"
+    )
 
 
 def _check_same_keys(checkpoint: Path, saved: set[str], expected: set[str], model: Any) -> None:
@@ -106,9 +112,11 @@ def _check_same_keys(checkpoint: Path, saved: set[str], expected: set[str], mode
         parts.append(f"{len(missing)} of the model's {len(expected)} tensors are missing (e.g. {missing[0]})")
     if unexpected:
         parts.append(f"{len(unexpected)} saved tensors are not in the model (e.g. {unexpected[0]})")
-    raise RosetrainError(f"resume: {checkpoint} does not match {type(model).__name__}: "
-                         f"{'; '.join(parts)}; resume from a checkpoint of this model and method, "
-                         f"or set resume: never")
+    raise RosetrainError(
+        f"resume: {checkpoint} does not match {type(model).__name__}: "
+        f"{'; '.join(parts)}; resume from a checkpoint of this model and method, "
+        f"or set resume: never"
+    )
 
 
 def _load_adapter(model: Any, checkpoint: Path) -> None:
@@ -117,13 +125,17 @@ def _load_adapter(model: Any, checkpoint: Path) -> None:
     from safetensors.torch import load_file
 
     if not (checkpoint / ADAPTER_WEIGHTS).is_file():
-        raise RosetrainError(f"resume: {checkpoint} has no {ADAPTER_WEIGHTS}: it is not a LoRA "
-                             f"checkpoint, and this run trains LoRA adapters")
+        raise RosetrainError(
+            f"resume: {checkpoint} has no {ADAPTER_WEIGHTS}: it is not a LoRA "
+            f"checkpoint, and this run trains LoRA adapters"
+        )
     saved = load_file(checkpoint / ADAPTER_WEIGHTS, device="cpu")
     adapter = model.active_adapter
     expected = set(get_peft_model_state_dict(model, adapter_name=adapter))
     _check_same_keys(checkpoint, set(saved), expected, model)
     result = set_peft_model_state_dict(model, saved, adapter_name=adapter)
     if result.unexpected_keys:  # peft names keys it could not place; none may be left out
-        raise RosetrainError(f"resume: {checkpoint}: {len(result.unexpected_keys)} adapter tensors were "
-                             f"not restored (e.g. {result.unexpected_keys[0]})")
+        raise RosetrainError(
+            f"resume: {checkpoint}: {len(result.unexpected_keys)} adapter tensors were "
+            f"not restored (e.g. {result.unexpected_keys[0]})"
+        )

@@ -5,6 +5,7 @@ Order matters: every check runs before the model loads; the TRL config is
 built before the model loads too (DeepSpeed ZeRO-3 partitions weights at load
 time only when the training arguments already exist).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,9 @@ import importlib.util
 import json
 import logging
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import yaml
 
@@ -29,9 +31,22 @@ MERGED_DIR = "merged"
 RECIPE_RECORD = "rosetrain_recipe.yaml"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 # Recipe keys that map to TrainingArguments of the same name.
-TRAINING_KEYS = ("output_dir", "seed", "max_steps", "num_train_epochs", "gradient_accumulation_steps",
-                 "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "logging_steps",
-                 "save_steps", "save_total_limit", "report_to", "run_name")
+TRAINING_KEYS = (
+    "output_dir",
+    "seed",
+    "max_steps",
+    "num_train_epochs",
+    "gradient_accumulation_steps",
+    "lr_scheduler_type",
+    "warmup_steps",
+    "weight_decay",
+    "max_grad_norm",
+    "logging_steps",
+    "save_steps",
+    "save_total_limit",
+    "report_to",
+    "run_name",
+)
 
 
 @dataclasses.dataclass
@@ -51,6 +66,7 @@ def has_gpu() -> bool:
 
 
 # ----------------------------------------------------------------- checks
+
 
 def check_inputs(recipe: Recipe) -> Inputs:
     """Fail on a bad model path, unusable data, a held-out split that overlaps
@@ -86,17 +102,24 @@ def check_vllm(recipe: Recipe) -> None:
     if mode is None:
         return
     if importlib.util.find_spec("vllm") is None:
-        raise RecipeError(f"grpo.vllm: {mode!r} needs the vllm package, which is not installed "
-                          f"(pip install 'rosetrain[vllm]'; TRL 1.16 supports vllm <= 0.31), "
-                          f"or set grpo.vllm: null to generate with transformers")
+        raise RecipeError(
+            f"grpo.vllm: {mode!r} needs the vllm package, which is not installed "
+            f"(pip install 'rosetrain[vllm]'; TRL 1.16 supports vllm <= 0.31), "
+            f"or set grpo.vllm: null to generate with transformers"
+        )
     if mode == "colocate" and not has_gpu():
         raise RecipeError("grpo.vllm: colocate needs a CUDA GPU; set grpo.vllm: null on this machine")
 
 
 # ----------------------------------------------------------------- TRL config
 
-def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, Any],
-                method_origins: Mapping[str, str] = {}):
+
+def make_config(
+    config_class: type,
+    recipe: Recipe,
+    method_kwargs: Mapping[str, Any],
+    method_origins: Mapping[str, str] = {},
+):
     """The TRL config: recipe keys, then the method's, then the recipe's ``trl:`` extras.
     ``method_origins`` names the recipe key behind each method field, so that an
     error of the config names the recipe key to change."""
@@ -104,7 +127,9 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
     fields = {f.name for f in dataclasses.fields(config_class)}
     # transformers 5.23 renamed gradient_checkpointing; older releases (all that
     # vLLM 0.31 accepts) know only the old name, newer ones warn on it
-    checkpointing = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+    checkpointing = (
+        "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+    )
     kwargs: dict[str, Any] = {key: getattr(recipe, key) for key in TRAINING_KEYS}
     kwargs.update(
         learning_rate=recipe.lr,
@@ -121,16 +146,22 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
     if kwargs[checkpointing]:
         kwargs[f"{checkpointing}_kwargs"] = {"use_reentrant": False}  # works with LoRA and DDP
     kwargs.update(method_kwargs)
-    origins = {**{key: key for key in kwargs}, checkpointing: "gradient_checkpointing",
-               # TRL derives these from the batch settings
-               "generation_batch_size": "per_device_train_batch_size",
-               "steps_per_generation": "gradient_accumulation_steps",
-               "schedulertype": "lr_scheduler_type", **method_origins}
+    origins = {
+        **{key: key for key in kwargs},
+        checkpointing: "gradient_checkpointing",
+        # TRL derives these from the batch settings
+        "generation_batch_size": "per_device_train_batch_size",
+        "steps_per_generation": "gradient_accumulation_steps",
+        "schedulertype": "lr_scheduler_type",
+        **method_origins,
+    }
     for key, value in recipe.trl.items():
         if key not in fields:
             close = difflib.get_close_matches(key, sorted(fields), n=3)
-            raise RecipeError(f"{recipe.source}: trl.{key} is not a {config_class.__name__} field"
-                              + (f" (close: {', '.join(close)})" if close else ""))
+            raise RecipeError(
+                f"{recipe.source}: trl.{key} is not a {config_class.__name__} field"
+                + (f" (close: {', '.join(close)})" if close else "")
+            )
         if key in valid_keys(Recipe):
             raise RecipeError(f"{recipe.source}: trl.{key}: set it as the recipe key {key!r} instead")
         kwargs[key], origins[key] = value, f"trl.{key}"
@@ -141,8 +172,10 @@ def make_config(config_class: type, recipe: Recipe, method_kwargs: Mapping[str, 
 
         message = first_line(err)
         keys = name_recipe_keys(message, origins)
-        raise RecipeError(f"{recipe.source}: {', '.join(keys) + ': ' if keys else ''}"
-                          f"{config_class.__name__} rejects these settings: {message}") from None
+        raise RecipeError(
+            f"{recipe.source}: {', '.join(keys) + ': ' if keys else ''}"
+            f"{config_class.__name__} rejects these settings: {message}"
+        ) from None
 
 
 def bf16_supported() -> bool:
@@ -152,6 +185,7 @@ def bf16_supported() -> bool:
 
 
 # ----------------------------------------------------------------- model
+
 
 def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     """The model to train (an adapter given as ``model`` is merged into its base
@@ -163,8 +197,9 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     dtype = torch.bfloat16 if bf16_supported() else torch.float32
     if recipe.cpu_threads is not None and not has_gpu():
         torch.set_num_threads(recipe.cpu_threads)
-    model, processor = load_model_and_processor(recipe.model, device="cpu", dtype=dtype,
-                                                trust_remote_code=recipe.trust_remote_code)
+    model, processor = load_model_and_processor(
+        recipe.model, device="cpu", dtype=dtype, trust_remote_code=recipe.trust_remote_code
+    )
     if getattr(model.generation_config, "pad_token_id", None) is None:
         model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
     set_pixel_budget(processor, recipe.min_pixels, recipe.max_pixels)
@@ -179,8 +214,10 @@ def set_pixel_budget(processor: Any, min_pixels: int | None, max_pixels: int | N
     image_processor = getattr(processor, "image_processor", None)
     size = getattr(image_processor, "size", None)
     if size is None or "longest_edge" not in dict(size):
-        raise RecipeError(f"min_pixels/max_pixels: the processor of this model "
-                          f"({type(image_processor).__name__}) has no pixel budget to set")
+        raise RecipeError(
+            f"min_pixels/max_pixels: the processor of this model "
+            f"({type(image_processor).__name__}) has no pixel budget to set"
+        )
     size = {key: value for key, value in dict(size).items() if value is not None}
     if min_pixels is not None:
         size["shortest_edge"] = min_pixels
@@ -200,8 +237,13 @@ def peft_config(recipe: Recipe):
 
     # peft 0.21 still reads the attribute transformers 5 renamed, once per wrap: noise
     warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
-    return LoraConfig(r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
-                      target_modules=recipe.lora.peft_target_modules(), task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=recipe.lora.r,
+        lora_alpha=recipe.lora.alpha,
+        lora_dropout=recipe.lora.dropout,
+        target_modules=recipe.lora.peft_target_modules(),
+        task_type="CAUSAL_LM",
+    )
 
 
 def model_reference(recipe: Recipe) -> str:
@@ -212,14 +254,18 @@ def model_reference(recipe: Recipe) -> str:
 
 # ----------------------------------------------------------------- run
 
+
 def last_checkpoint(output_dir: str | Path) -> str | None:
     """The newest complete ``checkpoint-N``: the trainer writes trainer_state.json
     last (not atomically), so a kill mid-save leaves a folder without a readable one."""
     folder = Path(output_dir)
     if not folder.is_dir():
         return None
-    found = [(int(m.group(1)), p) for p in folder.iterdir()
-             if (m := _CHECKPOINT.match(p.name)) and is_complete_checkpoint(p)]
+    found = [
+        (int(m.group(1)), p)
+        for p in folder.iterdir()
+        if (m := _CHECKPOINT.match(p.name)) and is_complete_checkpoint(p)
+    ]
     return str(max(found)[1]) if found else None
 
 
@@ -236,14 +282,24 @@ def resume_from(recipe: Recipe) -> str | None:
     if recipe.resume == "auto":
         return last_checkpoint(recipe.output_dir)
     if not is_complete_checkpoint(Path(recipe.resume)):
-        raise RecipeError(f"resume: {recipe.resume} is not a complete training checkpoint "
-                          f"(no readable trainer_state.json)")
+        raise RecipeError(
+            f"resume: {recipe.resume} is not a complete training checkpoint (no readable trainer_state.json)"
+        )
     return recipe.resume
 
 
 # Keys a resumed run may change: how long and how it logs/saves, not what it trains.
-RESUMABLE_CHANGES = {"max_steps", "logging_steps", "save_steps", "save_total_limit", "resume",
-                     "output_dir", "report_to", "cpu_threads", "eval"}
+RESUMABLE_CHANGES = {
+    "max_steps",
+    "logging_steps",
+    "save_steps",
+    "save_total_limit",
+    "resume",
+    "output_dir",
+    "report_to",
+    "cpu_threads",
+    "eval",
+}
 
 
 def check_resumable(recipe: Recipe) -> None:
@@ -263,9 +319,11 @@ def check_resumable(recipe: Recipe) -> None:
     changed = sorted(k for k in now.keys() - RESUMABLE_CHANGES if before.get(k) != now[k])
     if changed:
         detail = "; ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in changed[:4])
-        raise RecipeError(f"output_dir {recipe.output_dir} holds {Path(checkpoint).name} of a run "
-                          f"with another recipe ({detail}); use another output_dir, set "
-                          f"resume: never to start over there, or delete the folder")
+        raise RecipeError(
+            f"output_dir {recipe.output_dir} holds {Path(checkpoint).name} of a run "
+            f"with another recipe ({detail}); use another output_dir, set "
+            f"resume: never to start over there, or delete the folder"
+        )
 
 
 def record_recipe(recipe: Recipe) -> None:
@@ -292,11 +350,14 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     if trainer.is_world_process_zero():
         processor.save_pretrained(str(final))
         set_adapter_base(final, model_reference(recipe))
-    summary = {"final": str(final), "global_step": trainer.state.global_step,
-               "train_loss": getattr(result, "training_loss", None),
-               "train_runtime": (result.metrics or {}).get("train_runtime"),
-               "world_size": trainer.args.world_size,
-               "is_main_process": trainer.is_world_process_zero()}
+    summary = {
+        "final": str(final),
+        "global_step": trainer.state.global_step,
+        "train_loss": getattr(result, "training_loss", None),
+        "train_runtime": (result.metrics or {}).get("train_runtime"),
+        "world_size": trainer.args.world_size,
+        "is_main_process": trainer.is_world_process_zero(),
+    }
     if recipe.save_merged:
         summary["merged"] = str(save_merged(trainer, recipe, processor))
     if trainer.is_world_process_zero():
@@ -315,8 +376,9 @@ def save_merged(trainer: Any, recipe: Recipe, processor: Any) -> Path:
     final, out = Path(recipe.output_dir) / FINAL_DIR, Path(recipe.output_dir) / MERGED_DIR
     if trainer.is_world_process_zero():
         dtype = next(trainer.model.parameters()).dtype
-        model, _ = load_model_and_processor(final, device="cpu", dtype=dtype,
-                                            trust_remote_code=recipe.trust_remote_code)
+        model, _ = load_model_and_processor(
+            final, device="cpu", dtype=dtype, trust_remote_code=recipe.trust_remote_code
+        )
         model.save_pretrained(str(out))
         processor.save_pretrained(str(out))
     return out
@@ -324,21 +386,35 @@ def save_merged(trainer: Any, recipe: Recipe, processor: Any) -> Path:
 
 def describe_plan(recipe: Recipe, inputs: Inputs, model: Any) -> str:
     params = sum(p.numel() for p in model.parameters())
-    data = (f"stream {recipe.data.spec} (seed {recipe.data.seed})" if recipe.data.spec
-            else f"folder {recipe.data.folder} ({recipe.data.split})")
-    method = "full fine-tuning" if recipe.lora is None else (
-        f"LoRA r={recipe.lora.r} on {recipe.lora.target}" + (" + vision" if recipe.lora.vision else ""))
-    held = (f"{len(inputs.heldout)} held-out items from {recipe.eval.folder}"
-            + (f" every {recipe.eval.every_steps} steps" if recipe.eval.every_steps else " at the end")
-            if inputs.heldout else "no held-out evaluation")
-    return (f"rosetrain train {recipe.method}: {recipe.model} ({params / 1e6:.2f}M parameters), "
-            f"{method}; data: {data}; {held}; output: {recipe.output_dir}")
+    data = (
+        f"stream {recipe.data.spec} (seed {recipe.data.seed})"
+        if recipe.data.spec
+        else f"folder {recipe.data.folder} ({recipe.data.split})"
+    )
+    method = (
+        "full fine-tuning"
+        if recipe.lora is None
+        else (f"LoRA r={recipe.lora.r} on {recipe.lora.target}" + (" + vision" if recipe.lora.vision else ""))
+    )
+    held = (
+        f"{len(inputs.heldout)} held-out items from {recipe.eval.folder}"
+        + (f" every {recipe.eval.every_steps} steps" if recipe.eval.every_steps else " at the end")
+        if inputs.heldout
+        else "no held-out evaluation"
+    )
+    return (
+        f"rosetrain train {recipe.method}: {recipe.model} ({params / 1e6:.2f}M parameters), "
+        f"{method}; data: {data}; {held}; output: {recipe.output_dir}"
+    )
 
 
-
-def build_trainer(recipe: Recipe, inputs: Inputs | None, trainer_class: type,
-                  prepare_rows: Callable[[Any, Any, Any], tuple[Any, list[Any]]] | None = None,
-                  **method_kwargs: Any):
+def build_trainer(
+    recipe: Recipe,
+    inputs: Inputs | None,
+    trainer_class: type,
+    prepare_rows: Callable[[Any, Any, Any], tuple[Any, list[Any]]] | None = None,
+    **method_kwargs: Any,
+):
     """What every trainer needs, built once: checks, the policy (left-padded:
     generation appends on the right), the rows, the callbacks, LoRA; then the TRL
     ``trainer_class`` with the method's own arguments (GRPO: ``reward_funcs``).
@@ -353,9 +429,15 @@ def build_trainer(recipe: Recipe, inputs: Inputs | None, trainer_class: type,
         train_dataset, needs_trainer = prepare_rows(train_dataset, processor, inputs.args)
     callbacks = callbacks_for(recipe, inputs, processor)
     logger.warning(describe_plan(recipe, inputs, model))
-    trainer = trainer_class(model=model, args=inputs.args, train_dataset=train_dataset,
-                            processing_class=processor, peft_config=peft_config(recipe),
-                            callbacks=callbacks, **method_kwargs)
+    trainer = trainer_class(
+        model=model,
+        args=inputs.args,
+        train_dataset=train_dataset,
+        processing_class=processor,
+        peft_config=peft_config(recipe),
+        callbacks=callbacks,
+        **method_kwargs,
+    )
     attach(trainer, callbacks + needs_trainer)
     return trainer, processor
 
@@ -365,10 +447,16 @@ def callbacks_for(recipe: Recipe, inputs: Inputs, processor: Any) -> list[Any]:
 
     callbacks: list[Any] = [AdapterBaseCallback(model_reference(recipe))]
     if inputs.heldout:
-        callbacks.append(HeldoutEvalCallback(
-            inputs.heldout, processor, every_steps=recipe.eval.every_steps,
-            max_new_tokens=recipe.eval.max_new_tokens, batch_size=recipe.eval.batch_size,
-            output_dir=recipe.output_dir))
+        callbacks.append(
+            HeldoutEvalCallback(
+                inputs.heldout,
+                processor,
+                every_steps=recipe.eval.every_steps,
+                max_new_tokens=recipe.eval.max_new_tokens,
+                batch_size=recipe.eval.batch_size,
+                output_dir=recipe.output_dir,
+            )
+        )
     return callbacks
 
 

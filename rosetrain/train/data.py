@@ -7,13 +7,15 @@ two never share a scene: a folder that overlaps the held-out split is an
 error; a stream skips the held-out split's scenes (it cannot be listed), with
 the stream's own exclusion (``stream_dataset(exclude_fingerprints=...)``).
 """
+
 from __future__ import annotations
 
 import collections
 import glob
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from rosetrain.errors import RosetrainError, first_line
 from rosetrain.protocol import TEMPLATES
@@ -30,8 +32,10 @@ def check_folder(data: DataConfig) -> None:
         raise RecipeError(f"data.folder: {data.folder} {state}")
     shards = parquet_files(data.folder, data.split)
     if not shards:
-        raise RecipeError(f"data.folder: {data.folder} has no Parquet shards under hf/{data.split}/ "
-                          f"(write them with `rosetrain generate ... --formats release,hf`)")
+        raise RecipeError(
+            f"data.folder: {data.folder} has no Parquet shards under hf/{data.split}/ "
+            f"(write them with `rosetrain generate ... --formats release,hf`)"
+        )
     _check_parquet_footers(shards)
     _refuse_heldout_folder(data)
 
@@ -46,8 +50,10 @@ def _refuse_heldout_folder(data: DataConfig) -> None:
     except RosetrainError as err:
         raise RecipeError(f"data.folder: {err}") from None
     if manifest is not None and manifest.get("role") == "heldout":
-        raise RecipeError(f"data.folder: {data.folder} (split {data.split}) was generated from the "
-                          f"held-out spec {manifest.get('spec')} (role: heldout); never train on it")
+        raise RecipeError(
+            f"data.folder: {data.folder} (split {data.split}) was generated from the "
+            f"held-out spec {manifest.get('spec')} (role: heldout); never train on it"
+        )
 
 
 def _check_parquet_footers(shards: list[str]) -> None:
@@ -59,8 +65,10 @@ def _check_parquet_footers(shards: list[str]) -> None:
             pq.read_schema(shard)
         except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
             first = first_line(err)
-            raise RecipeError(f"data.folder: {shard} is not a readable Parquet file ({first}); "
-                              f"regenerate the folder with rosetrain generate") from None
+            raise RecipeError(
+                f"data.folder: {shard} is not a readable Parquet file ({first}); "
+                f"regenerate the folder with rosetrain generate"
+            ) from None
 
 
 def check_spec(data: DataConfig) -> None:
@@ -73,15 +81,17 @@ def check_spec(data: DataConfig) -> None:
     except RosetrainError as err:
         raise RecipeError(f"data.spec: {err}") from None
     except Exception as err:  # anything the generator raises means this spec cannot be streamed
-        raise RecipeError(f"data.spec: {data.spec} cannot be generated: "
-                          f"{type(err).__name__}: {err}") from None
+        raise RecipeError(
+            f"data.spec: {data.spec} cannot be generated: {type(err).__name__}: {err}"
+        ) from None
 
 
 def _stream(data: DataConfig, exclude_fingerprints: Iterable[str] = ()):
     from rosetrain.data.hf import stream_dataset
 
-    return stream_dataset(data.spec, split=data.split, seed=data.seed,
-                          exclude_fingerprints=exclude_fingerprints)
+    return stream_dataset(
+        data.spec, split=data.split, seed=data.seed, exclude_fingerprints=exclude_fingerprints
+    )
 
 
 def train_dataset(data: DataConfig, exclude_fingerprints: Iterable[str] = (), seed: int = 0):
@@ -124,14 +134,18 @@ def check_stream_apart(data: DataConfig, records: list[Mapping[str, Any]], confi
     spec = load_spec(data.spec, check_fonts=False)
     for record in records:
         index = record.get("scene_index")
-        if isinstance(index, int) and record.get("item_seed") == derived_seed(spec.namespace, data.seed, index):
+        if isinstance(index, int) and record.get("item_seed") == derived_seed(
+            spec.namespace, data.seed, index
+        ):
             raise RecipeError(
                 f"data.spec: {data.spec} with data.seed {data.seed} streams the scenes of the held-out "
                 f"split {config.folder} ({config.split}), e.g. scene {record.get('scene_id')}; "
-                f"change data.seed, or train on a spec with its own namespace")
+                f"change data.seed, or train on a spec with its own namespace"
+            )
 
 
 # ----------------------------------------------------------------- held-out items
+
 
 def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
     """Every record of the held-out split, with absolute image paths."""
@@ -165,12 +179,14 @@ def pick_items(records: list[Mapping[str, Any]], n: int) -> list[Mapping[str, An
     return picked
 
 
-def check_no_overlap(train_fingerprints: set[str], records: list[Mapping[str, Any]],
-                     data: DataConfig, config: EvalConfig) -> None:
+def check_no_overlap(
+    train_fingerprints: set[str], records: list[Mapping[str, Any]], data: DataConfig, config: EvalConfig
+) -> None:
     shared = {r["scene_fingerprint"] for r in records if r.get("scene_fingerprint")} & train_fingerprints
     if shared:
         examples = sorted({r["scene_id"] for r in records if r.get("scene_fingerprint") in shared})
         raise RecipeError(
             f"eval.folder: the held-out split {config.folder} ({config.split}) shares {len(shared)} "
             f"scene(s) with the training data {data.folder} ({data.split}), e.g. scene "
-            f"{examples[0]}; regenerate one of them (rosetrain generate --exclude ...)")
+            f"{examples[0]}; regenerate one of them (rosetrain generate --exclude ...)"
+        )

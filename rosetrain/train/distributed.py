@@ -10,11 +10,13 @@ the run is refused. Only the main process writes ``output_dir``: it holds the
 folder's lock (``rosetrain.io.output_lock``) for the whole run, so a second job
 (or a second, unrelated process) on the same folder is refused at once.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from rosetrain.errors import RosetrainError, first_line
 
@@ -24,8 +26,9 @@ def launched_world_size() -> int:
     try:
         return max(1, int(os.environ.get("WORLD_SIZE", "1")))
     except ValueError:
-        raise RosetrainError(f"WORLD_SIZE: expected a number of processes, got "
-                             f"{os.environ['WORLD_SIZE']!r}") from None
+        raise RosetrainError(
+            f"WORLD_SIZE: expected a number of processes, got {os.environ['WORLD_SIZE']!r}"
+        ) from None
 
 
 def is_main_process() -> bool:
@@ -49,13 +52,16 @@ def check_distributed(args: Any) -> None:
         seen = args.world_size  # sets up the process group
     except (RuntimeError, ValueError) as err:
         first = first_line(err)
-        raise RosetrainError(f"WORLD_SIZE={launched}: the processes could not form one distributed "
-                             f"job ({first}); start them with torchrun or accelerate launch") from None
+        raise RosetrainError(
+            f"WORLD_SIZE={launched}: the processes could not form one distributed "
+            f"job ({first}); start them with torchrun or accelerate launch"
+        ) from None
     if seen != launched:
         raise RosetrainError(
             f"WORLD_SIZE={launched}, but training would run as {seen} process(es) of its own: "
             f"{launched} separate trainings writing one output_dir; launch with torchrun or "
-            f"`accelerate launch` (add --cpu without a GPU), or unset WORLD_SIZE")
+            f"`accelerate launch` (add --cpu without a GPU), or unset WORLD_SIZE"
+        )
 
 
 @contextlib.contextmanager

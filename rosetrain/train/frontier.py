@@ -17,6 +17,7 @@ the rejected prompts.
 Each batch's counts go to ``OUTPUT_DIR/frontier.jsonl``: per template, the
 prompts seen, live (kept), all-pass and all-fail.
 """
+
 from __future__ import annotations
 
 import collections
@@ -41,8 +42,16 @@ class FrontierFilter:
     """``IterableDataset.filter(FrontierFilter(...), batched=True)``: keeps a row
     when the policy's pass rate on it over ``samples`` samples is in (0, 1)."""
 
-    def __init__(self, processor: Any, *, samples: int, temperature: float, top_p: float,
-                 max_new_tokens: int, output_dir: str):
+    def __init__(
+        self,
+        processor: Any,
+        *,
+        samples: int,
+        temperature: float,
+        top_p: float,
+        max_new_tokens: int,
+        output_dir: str,
+    ):
         from rosetrain.train.rewards import ScoreCache
 
         self.processor = processor
@@ -71,8 +80,10 @@ class FrontierFilter:
 
     def stop_filtering(self) -> None:
         self.exhausted = True
-        message = (f"grpo.frontier: the policy passed all or none of its samples on the last "
-                   f"{self.rejected_in_a_row} prompts: no frontier left; training goes on without the filter")
+        message = (
+            f"grpo.frontier: the policy passed all or none of its samples on the last "
+            f"{self.rejected_in_a_row} prompts: no frontier left; training goes on without the filter"
+        )
         logger.warning(message)
         with open(self.log_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": self.step(), "exhausted": message}) + "\n")
@@ -87,7 +98,7 @@ class FrontierFilter:
         counts = []
         for i, row in enumerate(rows):
             gold = {c: row[c] for c in GOLD_COLUMNS if c in row}
-            answers = texts[i * self.samples:(i + 1) * self.samples]
+            answers = texts[i * self.samples : (i + 1) * self.samples]
             counts.append(sum(int(self.cache.score(gold, text)["pass"]) for text in answers))
         return counts
 
@@ -98,8 +109,10 @@ class FrontierFilter:
         model = self.trainer.model if self.trainer is not None else None
         if model is None:
             raise RosetrainError("grpo.frontier: the filter was used before the trainer was attached")
-        texts = [self.processor.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
-                 for row in rows]
+        texts = [
+            self.processor.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+            for row in rows
+        ]
         images = [list(row["images"]) for row in rows]
         inputs = self.processor(text=texts, images=images, return_tensors="pt", padding=True)
         inputs = inputs.to(model.device)
@@ -107,13 +120,19 @@ class FrontierFilter:
         model.eval()
         try:
             with torch.inference_mode():
-                output = model.generate(**inputs, do_sample=True, temperature=self.temperature,
-                                        top_p=self.top_p, top_k=0, num_return_sequences=self.samples,
-                                        max_new_tokens=self.max_new_tokens)
+                output = model.generate(
+                    **inputs,
+                    do_sample=True,
+                    temperature=self.temperature,
+                    top_p=self.top_p,
+                    top_k=0,
+                    num_return_sequences=self.samples,
+                    max_new_tokens=self.max_new_tokens,
+                )
         finally:
             model.train(was_training)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        return tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        return tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
     def record(self, rows: Sequence[Mapping[str, Any]], passes: Sequence[int]) -> None:
         counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

@@ -7,6 +7,7 @@ clear error where vllm is missing), and ``frontier`` (train only on prompts the
 policy passes sometimes: ``frontier.py``); ``rewards:`` weighs pass, soft and format.
 On M-RoPE (Qwen-VL) models the per-device batch equals ``num_generations``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,11 +21,19 @@ from rosetrain.train.rewards import build_rewards
 def grpo_kwargs(recipe: Recipe) -> dict[str, Any]:
     g = recipe.grpo
     kwargs: dict[str, Any] = dict(
-        num_generations=g.num_generations, max_completion_length=g.max_completion_length,
-        temperature=g.temperature, top_p=g.top_p, loss_type=g.loss_type, beta=g.beta,
-        epsilon=g.epsilon, scale_rewards=g.scale_rewards, num_iterations=g.num_iterations,
-        log_completions=g.log_completions, remove_unused_columns=False,  # gold columns reach the rewards
-        use_vllm=g.vllm is not None)
+        num_generations=g.num_generations,
+        max_completion_length=g.max_completion_length,
+        temperature=g.temperature,
+        top_p=g.top_p,
+        loss_type=g.loss_type,
+        beta=g.beta,
+        epsilon=g.epsilon,
+        scale_rewards=g.scale_rewards,
+        num_iterations=g.num_iterations,
+        log_completions=g.log_completions,
+        remove_unused_columns=False,  # gold columns reach the rewards
+        use_vllm=g.vllm is not None,
+    )
     if g.vllm is not None:
         kwargs.update(vllm_mode=g.vllm, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
         if g.vllm_server_base_url:
@@ -36,8 +45,12 @@ def trl_config(recipe: Recipe):
     from trl import GRPOConfig
 
     _, weights = build_rewards(recipe.rewards)
-    origins = {**{key: f"grpo.{key}" for key in grpo_kwargs(recipe)}, "use_vllm": "grpo.vllm",
-               "vllm_mode": "grpo.vllm", "reward_weights": "rewards"}
+    origins = {
+        **{key: f"grpo.{key}" for key in grpo_kwargs(recipe)},
+        "use_vllm": "grpo.vllm",
+        "vllm_mode": "grpo.vllm",
+        "reward_weights": "rewards",
+    }
     return C.make_config(GRPOConfig, recipe, {**grpo_kwargs(recipe), "reward_weights": weights}, origins)
 
 
@@ -57,10 +70,18 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
     from rosetrain.train.frontier import FrontierFilter
 
     if recipe.data.folder is not None:
-        raise RosetrainError("grpo.frontier: needs a streamed spec (data.spec), which refills what it rejects")
+        raise RosetrainError(
+            "grpo.frontier: needs a streamed spec (data.spec), which refills what it rejects"
+        )
     g = recipe.grpo
-    keep = FrontierFilter(processor, samples=g.num_generations, temperature=g.temperature, top_p=g.top_p,
-                          max_new_tokens=g.max_completion_length, output_dir=recipe.output_dir)
+    keep = FrontierFilter(
+        processor,
+        samples=g.num_generations,
+        temperature=g.temperature,
+        top_p=g.top_p,
+        max_new_tokens=g.max_completion_length,
+        output_dir=recipe.output_dir,
+    )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).
     args.shuffle_dataset = False

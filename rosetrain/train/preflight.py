@@ -8,6 +8,7 @@ weight and tokenizer files are there, and matches the LoRA targets against the
 model's module names on the ``meta`` device (no memory). Each failure is one
 line naming the recipe key.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,14 +20,22 @@ from rosetrain.errors import RosetrainError, first_line
 from rosetrain.train.distributed import check_distributed
 from rosetrain.train.recipe import Recipe, RecipeError
 
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 # Model types whose text model uses multimodal rotary positions (M-RoPE).
 MROPE_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_omni", "glm4v")
 # What torch's optimizers name in their errors -> the recipe key that set it.
-OPTIMIZER_WORDS = {"learning rate": "learning_rate", "weight_decay": "weight_decay",
-                   "beta": "trl.adam_beta1 / trl.adam_beta2", "epsilon": "trl.adam_epsilon"}
+OPTIMIZER_WORDS = {
+    "learning rate": "learning_rate",
+    "weight_decay": "weight_decay",
+    "beta": "trl.adam_beta1 / trl.adam_beta2",
+    "epsilon": "trl.adam_epsilon",
+}
 
 
 def check_run(recipe: Recipe) -> Any:
@@ -52,6 +61,7 @@ def trl_config(recipe: Recipe) -> Any:
 
 # ----------------------------------------------------------------- settings
 
+
 def check_output_dir(recipe: Recipe) -> None:
     """output_dir must be a folder this user can write, or creatable as one."""
     existing = Path(recipe.output_dir)
@@ -69,8 +79,10 @@ def check_precision(recipe: Recipe) -> None:
     from rosetrain.train.common import bf16_supported
 
     if recipe.bf16 and not bf16_supported():
-        raise RecipeError(f"{recipe.source}: bf16: true needs a GPU with bf16 support and this machine "
-                          f"has none; set bf16: false (or null: on with such a GPU, off otherwise)")
+        raise RecipeError(
+            f"{recipe.source}: bf16: true needs a GPU with bf16 support and this machine "
+            f"has none; set bf16: false (or null: on with such a GPU, off otherwise)"
+        )
 
 
 def check_optimizer_and_schedule(recipe: Recipe, args: Any) -> None:
@@ -86,16 +98,21 @@ def check_optimizer_and_schedule(recipe: Recipe, args: Any) -> None:
         optimizer = optimizer_class([torch.nn.Parameter(torch.zeros(1))], **kwargs)
     except (TypeError, ValueError) as err:
         keys = [key for word, key in OPTIMIZER_WORDS.items() if word in str(err)]
-        raise RecipeError(f"{recipe.source}: {', '.join(keys) or 'optimizer'}: "
-                          f"{optimizer_class.__name__} rejects it: {err}") from None
+        raise RecipeError(
+            f"{recipe.source}: {', '.join(keys) or 'optimizer'}: {optimizer_class.__name__} rejects it: {err}"
+        ) from None
     steps = args.max_steps if args.max_steps > 0 else 1000  # epochs: the length is known only later
     try:
-        get_scheduler(args.lr_scheduler_type, optimizer, num_warmup_steps=args.get_warmup_steps(steps),
-                      num_training_steps=steps, scheduler_specific_kwargs=args.lr_scheduler_kwargs)
+        get_scheduler(
+            args.lr_scheduler_type,
+            optimizer,
+            num_warmup_steps=args.get_warmup_steps(steps),
+            num_training_steps=steps,
+            scheduler_specific_kwargs=args.lr_scheduler_kwargs,
+        )
     except (TypeError, ValueError) as err:
         name = getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)
-        raise RecipeError(f"{recipe.source}: lr_scheduler_type: {name!r} "
-                          f"cannot be built: {err}") from None
+        raise RecipeError(f"{recipe.source}: lr_scheduler_type: {name!r} cannot be built: {err}") from None
 
 
 def check_trackers(recipe: Recipe, args: Any) -> None:
@@ -112,22 +129,29 @@ def check_trackers(recipe: Recipe, args: Any) -> None:
             callback()  # checks that its package imports; a run starts only with training
         except (ImportError, RuntimeError) as err:
             first = first_line(err)
-            raise RecipeError(f"{recipe.source}: report_to: {callback.__name__} cannot start: {first}") from None
+            raise RecipeError(
+                f"{recipe.source}: report_to: {callback.__name__} cannot start: {first}"
+            ) from None
 
 
 def check_mrope_batch(recipe: Recipe, config: Any) -> None:
     """On M-RoPE models keep per_device_train_batch_size == num_generations (TRL's
     position ids go wrong otherwise)."""
     model_type = getattr(config, "model_type", "")
-    if (recipe.method == "grpo" and model_type in MROPE_MODEL_TYPES
-            and recipe.train_batch_size != recipe.grpo.num_generations):
+    if (
+        recipe.method == "grpo"
+        and model_type in MROPE_MODEL_TYPES
+        and recipe.train_batch_size != recipe.grpo.num_generations
+    ):
         raise RecipeError(
             f"{recipe.source}: per_device_train_batch_size ({recipe.train_batch_size}) must equal "
             f"grpo.num_generations ({recipe.grpo.num_generations}) for {model_type} (M-RoPE) models; "
-            f"leave per_device_train_batch_size unset to follow num_generations")
+            f"leave per_device_train_batch_size unset to follow num_generations"
+        )
 
 
 # ----------------------------------------------------------------- model
+
 
 def check_model(recipe: Recipe) -> Any:
     """The model's config (``config.json`` only), after checking that its weights
@@ -143,17 +167,23 @@ def check_model(recipe: Recipe) -> Any:
         try:
             _kind, path = resolve_model_source(source)
         except RosetrainError as err:
-            raise RecipeError(f"model: {recipe.model} is a LoRA adapter whose base model "
-                              f"(base_model_name_or_path) cannot be used: {err}") from None
+            raise RecipeError(
+                f"model: {recipe.model} is a LoRA adapter whose base model "
+                f"(base_model_name_or_path) cannot be used: {err}"
+            ) from None
     if path is None and _offline() and not _has_any(source, None, ("config.json",)):
-        raise RecipeError(f"model: the Hub id {source} is not in the local Hugging Face cache and "
-                          f"the Hub cannot be reached (offline): download it first "
-                          f"(hf download {source}) or give a local folder")
+        raise RecipeError(
+            f"model: the Hub id {source} is not in the local Hugging Face cache and "
+            f"the Hub cannot be reached (offline): download it first "
+            f"(hf download {source}) or give a local folder"
+        )
     for names, what in ((WEIGHT_FILES, "weights"), (TOKENIZER_FILES, "tokenizer")):
         if not _has_any(source, path, names):
             where = f"folder {path}" if path is not None else f"Hub id {source} (in the local cache)"
-            raise RecipeError(f"model: the {where} has no {what} ({' or '.join(names[:2])}): "
-                              f"not a model saved with save_pretrained")
+            raise RecipeError(
+                f"model: the {where} has no {what} ({' or '.join(names[:2])}): "
+                f"not a model saved with save_pretrained"
+            )
     return _load_config(source, path, recipe.trust_remote_code)
 
 
@@ -177,8 +207,9 @@ def _load_config(source: str, path: Path | None, trust_remote_code: bool) -> Any
         if path is not None:
             raise RecipeError(f"model: {path} is not a model folder: {first}") from None
         offline = " (offline)" if _offline() else ""
-        raise RecipeError(f"model: cannot find the Hub id {source} in the local cache or on the "
-                          f"Hub{offline}: {first}") from None
+        raise RecipeError(
+            f"model: cannot find the Hub id {source} in the local cache or on the Hub{offline}: {first}"
+        ) from None
 
 
 def _offline() -> bool:
@@ -204,13 +235,17 @@ def check_lora_targets(recipe: Recipe, config: Any) -> None:
     lora = peft_config(recipe)
     if not any(check_target_module_exists(lora, name) for name, _ in model.named_modules()):
         key = "lora.target_modules" if recipe.lora.target_modules else "lora.target"
-        raise RecipeError(f"{recipe.source}: {key}: {lora.target_modules!r} matches no module of "
-                          f"{type(model).__name__}")
+        raise RecipeError(
+            f"{recipe.source}: {key}: {lora.target_modules!r} matches no module of {type(model).__name__}"
+        )
 
 
 def name_recipe_keys(message: str, origins: dict[str, str]) -> list[str]:
     """The recipe keys whose TRL fields an error message names (``origins``: field -> key)."""
     text = message.lower().replace(" ", "_")
-    found = [key for field, key in origins.items()
-             if re.search(rf"(?<![a-z0-9]){re.escape(field)}(?![a-z0-9])", text)]
+    found = [
+        key
+        for field, key in origins.items()
+        if re.search(rf"(?<![a-z0-9]){re.escape(field)}(?![a-z0-9])", text)
+    ]
     return list(dict.fromkeys(found))

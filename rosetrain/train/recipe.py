@@ -10,14 +10,16 @@ and yaml are imported here, so a bad recipe fails in well under a second.
 Relative paths (model, data, output) are relative to the current directory,
 as for any command line tool; the shipped recipes expect the repository root.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -48,15 +50,22 @@ def key(default: Any = dataclasses.MISSING, help: str = "", factory: Any = datac
 
 # ----------------------------------------------------------------- sections
 
+
 @dataclasses.dataclass
 class DataConfig:
     """Training rows: stream them from a generator spec, or read a generated folder."""
 
-    spec: str | None = key(None, "a generator spec YAML, streamed: unlimited rows, so max_steps is needed; "
-                                 "the held-out split's scenes are skipped")
-    folder: str | None = key(None, "or a folder from `rosetrain generate --formats release,hf` "
-                                   "(DIR/hf/<split>/*.parquet); one that shares a scene with the held-out "
-                                   "split is an error")
+    spec: str | None = key(
+        None,
+        "a generator spec YAML, streamed: unlimited rows, so max_steps is needed; "
+        "the held-out split's scenes are skipped",
+    )
+    folder: str | None = key(
+        None,
+        "or a folder from `rosetrain generate --formats release,hf` "
+        "(DIR/hf/<split>/*.parquet); one that shares a scene with the held-out "
+        "split is an error",
+    )
     split: str = key("train", "the folder's split")
     seed: int = key(0, "the stream's seed (item i depends only on spec, seed and i)")
     shuffle_buffer: int = key(256, "rows mixed before training (a scene's tasks arrive together)")
@@ -77,8 +86,9 @@ class LoraConfig:
     dropout: float = key(0.05, "dropout on the adapters' input")
     target: str = key("attention", "`attention` | `all-linear`: those layers of the language model")
     vision: bool = key(False, "also the vision tower's attention")
-    target_modules: list[str] | None = key(None, "explicit module names, or one regular expression: "
-                                                 "replaces target")
+    target_modules: list[str] | None = key(
+        None, "explicit module names, or one regular expression: replaces target"
+    )
 
     def __post_init__(self) -> None:
         _positive(self, "r")
@@ -110,13 +120,16 @@ class GrpoConfig:
     vllm_server_base_url: str | None = key(None, "the vLLM server in `server` mode")
     vllm_gpu_memory_utilization: float = key(0.3, "the GPU share vLLM reserves in `colocate` mode")
     log_completions: bool = key(False, "log sampled completions to the trackers")
-    frontier: bool = key(False, "train only on prompts the current policy passes in some but not all of "
-                                "num_generations samples: a filtering stream in front of TRL samples each "
-                                "candidate prompt with the live policy and drops the rest, refilled from the "
-                                "unlimited spec stream, as DAPO's dynamic sampling; needs data.spec; costs one "
-                                "extra round of sampling per candidate; counts per template in "
-                                "OUTPUT_DIR/frontier.jsonl (rosetrain.train.frontier); after 128 dead "
-                                "prompts in a row (e.g. an untrained policy) it stops filtering, with a warning")
+    frontier: bool = key(
+        False,
+        "train only on prompts the current policy passes in some but not all of "
+        "num_generations samples: a filtering stream in front of TRL samples each "
+        "candidate prompt with the live policy and drops the rest, refilled from the "
+        "unlimited spec stream, as DAPO's dynamic sampling; needs data.spec; costs one "
+        "extra round of sampling per candidate; counts per template in "
+        "OUTPUT_DIR/frontier.jsonl (rosetrain.train.frontier); after 128 dead "
+        "prompts in a row (e.g. an untrained policy) it stops filtering, with a warning",
+    )
 
     def __post_init__(self) -> None:
         if self.num_generations < 2:
@@ -132,8 +145,11 @@ class GrpoConfig:
 class EvalConfig:
     """Greedy generation on a held-out folder every N steps, scored with the scorer."""
 
-    folder: str | None = key(None, "a held-out folder in the ROSE release layout (metadata_<split>.jsonl "
-                                   "+ images/); null: no held-out evaluation (the other eval keys are unused)")
+    folder: str | None = key(
+        None,
+        "a held-out folder in the ROSE release layout (metadata_<split>.jsonl "
+        "+ images/); null: no held-out evaluation (the other eval keys are unused)",
+    )
     split: str = key("test", "its split")
     every_steps: int = key(0, "evaluate every N steps; 0: at the end only")
     items: int = key(64, "items per evaluation, spread over templates")
@@ -149,40 +165,51 @@ class EvalConfig:
 
 # ----------------------------------------------------------------- the recipe
 
+
 @dataclasses.dataclass
 class Recipe:
     method: str = key(help="`sft` | `grpo`")
-    model: str = key(help="a Hub id, a local folder, or a LoRA adapter folder (merged into its base at "
-                          "load, so GRPO can stack on an SFT adapter)")
+    model: str = key(
+        help="a Hub id, a local folder, or a LoRA adapter folder (merged into its base at "
+        "load, so GRPO can stack on an SFT adapter)"
+    )
     output_dir: str = key(help="checkpoints, the final model, the run's record; one run at a time")
     data: DataConfig = key(help="training rows")
-    lora: LoraConfig | None = key(help="LoRA adapters; `lora: null` is full fine-tuning",
-                                  factory=LoraConfig)
+    lora: LoraConfig | None = key(help="LoRA adapters; `lora: null` is full fine-tuning", factory=LoraConfig)
     grpo: GrpoConfig = key(help="GRPO settings", factory=GrpoConfig)
-    rewards: dict[str, float] = key(help="GRPO reward weights of `pass` (exact ROSE PASS), `soft` (ROSE "
-                                         "SOFT) and `format` (grammar-valid); GRPO also logs pass/<template>, "
-                                         "pass/counting, pass/action, and live/<template>, live/all: the "
-                                         "share of groups whose PASS varies (the only groups with an "
-                                         "advantage; TRL's frac_reward_zero_std misses all-correct groups, "
-                                         "whose float32 reward std is ~1e-7 with shaping rewards, not 0)",
-                                    factory=lambda: {"pass": 1.0, "soft": 0.0, "format": 0.0})
-    eval: EvalConfig = key(help="held-out evaluation during training, scored with the scorer; logged as "
-                                "heldout/... to every report_to tracker and OUTPUT_DIR/heldout_eval.jsonl",
-                           factory=EvalConfig)
+    rewards: dict[str, float] = key(
+        help="GRPO reward weights of `pass` (exact ROSE PASS), `soft` (ROSE "
+        "SOFT) and `format` (grammar-valid); GRPO also logs pass/<template>, "
+        "pass/counting, pass/action, and live/<template>, live/all: the "
+        "share of groups whose PASS varies (the only groups with an "
+        "advantage; TRL's frac_reward_zero_std misses all-correct groups, "
+        "whose float32 reward std is ~1e-7 with shaping rewards, not 0)",
+        factory=lambda: {"pass": 1.0, "soft": 0.0, "format": 0.0},
+    )
+    eval: EvalConfig = key(
+        help="held-out evaluation during training, scored with the scorer; logged as "
+        "heldout/... to every report_to tracker and OUTPUT_DIR/heldout_eval.jsonl",
+        factory=EvalConfig,
+    )
     trust_remote_code: bool = key(False, "run a model repository's own code")
-    min_pixels: int | None = key(None, "the processor's image budget (Qwen resizes images to fit it, in "
-                                       "28 px steps, 32 for Qwen3-VL; saved with the model); null: the model's")
+    min_pixels: int | None = key(
+        None,
+        "the processor's image budget (Qwen resizes images to fit it, in "
+        "28 px steps, 32 for Qwen3-VL; saved with the model); null: the model's",
+    )
     max_pixels: int | None = key(None, "the upper end of that budget")
     seed: int = key(0, "the trainer's seed")
     save_merged: bool = key(False, "also write output_dir/merged: the LoRA merged into its base (for vLLM)")
-    resume: str = key("auto", "`auto`: from the last complete checkpoint in output_dir; `never`; or a "
-                              "checkpoint folder")
+    resume: str = key(
+        "auto", "`auto`: from the last complete checkpoint in output_dir; `never`; or a checkpoint folder"
+    )
     # The TRL / transformers settings most recipes touch; anything else goes under `trl:`.
     max_steps: int = key(-1, "optimizer steps; -1: num_train_epochs over a folder")
     num_train_epochs: float = key(1.0, "epochs over a folder (when max_steps is -1)")
     learning_rate: float | None = key(None, "null: 2e-4 for LoRA SFT, 2e-5 full SFT, 1e-6 GRPO")
-    per_device_train_batch_size: int | None = key(None, "null: 8 for SFT, num_generations for GRPO "
-                                                        "(Qwen-VL GRPO: must equal it)")
+    per_device_train_batch_size: int | None = key(
+        None, "null: 8 for SFT, num_generations for GRPO (Qwen-VL GRPO: must equal it)"
+    )
     gradient_accumulation_steps: int = key(1, "micro-batches per optimizer step")
     lr_scheduler_type: str = key("cosine", "a transformers schedule name")
     warmup_steps: int | float = key(0.03, "warmup steps; below 1: a ratio of the total")
@@ -191,21 +218,28 @@ class Recipe:
     logging_steps: int = key(10, "log every N steps")
     save_steps: int = key(500, "write a resumable checkpoint-N every N steps")
     save_total_limit: int | None = key(2, "checkpoints kept")
-    report_to: list[str] = key(help="trackers (`tensorboard`, `wandb`, `trackio`, ...); `none`",
-                               factory=lambda: ["none"])
+    report_to: list[str] = key(
+        help="trackers (`tensorboard`, `wandb`, `trackio`, ...); `none`", factory=lambda: ["none"]
+    )
     run_name: str | None = key(None, "the trackers' run name")
     bf16: bool | None = key(None, "null: on with a GPU that supports it, off on the CPU")
     gradient_checkpointing: bool | None = key(None, "null: on with a GPU, off on the CPU")
-    dataloader_num_workers: int | None = key(None, "null: 1 for a stream (rows are generated while the "
-                                                   "model trains), 0 for a folder; a stream has 64 shards, "
-                                                   "so several workers, or ranks with `trl: "
-                                                   "{accelerator_config: {dispatch_batches: false}}`, each "
-                                                   "generate their own scenes")
-    cpu_threads: int | None = key(None, "torch threads on the CPU; null: torch's default (the tiny "
-                                        "recipes use 1: waiting OpenMP threads made steps 7x slower on a "
-                                        "shared 2-core machine)")
+    dataloader_num_workers: int | None = key(
+        None,
+        "null: 1 for a stream (rows are generated while the "
+        "model trains), 0 for a folder; a stream has 64 shards, "
+        "so several workers, or ranks with `trl: "
+        "{accelerator_config: {dispatch_batches: false}}`, each "
+        "generate their own scenes",
+    )
+    cpu_threads: int | None = key(
+        None,
+        "torch threads on the CPU; null: torch's default (the tiny "
+        "recipes use 1: waiting OpenMP threads made steps 7x slower on a "
+        "shared 2-core machine)",
+    )
     trl: dict[str, Any] = key(help="any other `SFTConfig` / `GRPOConfig` field", factory=dict)
-    source: str = "<recipe>"         # the file it came from (set by load_recipe, not a YAML key)
+    source: str = "<recipe>"  # the file it came from (set by load_recipe, not a YAML key)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -218,7 +252,11 @@ class Recipe:
         if unknown:
             raise ValueError(f"rewards: unknown reward {unknown[0]!r}; valid: {', '.join(REWARDS)}")
         for name, weight in self.rewards.items():
-            if isinstance(weight, bool) or _number(weight, float) is _NO and not isinstance(weight, (int, float)):
+            if (
+                isinstance(weight, bool)
+                or _number(weight, float) is _NO
+                and not isinstance(weight, (int, float))
+            ):
                 raise ValueError(f"rewards.{name}: expected a number, got {weight!r}")
         self.rewards = {name: float(self.rewards.get(name, 0.0)) for name in REWARDS}
         if self.method == "grpo" and not any(self.rewards.values()):
@@ -271,6 +309,7 @@ def valid_keys(cls: type = Recipe) -> list[str]:
 
 # ----------------------------------------------------------------- loading
 
+
 def load_recipe(path: str | Path, overrides: Sequence[str] = (), method: str | None = None) -> Recipe:
     """Read, override (``key=value`` strings) and validate a recipe. ``method``,
     when given (from ``rosetrain train sft|grpo``), must agree with the file's."""
@@ -280,8 +319,9 @@ def load_recipe(path: str | Path, overrides: Sequence[str] = (), method: str | N
         apply_override(raw, item, path)
     if method is not None:
         if raw.get("method", method) != method:
-            raise RecipeError(f"{path}: method: the recipe is for {raw['method']!r}, "
-                              f"but `rosetrain train {method}` was run")
+            raise RecipeError(
+                f"{path}: method: the recipe is for {raw['method']!r}, but `rosetrain train {method}` was run"
+            )
         raw["method"] = method
     return recipe_from_dict(raw, path)
 
@@ -360,6 +400,7 @@ def recipe_from_dict(raw: Mapping[str, Any], path: str | Path = "<recipe>") -> R
 
 # ----------------------------------------------------------------- typed fields
 
+
 def _coerce_fields(cls: type, raw: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """Check each value against its field's type; numbers written as strings
     (PyYAML reads ``5e-7`` as a string) become numbers."""
@@ -435,8 +476,9 @@ def _number(value: Any, kind: type) -> Any:
 def _positive(obj: Any, field: str, allow_zero: bool = False) -> None:
     value = getattr(obj, field)
     if value < 0 or (value == 0 and not allow_zero):
-        section = {DataConfig: "data.", LoraConfig: "lora.", GrpoConfig: "grpo.",
-                   EvalConfig: "eval."}.get(type(obj), "")
+        section = {DataConfig: "data.", LoraConfig: "lora.", GrpoConfig: "grpo.", EvalConfig: "eval."}.get(
+            type(obj), ""
+        )
         raise ValueError(f"{section}{field}: must be {'>= 0' if allow_zero else '> 0'}, got {value}")
 
 

@@ -5,6 +5,7 @@ code. ``tests/test_recipe_keys.py`` checks the README holds the current list.
 
     python -m rosetrain.train.recipe_keys recipes/README.md   # rewrite the list in place
 """
+
 from __future__ import annotations
 
 import dataclasses

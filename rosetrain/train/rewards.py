@@ -6,18 +6,35 @@ PASS (1 or 0), ``soft`` the ROSE SOFT score, ``format`` grammar validity.
 ``pass`` also logs PASS per template through TRL's ``log_metric``, so the
 counting-versus-action gap shows in the training logs.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rosetrain.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
 
 # Columns of an HF row the scorer reads (the rest of the row is not gold).
-GOLD_COLUMNS = ("item_id", "scene_id", "task_template", "task_mode", "rows", "cols",
-                "ground_truth_count", "ground_truth_clicks", "all_target_cells",
-                "region_target_cells", "region_type", "region_params_json", "region_case",
-                "rose_subset", "family", "heldout_family", "grid_size_profile")
+GOLD_COLUMNS = (
+    "item_id",
+    "scene_id",
+    "task_template",
+    "task_mode",
+    "rows",
+    "cols",
+    "ground_truth_count",
+    "ground_truth_clicks",
+    "all_target_cells",
+    "region_target_cells",
+    "region_type",
+    "region_params_json",
+    "region_case",
+    "rose_subset",
+    "family",
+    "heldout_family",
+    "grid_size_profile",
+)
 RESULT_FIELD = {"pass": "pass", "soft": "unified_soft", "format": "format_valid"}
 
 
@@ -83,8 +100,11 @@ def make_reward(name: str, cache: ScoreCache | None = None, log_templates: bool 
     return reward
 
 
-def log_template_pass(golds: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
-                      log_metric: Callable[[str, float], None]) -> None:
+def log_template_pass(
+    golds: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any]],
+    log_metric: Callable[[str, float], None],
+) -> None:
     """One value per completion, so TRL's average over a logging step is the
     PASS rate over that step's completions of each template."""
     for gold, result in zip(golds, results):
@@ -98,8 +118,11 @@ def log_template_pass(golds: Sequence[Mapping[str, Any]], results: Sequence[Mapp
     log_live_groups(golds, results, log_metric)
 
 
-def log_live_groups(golds: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
-                    log_metric: Callable[[str, float], None]) -> None:
+def log_live_groups(
+    golds: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any]],
+    log_metric: Callable[[str, float], None],
+) -> None:
     """Share of groups (completions of one prompt) whose PASS varies, per
     template: only those carry a GRPO advantage. Counted on PASS itself, since
     TRL's ``frac_reward_zero_std`` tests a float32 std against 0 and an

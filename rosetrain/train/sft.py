@@ -5,6 +5,7 @@ truncation (``max_length=None``: cutting a sequence would cut image tokens),
 no packing. LoRA on the language model's attention by default (``lora:``),
 the vision tower optional (``lora.vision``), or full fine-tuning (``lora: null``).
 """
+
 from __future__ import annotations
 
 from rosetrain.train import common as C
