@@ -42,6 +42,7 @@ bench: install
 	$(PY) benchmarks/generate.py
 	$(PY) benchmarks/score.py
 	$(PY) benchmarks/train_overhead.py
+	$(PY) benchmarks/eval.py
 	$(PY) benchmarks/eval_openai.py
 
 # after moving .venv to newer releases and passing the tests: pin them (the header is kept).

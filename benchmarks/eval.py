@@ -1,0 +1,116 @@
+"""Transformers-runner throughput: items/s of a whole ``rosetrain eval`` against a
+bare batched ``generate`` loop over the same items, model and batch size.
+
+The figure is ``rosetrain.commands.evaluate.evaluate`` with the model already
+loaded (a runner object is passed in, so loading is not timed on either side):
+reading the split, batching, generation, one fsync'd prediction line per item,
+scoring and every output file, into a fresh folder at each repeat.
+
+The floor, measured in the same run: the least any evaluation must do, a loop
+over the same batches that applies the chat template, opens each image, runs
+the processor, ``model.generate`` with the same generation config, and
+decodes; nothing is written or scored. Figure and floor alternate, and each
+keeps its fastest repeat, so a noisy neighbour hurts both alike. Prints items/s
+of each and the ratio floor time / figure time (target >= 0.9).
+
+    python benchmarks/eval.py [--scenes 40] [--batch-size 8] [--repeat 3] [--model DIR]
+
+The default model is the demo's shipped base (a tiny Qwen3-VL), on the demo's
+held-out spec; both are package data, so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rosetrain.commands.evaluate import PREDICTIONS_FILE, evaluate  # noqa: E402
+from rosetrain.data.release import select_records, with_image_paths  # noqa: E402
+from rosetrain.messages import record_messages  # noqa: E402
+from rosetrain.runners.base import load_rgb_image  # noqa: E402
+
+ASSETS = ROOT / "rosetrain" / "assets"
+
+
+def make_split(folder: Path, scenes: int) -> None:
+    spec = ASSETS / "demo" / "generators" / "heldout.yaml"
+    command = [sys.executable, "-m", "rosetrain", "generate", "--spec", str(spec), "--out", str(folder)]
+    command += ["--split", "test", "--scenes", str(scenes), "--formats", "release"]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+
+
+def bare_loop(runner, records, batch_size: int) -> list[str]:
+    """The floor: batched generation and decoding, nothing else."""
+    import torch
+
+    model, processor, tokenizer = runner.model, runner.processor, runner.tokenizer
+    answers: list[str] = []
+    for start in range(0, len(records), batch_size):
+        batch = records[start : start + batch_size]
+        texts = [
+            processor.apply_chat_template(record_messages(r), tokenize=False, add_generation_prompt=True)
+            for r in batch
+        ]
+        images = [[load_rgb_image(r)] for r in batch]
+        inputs = processor(text=texts, images=images, return_tensors="pt", padding=True)
+        inputs = inputs.to(model.device, dtype=model.dtype)
+        with torch.inference_mode():
+            output = model.generate(**inputs, generation_config=runner.generation_config)
+        answers += tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+    return answers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenes", type=int, default=40, help="held-out scenes (5 items each)")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--model", default=str(ASSETS / "demo-base"))
+    args = parser.parse_args()
+
+    from rosetrain.runners.transformers_runner import TransformersRunner
+
+    with tempfile.TemporaryDirectory(prefix="rosetrain-bench-eval-") as tmp:
+        data = Path(tmp) / "data"
+        make_split(data, args.scenes)
+        records, root = select_records(data, "test", None)
+        records = with_image_paths(records, root)
+        runner = TransformersRunner(args.model, max_new_tokens=args.max_new_tokens)
+        bare_loop(runner, records[: args.batch_size], args.batch_size)  # warm-up, untimed
+        figure = floor = float("inf")
+        answers: list[str] = []
+        for i in range(args.repeat):
+            started = time.perf_counter()
+            answers = bare_loop(runner, records, args.batch_size)
+            floor = min(floor, time.perf_counter() - started)
+            started = time.perf_counter()
+            evaluate(
+                args.model,
+                data,
+                "test",
+                Path(tmp) / f"run-{i}",
+                runner=runner,
+                batch_size=args.batch_size,
+                max_new_tokens=args.max_new_tokens,
+                progress=False,
+            )
+            figure = min(figure, time.perf_counter() - started)
+            predicted = (Path(tmp) / f"run-{i}" / PREDICTIONS_FILE).read_text().count("\n")
+    n = len(records)
+    assert len(answers) == predicted == n, "figure and floor must cover the same items"
+    print(f"items: {n}, batch size {args.batch_size}, model {args.model}")
+    print(f"figure (rosetrain eval, transformers runner): {n / figure:.1f} items/s ({figure:.2f} s)")
+    print(f"floor (bare batched generate loop): {n / floor:.1f} items/s ({floor:.2f} s)")
+    print(f"ratio (floor time / figure time): {floor / figure:.2f}  (target >= 0.9)")
+
+
+if __name__ == "__main__":
+    main()
