@@ -287,7 +287,7 @@ def score_parsed(
         "scene_id": gold.official["scene_id"],
         "image_id": gold.official["image_id"],
         "model": model,
-        **_slice(gold.official, "rose_subset", "region_cell_count"),
+        **{k: gold.official[k] for k in _GOLD_HEAD},
         "raw_text": raw_text,
         "api_error": _api_error(error),
         "api_error_text": error,
@@ -319,7 +319,7 @@ def score_parsed(
         **(_NO_REGION_FIELDS if mode == COUNT else _region_fields(gold, pred_set)),
         "global_default_error": _global_default(gold, pred_set, counts["pred_count"]),
         "exclusion_failure": _exclusion_failure(gold, pred_set, counts["pred_count"]),
-        **_slice(gold.official, "all_target_cells", "ground_truth_formal_answer"),
+        **{k: gold.official[k] for k in _GOLD_TAIL},
         **gold.extras,
         "parse_error_detail": parsed.detail,
         "raw_text_chars": len(raw_text) if isinstance(raw_text, str) else None,
@@ -371,33 +371,14 @@ def _region_fields(gold: Gold, pred_set: set) -> dict[str, Any]:
     }
 
 
-_OFFICIAL_ITEM_KEYS = (
-    "item_id",
-    "scene_id",
-    "image_id",
-    "rose_subset",
-    "rose_split",
-    "primitive_type",
-    "task_template",
-    "task_mode",
-    "region_type",
-    "region_case",
-    "cue_type",
-    "difficulty",
-    "rows",
-    "cols",
-    "region_cell_count",
-    "all_target_cells",
-    "region_target_cells",
-    "out_region_target_cells",
-    "ground_truth_formal_answer",
-)
+def _span(first: str, last: str) -> tuple[str, ...]:
+    """The consecutive official fields ``first``..``last``: copied from the gold as they are."""
+    return OFFICIAL_FIELDS[OFFICIAL_FIELDS.index(first) : OFFICIAL_FIELDS.index(last) + 1]
 
 
-def _slice(fields: Mapping[str, Any], first: str, last: str) -> dict[str, Any]:
-    """The consecutive item fields ``first``..``last`` of ``_OFFICIAL_ITEM_KEYS``."""
-    start, stop = _OFFICIAL_ITEM_KEYS.index(first), _OFFICIAL_ITEM_KEYS.index(last) + 1
-    return {k: fields[k] for k in _OFFICIAL_ITEM_KEYS[start:stop]}
+# computed once, not per scored item
+_GOLD_HEAD = _span("rose_subset", "region_cell_count")
+_GOLD_TAIL = _span("all_target_cells", "ground_truth_formal_answer")
 
 
 def score_item(
