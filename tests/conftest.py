@@ -46,3 +46,14 @@ families:
   sprite_edit: 1
   sprite_pair: 1
 """
+
+
+def generate_train_split(root: Path, spec_text: str, scenes: int) -> Path:
+    """A small release + Parquet split of ``spec_text`` under ``root/data`` (one process)."""
+    from rosetrain.cli import main as cli_main
+
+    (root / "train.yaml").write_text(spec_text)
+    command = ["generate", "--spec", str(root / "train.yaml"), "--out", str(root / "data")]
+    command += ["--split", "train", "--scenes", str(scenes), "--formats", "release,hf"]
+    assert cli_main([*command, "--num-proc", "1", "--quiet"]) == 0
+    return root / "data"

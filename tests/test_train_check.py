@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
 
@@ -29,30 +30,7 @@ families: [attribute]
 
 @pytest.fixture(scope="module")
 def data_folder(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("check-data")
-    (root / "train.yaml").write_text(SPEC)
-    assert (
-        cli_main(
-            [
-                "generate",
-                "--spec",
-                str(root / "train.yaml"),
-                "--out",
-                str(root / "data"),
-                "--split",
-                "train",
-                "--scenes",
-                "2",
-                "--formats",
-                "release,hf",
-                "--num-proc",
-                "1",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
-    return root / "data"
+    return generate_train_split(tmp_path_factory.mktemp("check-data"), SPEC, scenes=2)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
 from rosetrain.errors import RosetrainError
@@ -62,30 +63,7 @@ common.train_and_save(trainer, recipe, processor)
 
 @pytest.fixture(scope="module")
 def data_folder(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("resume-data")
-    (root / "train.yaml").write_text(SPEC)
-    assert (
-        cli_main(
-            [
-                "generate",
-                "--spec",
-                str(root / "train.yaml"),
-                "--out",
-                str(root / "data"),
-                "--split",
-                "train",
-                "--scenes",
-                "4",
-                "--formats",
-                "release,hf",
-                "--num-proc",
-                "1",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
-    return root / "data"
+    return generate_train_split(tmp_path_factory.mktemp("resume-data"), SPEC, scenes=4)
 
 
 @pytest.fixture(scope="module")
