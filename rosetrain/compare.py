@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from rosetrain.core.jsonio import json_text
 from rosetrain.data.release import short_fingerprint
 from rosetrain.errors import RosetrainError
 from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
@@ -39,7 +40,7 @@ from rosetrain.protocol import (
 )
 from rosetrain.report_html import markdown_to_html
 from rosetrain.scoring.errored import is_errored
-from rosetrain.scoring.files import SUMMARY_FILE, json_text, read_scored_rows
+from rosetrain.scoring.files import SUMMARY_FILE, read_scored_rows
 from rosetrain.scoring.gold import normalize_region_case
 from rosetrain.scoring.metrics import headline, mean, subset_macro, template_order
 

@@ -173,8 +173,8 @@ def evaluate(
     are more than ``max_error_rate`` of the items, the results are written and
     then a RosetrainError says so (a rerun asks those items again).
     """
+    from rosetrain.core.jsonio import json_text
     from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
-    from rosetrain.scoring.files import json_text
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
@@ -280,10 +280,10 @@ def score_run(
     run_info: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Score the predictions into ``out``; ``eval_run.json`` records what ran and how fast."""
+    from rosetrain.core.jsonio import json_text
     from rosetrain.data.release import split_files
     from rosetrain.io import atomic_write
     from rosetrain.scoring.batch import score_predictions, write_scored_run
-    from rosetrain.scoring.files import json_text
     from rosetrain.scoring.official_files import RunInfo
 
     rows = score_predictions(records, predictions, model=run_info["model"])

@@ -1,41 +1,15 @@
-"""The scored-run folder layout (``per_item_eval.jsonl`` + summary) and its JSON text."""
+"""The scored-run folder layout (``per_item_eval.jsonl`` + summary)."""
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from rosetrain.errors import RosetrainError
 from rosetrain.io import iter_jsonl
 
 PER_ITEM_FILE = "per_item_eval.jsonl"
 SUMMARY_FILE = "evaluation_summary.json"
-
-
-def _json_line(row: Mapping[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(row)
-    except TypeError:  # what orjson cannot write (an integer past 64 bits, ...)
-        return json.dumps(row).encode("ascii")  # ASCII escapes: lone surrogates too
-
-
-def jsonl_bytes(rows: Iterable[Mapping[str, Any]]) -> bytes:
-    """One compact JSON object per line, UTF-8 (orjson: the per-item file is most
-    of a scoring run's time)."""
-    return b"".join([_json_line(row) + b"\n" for row in rows])
-
-
-def jsonl_text(rows: Iterable[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-
-
-def json_text(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
 def read_scored_rows(run_dir: str | os.PathLike) -> list[dict]:

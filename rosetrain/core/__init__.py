@@ -1,0 +1,1 @@
+"""The pieces every part of rosetrain shares: errors, the ROSE protocol, regions, files."""

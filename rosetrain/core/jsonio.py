@@ -1,0 +1,34 @@
+"""JSON and JSONL text as rosetrain writes it: orjson where it writes the same
+bytes as the standard library would, the standard library where it cannot."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+
+def json_line(row: Mapping[str, Any]) -> bytes:
+    """One compact JSON object, UTF-8, without the newline."""
+    try:
+        return orjson.dumps(row)
+    except TypeError:  # what orjson cannot write (an integer past 64 bits, ...)
+        return json.dumps(row).encode("ascii")  # ASCII escapes: lone surrogates too
+
+
+def jsonl_bytes(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """One compact JSON object per line, UTF-8 (orjson: large per-item files
+    are most of a scoring run's time)."""
+    return b"".join([json_line(row) + b"\n" for row in rows])
+
+
+def jsonl_text(rows: Iterable[Mapping[str, Any]]) -> str:
+    """One JSON object per line (``json.dumps`` spacing, non-ASCII kept)."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def json_text(obj: Any) -> str:
+    """An indented JSON document (2 spaces, non-ASCII kept), newline-terminated."""
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
