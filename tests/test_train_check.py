@@ -96,6 +96,9 @@ def assert_one_line_error(code: int, err: str, *expected: str) -> None:
         ),
         ("lr_scheduler_type=cosine_with_min_lr", ["lr_scheduler_type: 'cosine_with_min_lr' cannot be built"]),
         ("trl.adam_beta1=2", ["trl.adam_beta1", "Invalid beta parameter"]),
+        ("weight_decay=-0.1", ["weight_decay: must be >= 0, got -0.1"]),
+        ("max_grad_norm=-1", ["max_grad_norm: must be >= 0, got -1"]),
+        ("trl.fp16=true", ["trl.fp16: true needs a GPU", "the CPU trains in fp32"]),
         (
             "lora={target_modules: [no_such_module]}",
             ["lora.target_modules: 'no_such_module' matches no module"],
@@ -103,7 +106,7 @@ def assert_one_line_error(code: int, err: str, *expected: str) -> None:
     ],
 )
 def test_settings_the_run_would_reject_fail_the_check_naming_the_key(recipe, override, expected):
-    if override == "bf16=true":
+    if override in ("bf16=true", "trl.fp16=true"):
         pytest.importorskip("torch")
         if __import__("torch").cuda.is_available():
             pytest.skip("this machine has a GPU")

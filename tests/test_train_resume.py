@@ -261,3 +261,21 @@ def test_a_checkpoint_cut_short_by_a_kill_is_skipped(tmp_path, data_folder, tiny
     )
     with pytest.raises(RosetrainError, match="resume: .*checkpoint-4 is not a complete training checkpoint"):
         check_resumable(recipe)
+
+
+def test_auto_resume_refuses_a_checkpoint_without_the_recipe_record(tmp_path, data_folder, tiny_model_dir):
+    from rosetrain.train.common import RECIPE_RECORD, check_resumable, record_recipe
+
+    run = tmp_path / "run"
+    (run / "checkpoint-2").mkdir(parents=True)
+    (run / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    recipe_path = write_recipe(tmp_path, tiny_model_dir, data_folder, lora=False)
+    recipe = load_recipe(recipe_path, [f"output_dir={run}"])
+    with pytest.raises(RosetrainError, match=rf"holds checkpoint-2 but no {RECIPE_RECORD}.*resume: never"):
+        check_resumable(recipe)
+    record_recipe(recipe)  # the record of this same recipe: resuming is allowed
+    check_resumable(recipe)
+    # a checkpoint named explicitly needs no record
+    check_resumable(
+        load_recipe(recipe_path, [f"output_dir={tmp_path / 'other'}", f"resume={run / 'checkpoint-2'}"])
+    )

@@ -29,10 +29,8 @@ def train(recipe, inputs=None) -> dict[str, Any]:
     given); returns the run summary (final folder, steps, mean loss). The main
     process holds ``output_dir``'s lock throughout: a second run there is refused."""
     from rosetrain.train import common
-    from rosetrain.train.distributed import is_main_process, output_dir_lock
+    from rosetrain.train.distributed import output_dir_lock
 
     with output_dir_lock(recipe.output_dir):
         trainer, processor = method_module(recipe.method).build_trainer(recipe, inputs)
-        if is_main_process():  # one writer of output_dir
-            common.record_recipe(recipe)
         return common.train_and_save(trainer, recipe, processor)

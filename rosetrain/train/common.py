@@ -312,8 +312,15 @@ def check_resumable(recipe: Recipe) -> None:
         return
     record = Path(recipe.output_dir) / RECIPE_RECORD
     checkpoint = last_checkpoint(recipe.output_dir)
-    if checkpoint is None or not record.is_file():
+    if checkpoint is None:
         return
+    if not record.is_file():
+        # Without the record nothing says what the checkpoint was trained with.
+        raise RecipeError(
+            f"output_dir {recipe.output_dir} holds {Path(checkpoint).name} but no {RECIPE_RECORD}, "
+            f"so rosetrain cannot tell which recipe trained it; name it with resume: <checkpoint folder> "
+            f"to continue from it anyway, set resume: never to start over, or use another output_dir"
+        )
     before = yaml.safe_load(record.read_text()) or {}
     now = recipe_to_dict(recipe)
     changed = sorted(k for k in now.keys() - RESUMABLE_CHANGES if before.get(k) != now[k])
@@ -340,6 +347,10 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     from rosetrain.train.callbacks import set_adapter_base
     from rosetrain.train.checkpoints import restore_weights_strictly
 
+    from rosetrain.train.distributed import is_main_process
+
+    if is_main_process():  # one writer of output_dir; a resume checks its checkpoints against this record
+        record_recipe(recipe)
     checkpoint = resume_from(recipe)
     if checkpoint:
         logger.warning("resuming from %s", checkpoint)

@@ -83,6 +83,13 @@ def check_precision(recipe: Recipe) -> None:
             f"{recipe.source}: bf16: true needs a GPU with bf16 support and this machine "
             f"has none; set bf16: false (or null: on with such a GPU, off otherwise)"
         )
+    import torch
+
+    if recipe.trl.get("fp16") and not torch.cuda.is_available():
+        raise RecipeError(
+            f"{recipe.source}: trl.fp16: true needs a GPU and this machine has none; "
+            f"remove it (the CPU trains in fp32)"
+        )
 
 
 def check_optimizer_and_schedule(recipe: Recipe, args: Any) -> None:

@@ -273,6 +273,9 @@ class Recipe:
             if getattr(self, name) is not None:
                 _positive(self, name)
         _positive(self, "gradient_accumulation_steps")
+        # The trainer passes weight_decay per parameter group, where torch never checks its sign.
+        _positive(self, "weight_decay", allow_zero=True)
+        _positive(self, "max_grad_norm", allow_zero=True)
         if self.dataloader_num_workers is not None:
             _positive(self, "dataloader_num_workers", allow_zero=True)
         if isinstance(self.report_to, str):
