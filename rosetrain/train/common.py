@@ -346,7 +346,6 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     (adapter or full) with its processor, and a merged copy on request."""
     from rosetrain.train.callbacks import set_adapter_base
     from rosetrain.train.checkpoints import restore_weights_strictly
-
     from rosetrain.train.distributed import is_main_process
 
     if is_main_process():  # one writer of output_dir; a resume checks its checkpoints against this record
