@@ -74,6 +74,14 @@ def test_one_folder_per_split_layout(tmp_path):
     assert split_files(tmp_path, "dev") == [tmp_path / "dev" / "metadata_dev.jsonl"]
 
 
+def test_a_split_whose_name_extends_another_is_not_taken_for_its_bridge(tmp_path):
+    write_jsonl(tmp_path / "metadata_test.jsonl", [record("main-1")])
+    write_jsonl(tmp_path / "metadata_test_hard.jsonl", [record("hard-1")])  # the split "test_hard"
+    assert split_files(tmp_path, "test", bridges=True) == [tmp_path / "metadata_test.jsonl"]
+    assert [r["item_id"] for r in load_split(tmp_path, "test", bridges=True)] == ["main-1"]
+    assert [r["item_id"] for r in load_split(tmp_path, "test_hard")] == ["hard-1"]
+
+
 def test_bad_json_names_file_and_line(tmp_path):
     path = write_jsonl(tmp_path / "metadata_test.jsonl", [record("a"), "", "{not json"])
     with pytest.raises(RosetrainError, match=r"metadata_test.jsonl:3: not valid JSON"):

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rosetrain.data.bridges import bridge_paths
 from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.data.validate import check_record
 from rosetrain.errors import RosetrainError
@@ -39,7 +40,8 @@ REQUIRED_FIELDS = (
 def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None) -> list[Path]:
     """The metadata files of ``split`` under ``root`` (main file first, then bridges).
 
-    ``bridges``: True adds ``metadata_<split>_*.jsonl`` beside the main file;
+    ``bridges``: True adds the bridge files (``metadata_<split>_global_click_bridge.jsonl``,
+    ``metadata_<split>_matched_local_count_bridge.jsonl``) beside the main file;
     False never does; None (default) uses them only when there is no main file.
     """
     root = Path(root)
@@ -50,7 +52,8 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
         raise RosetrainError(f"{root}: no such folder or .jsonl file")
     for folder in (root, root / split):  # the release layout, or one folder per split
         main = folder / f"metadata_{split}.jsonl"
-        extra = sorted(folder.glob(f"metadata_{split}_*.jsonl"))
+        # only the release's two bridge names: a split named `<split>_x` is another split
+        extra = [p for p in bridge_paths(folder, split).values() if p.is_file()]
         if main.is_file():
             return [main] + (extra if bridges else [])
         if extra and bridges is not False:
