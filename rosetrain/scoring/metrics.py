@@ -36,35 +36,43 @@ from rosetrain.protocol import (
     T5,
     TEMPLATES,
 )
-from rosetrain.scoring.errored import error_examples, split_errored
+from rosetrain.scoring.errored import error_examples
 from rosetrain.scoring.gold import Gold
+from rosetrain.scoring.official import COLUMNS as OFFICIAL_COLUMNS
+from rosetrain.scoring.official import Columns
 from rosetrain.scoring.official_files import RunInfo, expected_items, official_summary
 
 Row = Mapping[str, Any]
 
 
-def _positive(field: str) -> Callable[[Row], Any]:
-    """``field > 0`` as a flag (None where the field does not apply)."""
-    return lambda r: None if r[field] is None else r[field] > 0
-
-
-# per-template diagnostic rates: name -> value of a row (None: not applicable),
-# on the official per-item fields
-DIAGNOSTICS: dict[str, Callable[[Row], Any]] = {
-    "count_exact": lambda r: r["count_exact"],
-    "click_f1": lambda r: r["click_f1"],
-    "click_f1_strict": lambda r: r["click_f1_strict"],
-    "region_ok": lambda r: r["region_ok"] if r["region_type"] != GLOBAL else None,
-    "global_default_error": lambda r: r["global_default_error"] if r["region_type"] != GLOBAL else None,
-    "exclusion_failure": lambda r: r["exclusion_failure"] if r["region_type"] == EXCLUSION else None,
-    "submit_consistent": lambda r: r["click_submit_consistency"],
-    "over_click": _positive("over_click_count"),
-    "under_click": _positive("under_click_count"),
-    "any_near_miss": _positive("near_miss_count"),
-    "any_out_region_target_click": _positive("outside_distractor_hit_count"),
-    "any_duplicate_click": _positive("duplicate_click_count"),
-    "any_out_of_grid_click": _positive("invalid_coordinate_count"),
+# per-template diagnostic rates: name -> (per-item field, which rows it applies
+# to, how); "value": the field's value, "positive": field > 0 as a flag
+# (None where the field does not apply, or on rows the test leaves out)
+DIAGNOSTICS: dict[str, tuple[str, Callable[[str], bool] | None, str]] = {
+    "count_exact": ("count_exact", None, "value"),
+    "click_f1": ("click_f1", None, "value"),
+    "click_f1_strict": ("click_f1_strict", None, "value"),
+    "region_ok": ("region_ok", lambda region: region != GLOBAL, "value"),
+    "global_default_error": ("global_default_error", lambda region: region != GLOBAL, "value"),
+    "exclusion_failure": ("exclusion_failure", lambda region: region == EXCLUSION, "value"),
+    "submit_consistent": ("click_submit_consistency", None, "value"),
+    "over_click": ("over_click_count", None, "positive"),
+    "under_click": ("under_click_count", None, "positive"),
+    "any_near_miss": ("near_miss_count", None, "positive"),
+    "any_out_region_target_click": ("outside_distractor_hit_count", None, "positive"),
+    "any_duplicate_click": ("duplicate_click_count", None, "positive"),
+    "any_out_of_grid_click": ("invalid_coordinate_count", None, "positive"),
 }
+
+
+def _diagnostic_column(columns: Columns, field: str, applies, how: str) -> Sequence:
+    """One value per row (None where it does not apply), computed once for all groups."""
+    values = columns[field]
+    if how == "positive":
+        values = [None if v is None else v > 0 for v in values]
+    if applies is not None:
+        values = [v if applies(region) else None for v, region in zip(values, columns["region_type"])]
+    return values
 
 
 def mean(values: Iterable[Any]) -> float | None:
@@ -94,26 +102,37 @@ def subset_macro(rows: Sequence[Row], field: str) -> float | None:
     return mean([mean([r[field] for r in subset_rows]) for subset_rows in per_subset.values()])
 
 
+def _subset_macro(columns: Columns, at: Sequence[int], values: Sequence) -> float | None:
+    """``subset_macro`` of the rows at ``at``, one value per row in ``values``."""
+    per_subset: dict[Any, list] = defaultdict(list)
+    for subset, value in zip(map(columns["rose_subset"].__getitem__, at), map(values.__getitem__, at)):
+        per_subset[subset].append(value)
+    return mean([mean(group) for group in per_subset.values()])
+
+
 def template_order(templates: Iterable[str]) -> list[str]:
     """Known templates in protocol order, then any others sorted."""
     present = set(templates)
     return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
 
 
-def template_table(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
-    groups = group_by_field(rows, "task_template")
+def _take(values: Sequence, at: Sequence[int]) -> list:
+    return list(map(values.__getitem__, at))
+
+
+def template_table(columns: Columns) -> dict[str, dict[str, Any]]:
+    groups = columns.positions("task_template")
+    diagnostics = {name: _diagnostic_column(columns, *how) for name, how in DIAGNOSTICS.items()}
     table = {}
     for template in template_order(groups):
-        template_rows = groups[template]
+        at = groups[template]
         table[template] = {
             "short": SHORT_NAME.get(template, template),
-            "n": len(template_rows),
-            "pass": subset_macro(template_rows, "pass"),
-            "valid": subset_macro(template_rows, "format_valid"),
-            "soft": subset_macro(template_rows, "unified_soft"),
-            "diagnostics": {
-                name: mean([test(r) for r in template_rows]) for name, test in DIAGNOSTICS.items()
-            },
+            "n": len(at),
+            "pass": _subset_macro(columns, at, columns["pass"]),
+            "valid": _subset_macro(columns, at, columns["format_valid"]),
+            "soft": _subset_macro(columns, at, columns["unified_soft"]),
+            "diagnostics": {name: mean(_take(values, at)) for name, values in diagnostics.items()},
         }
     return table
 
@@ -135,50 +154,53 @@ def headline(table: Mapping[str, Mapping]) -> dict[str, Any]:
     }
 
 
-def _overall(table: Mapping[str, Mapping], rows: Sequence[Row]) -> dict[str, Any]:
+def _overall(columns: Columns) -> dict[str, Any]:
     """VALID and SOFT as Table 1 (item means per subset, then over subsets), C-F1 and
     R-OK as Table 2 (all click rows per subset, then over subsets), on the main
     templates (all rows when there is none)."""
-    main = [r for r in rows if r["task_template"] in MAIN_TEMPLATES] or list(rows)
-    clicks = [r for r in main if r["click_applicable"] == 1]
+    main_templates = frozenset(MAIN_TEMPLATES)
+    main = [i for i, t in enumerate(columns["task_template"]) if t in main_templates] or range(columns.n)
+    clicked = columns["click_applicable"]
+    clicks = [i for i in main if clicked[i] == 1]
     return {
-        "valid": subset_macro(main, "format_valid"),
-        "soft": subset_macro(main, "unified_soft"),
-        "c_f1": subset_macro(clicks, "click_f1_strict"),
-        "r_ok": subset_macro(clicks, "region_ok"),
+        "valid": _subset_macro(columns, main, columns["format_valid"]),
+        "soft": _subset_macro(columns, main, columns["unified_soft"]),
+        "c_f1": _subset_macro(columns, clicks, columns["click_f1_strict"]),
+        "r_ok": _subset_macro(columns, clicks, columns["region_ok"]),
     }
 
 
-def group_stats(rows: Sequence[Row]) -> dict[str, Any]:
+def group_stats(columns: Columns, at: Sequence[int]) -> dict[str, Any]:
     """Plain item means inside one breakdown group, and its Avg over main templates."""
-    per_template = group_by_field(rows, "task_template")
+    passes = _take(columns["pass"], at)
+    per_template: dict[str, list] = defaultdict(list)
+    for template, passed in zip(map(columns["task_template"].__getitem__, at), passes):
+        per_template[template].append(passed)
     templates = {
-        t: {"n": len(per_template[t]), "pass": mean([r["pass"] for r in per_template[t]])}
-        for t in template_order(per_template)
+        t: {"n": len(per_template[t]), "pass": mean(per_template[t])} for t in template_order(per_template)
     }
     return {
-        "n": len(rows),
-        "pass": mean([r["pass"] for r in rows]),
-        "valid": mean([r["format_valid"] for r in rows]),
-        "soft": mean([r["unified_soft"] for r in rows]),
+        "n": len(at),
+        "pass": mean(passes),
+        "valid": mean(_take(columns["format_valid"], at)),
+        "soft": mean(_take(columns["unified_soft"], at)),
         "avg_pass": mean(templates[t]["pass"] for t in MAIN_TEMPLATES if t in templates),
         "templates": templates,
     }
 
 
-def _heldout_label(row: Row) -> str:
-    value = row.get("heldout_family")
+def _heldout_label(value: Any) -> str:
     return "unknown" if value is None else ("heldout" if value else "seen")
 
 
-BREAKDOWNS: dict[str, tuple[Callable[[Row], Any], Callable[[Row], bool]]] = {
-    # name -> (group key, which rows take part)
-    "by_subset_groups": (lambda r: r["rose_subset"], lambda r: True),
+BREAKDOWNS: dict[str, tuple[str, Callable[[Any], str], Callable[[str], bool]]] = {
+    # name -> (field, its group label, which rows take part (by region type))
+    "by_subset_groups": ("rose_subset", str, lambda region: True),
     # only local tasks have a meaningful zero/partial/all case
-    "by_region_case": (lambda r: r["region_case_group"], lambda r: r["region_type"] != GLOBAL),
-    "by_grid_profile": (lambda r: r["grid_size_profile"], lambda r: True),
-    "by_target_count": (lambda r: str(r["target_count"]), lambda r: True),
-    "by_heldout_family": (_heldout_label, lambda r: True),
+    "by_region_case": ("region_case_group", str, lambda region: region != GLOBAL),
+    "by_grid_profile": ("grid_size_profile", str, lambda region: True),
+    "by_target_count": ("target_count", str, lambda region: True),
+    "by_heldout_family": ("heldout_family", _heldout_label, lambda region: True),
 }
 
 
@@ -186,24 +208,28 @@ def _sort_key(key: str) -> tuple:
     return (0, int(key), "") if key.isdigit() else (1, 0, key)
 
 
-def breakdowns(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
+def breakdowns(columns: Columns) -> dict[str, dict[str, Any]]:
     result = {}
-    for name, (key, keep) in BREAKDOWNS.items():
-        groups = group_by((r for r in rows if keep(r)), lambda r: str(key(r)))
-        result[name] = {k: group_stats(groups[k]) for k in sorted(groups, key=_sort_key)}
+    for name, (field, label, keep) in BREAKDOWNS.items():
+        groups: dict[str, list[int]] = defaultdict(list)
+        for index, (value, region) in enumerate(zip(columns[field], columns["region_type"])):
+            if keep(region):
+                groups[label(value)].append(index)
+        result[name] = {k: group_stats(columns, groups[k]) for k in sorted(groups, key=_sort_key)}
     return result
 
 
-def action_retention(rows: Sequence[Row]) -> dict[str, Any] | None:
+def action_retention(columns: Columns) -> dict[str, Any] | None:
     """T2..T5 PASS on the scenes whose T1 (global count) passed; None without T1 rows."""
-    t1_rows = [r for r in rows if r["task_template"] == T1]
+    rows = list(zip(columns["task_template"], columns["scene_id"], columns["pass"]))
+    t1_rows = [(scene, passed) for template, scene, passed in rows if template == T1]
     if not t1_rows:
         return None
-    passed_scenes = {r["scene_id"] for r in t1_rows if r["pass"]}
+    passed_scenes = {scene for scene, passed in t1_rows if passed}
     templates = {}
-    for template in (T2, T3, T4, T5):
-        kept = [r["pass"] for r in rows if r["task_template"] == template and r["scene_id"] in passed_scenes]
-        templates[template] = {"n": len(kept), "pass": mean(kept)}
+    for wanted in (T2, T3, T4, T5):
+        kept = [passed for template, scene, passed in rows if template == wanted and scene in passed_scenes]
+        templates[wanted] = {"n": len(kept), "pass": mean(kept)}
     return {
         "n_scenes": len(passed_scenes),
         "templates": templates,
@@ -220,7 +246,7 @@ def _matched_t3(t2b_row: Row, t3_by_id: Mapping, t3_by_scene: Mapping) -> Row | 
     return candidates[0] if len(candidates) == 1 else None
 
 
-def bridge_figures(rows: Sequence[Row]) -> dict[str, Any] | None:
+def bridge_figures(rows: Sequence[Row], columns: Columns) -> dict[str, Any] | None:
     """G-Clk, Card, Loc|Card and L-Clk given its own correct click count; None without bridges.
 
     - g_clk: T1B PASS (click every target of the whole grid).
@@ -230,9 +256,10 @@ def bridge_figures(rows: Sequence[Row]) -> dict[str, Any] | None:
     - lclk_given_own_count: T3 PASS on the answers whose number of distinct
       clicks equals the gold count (localisation once the cardinality is right).
     """
-    by_template = group_by(rows, lambda r: r["task_template"])
-    if T1B not in by_template and T2B not in by_template:
+    positions = columns.positions("task_template")
+    if T1B not in positions and T2B not in positions:
         return None
+    by_template = {template: [rows[i] for i in positions[template]] for template in positions}
     t3_rows = by_template.get(T3, [])
     t3_by_id = {r["item_id"]: r for r in t3_rows}
     t3_by_scene = group_by(t3_rows, lambda r: r["scene_id"])
@@ -253,6 +280,26 @@ def bridge_figures(rows: Sequence[Row]) -> dict[str, Any] | None:
     }
 
 
+# every field the summary reads (the official figures' first)
+COLUMNS = (
+    *OFFICIAL_COLUMNS,
+    "api_error",
+    "item_id",
+    "scene_id",
+    "rose_subset",
+    "task_template",
+    "region_type",
+    "pass",
+    "format_valid",
+    "unified_soft",
+    "click_applicable",
+    "click_f1_strict",
+    "region_ok",
+    *(field for field, _, _ in DIAGNOSTICS.values()),
+    *(field for field, _, _ in BREAKDOWNS.values()),
+)
+
+
 def summarize(
     golds: Iterable[Mapping | Gold], results: Sequence[Row], run: RunInfo | None = None
 ) -> dict[str, Any]:
@@ -265,14 +312,17 @@ def summarize(
     leave out rows whose request failed (``rosetrain.scoring.errored``), counted
     in ``n_errors``: ``n`` and ``coverage_rate`` count answered items.
     """
-    all_rows = results
-    results, errored = split_errored(results)
+    every = Columns(results, COLUMNS)  # the one pass over the row dicts
+    answered = [i for i, error in enumerate(every["api_error"]) if not error]
+    errored = [results[i] for i, error in enumerate(every["api_error"]) if error]
+    columns = every.take(answered) if errored else every
+    results = [results[i] for i in answered] if errored else results
     expected = expected_items(golds)
-    expected_ids = {g["item_id"] for g in expected}
-    scored_ids = {str(r["item_id"]) for r in results}
-    table = template_table(results)
+    expected_ids = set(map(str, expected["item_id"]))
+    scored_ids = set(map(str, columns["item_id"]))
+    table = template_table(columns)
     summary: dict[str, Any] = {
-        **official_summary(expected, all_rows, run),
+        **official_summary(expected, every, run),
         "n": len(results),
         "n_expected": len(expected_ids),
         "coverage_rate": (len(scored_ids & expected_ids) / len(expected_ids) if expected_ids else None),
@@ -280,11 +330,11 @@ def summarize(
         "error_examples": error_examples(errored),
         "templates": table,
         **headline(table),
-        **_overall(table, results),
-        "action_retention": action_retention(results),
-        **breakdowns(results),
+        **_overall(columns),
+        "action_retention": action_retention(columns),
+        **breakdowns(columns),
     }
-    bridges = bridge_figures(results)
+    bridges = bridge_figures(results, columns)
     if bridges is not None:
         summary["bridges"] = bridges
     return summary

@@ -119,16 +119,59 @@ FLOAT_FIELDS = frozenset(
 _IS_SET = functools.partial(operator.is_not, None)
 
 
-def set_values(rows: Sequence[Row], field: str) -> list:
-    """The values of ``field`` that are set (not None), in the rows' order (C-level
-    loops: this runs for every figure of every group)."""
-    return list(filter(_IS_SET, map(operator.itemgetter(field), rows)))
+def _take(values: Sequence, at: Sequence[int]) -> list:
+    return list(map(values.__getitem__, at))
 
 
-def ordered_mean(rows: Sequence[Row], field: str) -> float | None:
-    """Mean of ``field`` over the rows where it is set, added in the rows' order."""
-    values = set_values(rows, field)
-    return sum(values) / len(values) if values else None
+class Columns:
+    """Rows read field by field in one pass: every figure of every group then loops
+    over short lists at C speed, never over the row dicts again (a summary has
+    hundreds of figures over tens of thousands of rows)."""
+
+    __slots__ = ("n", "fields")
+
+    def __init__(self, rows: Sequence[Row], fields: Sequence[str]):
+        self.n = len(rows)
+        fields = tuple(dict.fromkeys(fields))
+        if not rows:
+            self.fields: dict[str, Sequence] = {field: () for field in fields}
+            return
+        try:
+            self.fields = dict(zip(fields, zip(*map(operator.itemgetter(*fields), rows), strict=True)))
+        except KeyError:  # rows without some field: it reads as None there
+            self.fields = {field: [row.get(field) for row in rows] for field in fields}
+
+    def __getitem__(self, field: str) -> Sequence:
+        return self.fields[field]
+
+    def take(self, at: Sequence[int]) -> Columns:
+        """The rows at positions ``at``, in that order."""
+        taken = Columns((), ())
+        taken.n = len(at)
+        taken.fields = {field: _take(column, at) for field, column in self.fields.items()}
+        return taken
+
+    def set_values(self, field: str, at: Sequence[int] | None = None) -> list:
+        """The values of ``field`` that are set (not None), in row order, at the
+        row positions ``at`` (all rows when None)."""
+        column = self.fields[field]
+        return list(filter(_IS_SET, column if at is None else map(column.__getitem__, at)))
+
+    def mean(self, field: str, at: Sequence[int] | None = None) -> float | None:
+        """Mean of ``field`` over the rows where it is set, added in row order."""
+        values = self.set_values(field, at)
+        return sum(values) / len(values) if values else None
+
+    def positions(self, *fields: str, text: bool = False) -> dict[Any, list[int]]:
+        """Row positions per value of ``fields`` (a tuple of values for several
+        fields; ``str()`` of the value with ``text``), in order of first use."""
+        keys: Iterable = zip(*(self.fields[f] for f in fields)) if len(fields) > 1 else self.fields[fields[0]]
+        if text:
+            keys = map(str, keys)
+        groups: dict[Any, list[int]] = defaultdict(list)
+        for index, key in enumerate(keys):
+            groups[key].append(index)
+        return groups
 
 
 class Sums:
@@ -140,13 +183,13 @@ class Sums:
         self.n = 0
         self.sums = {field: [0.0, 0, 0] for field in _FIELDS}
 
-    def add_rows(self, key: Key, rows: Sequence[Row]) -> None:
-        self.n += len(rows)
+    def add_rows(self, key: Key, columns: Columns, at: Sequence[int]) -> None:
+        self.n += len(at)
         for field in _FIELDS:
             only = _ONLY.get(field)
             if only is not None and not only(key):
                 continue
-            values = set_values(rows, field)
+            values = columns.set_values(field, at)
             total = self.sums[field]
             total[0] += sum(values)
             total[1] += len(values)
@@ -161,15 +204,15 @@ class Sums:
             mine[1] += count
             mine[2] += positive
 
-    def mean(self, field: str, rows: Sequence[Row]) -> float | None:
-        """The group's mean of ``field``; ``rows`` are the group's, in the official order."""
+    def mean(self, field: str, columns: Columns, at: Sequence[int] | None) -> float | None:
+        """The group's mean of ``field``; ``at`` are the group's rows (None: all)."""
         if field in FLOAT_FIELDS:
-            return ordered_mean(rows, field)
+            return columns.mean(field, at)
         total, count, _ = self.sums[field]
         return total / count if count else None
 
-    def figures(self, rows: Sequence[Row]) -> dict[str, Any]:
-        """The official figures of the group whose ``rows`` (official order) these sum."""
+    def figures(self, columns: Columns, at: Sequence[int] | None = None) -> dict[str, Any]:
+        """The official figures of the group whose rows (``at``; None: all) these sum."""
         if not self.n:
             return {"n": 0}
         out: dict[str, Any] = {"n": self.n}
@@ -180,19 +223,21 @@ class Sums:
             elif how == "any":
                 out[name] = positive / count if count else None
             else:
-                out[name] = self.mean(field, rows)
+                out[name] = self.mean(field, columns, at)
         return out
 
 
-def cell_sums(rows: Sequence[Row]) -> dict[Key, Sums]:
+KEY_FIELDS = ("rose_subset", "task_template", "task_mode", "region_type")
+# every field the official figures read
+COLUMNS = (*KEY_FIELDS, "item_id", "scene_id", *_FIELDS)
+
+
+def cell_sums(columns: Columns) -> dict[Key, Sums]:
     """The rows' sums per (subset, template, mode, region type), in one pass each."""
-    groups: dict[Key, list[Row]] = defaultdict(list)
-    for row in rows:
-        groups[(row["rose_subset"], row["task_template"], row["task_mode"], row["region_type"])].append(row)
     cells = {}
-    for key, group in groups.items():
+    for key, at in columns.positions(*KEY_FIELDS).items():
         cells[key] = Sums()
-        cells[key].add_rows(key, group)
+        cells[key].add_rows(key, columns, at)
     return cells
 
 
@@ -206,39 +251,34 @@ def total(cells: Mapping[Key, Sums], keep: Callable[[Key], bool] = lambda key: T
 
 def group_figures(rows: Sequence[Row]) -> dict[str, Any]:
     """The official figures of one group of rows (``{"n": 0}`` for none)."""
-    return total(cell_sums(rows)).figures(rows)
+    columns = Columns(rows, COLUMNS)
+    return total(cell_sums(columns)).figures(columns)
 
 
 GROUP_KEYS = {"rose_subset": 0, "task_template": 1, "task_mode": 2, "region_type": 3}
 
 
-def rows_by(rows: Sequence[Row], field: str) -> dict[str, list[Row]]:
-    """The rows per value of ``field`` (as text), each list in the rows' order."""
-    groups: dict[str, list[Row]] = defaultdict(list)
-    for row in rows:
-        groups[str(row[field])].append(row)
-    return groups
-
-
-def grouped(cells: Mapping[Key, Sums], rows: Sequence[Row], field: str) -> dict[str, dict]:
+def grouped(cells: Mapping[Key, Sums], columns: Columns, field: str) -> dict[str, dict]:
     """The official figures per value of ``field`` (as text, sorted)."""
     at = GROUP_KEYS[field]
-    groups = rows_by(rows, field)
+    groups = columns.positions(field, text=True)
     return {
-        value: total(cells, lambda key: str(key[at]) == value).figures(groups[value])
+        value: total(cells, lambda key: str(key[at]) == value).figures(columns, groups[value])
         for value in sorted(groups)
     }
 
 
-def table1(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> dict[str, Any]:
+def table1(
+    cells: Mapping[Key, Sums], columns: Columns, by_subset_at: Mapping[str, list[int]]
+) -> dict[str, Any]:
     by_subset = {}
     for subset in ROSE_SUBSETS:
-        sums, rows = total(cells, lambda key: key[0] == subset), subset_rows.get(subset, [])
+        sums, at = total(cells, lambda key: key[0] == subset), by_subset_at.get(subset, [])
         by_subset[subset] = {
             "n": sums.n,
-            "PASS": sums.mean("pass", rows),
-            "SOFT": sums.mean("unified_soft", rows),
-            "VALID": sums.mean("format_valid", rows),
+            "PASS": sums.mean("pass", columns, at),
+            "SOFT": sums.mean("unified_soft", columns, at),
+            "VALID": sums.mean("format_valid", columns, at),
         }
     return {
         "by_subset": by_subset,
@@ -248,11 +288,13 @@ def table1(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> d
     }
 
 
-def table2(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> dict[str, Any]:
+def table2(
+    cells: Mapping[Key, Sums], columns: Columns, by_subset_at: Mapping[str, list[int]]
+) -> dict[str, Any]:
     def over_subsets(field, keep=lambda key: True):
         return mean(
             total(cells, lambda key, s=subset: key[0] == s and keep(key)).mean(
-                field, subset_rows.get(subset, [])
+                field, columns, by_subset_at.get(subset, [])
             )
             for subset in ROSE_SUBSETS
         )
@@ -274,21 +316,21 @@ def table2(cells: Mapping[Key, Sums], subset_rows: Mapping[str, list[Row]]) -> d
 _CONDITIONED = frozenset({T1, T3, T4, T5})
 
 
-def scene_conditioned(rows: Sequence[Row]) -> dict[str, Any]:
+def scene_conditioned(columns: Columns) -> dict[str, Any]:
     """T3-T5 PASS on the scenes whose T1 passed (rows present in this run only)."""
     by_subset = {}
-    groups: dict[str, list[Row]] = {name: [] for name in ROSE_SUBSETS}
-    for row in rows:
-        if row["task_template"] in _CONDITIONED and row["rose_subset"] in groups:
-            groups[row["rose_subset"]].append(row)
+    groups: dict[str, list[tuple]] = {name: [] for name in ROSE_SUBSETS}
+    for subset, template, scene, passed in zip(
+        columns["rose_subset"], columns["task_template"], columns["scene_id"], columns["pass"]
+    ):
+        if template in _CONDITIONED and subset in groups:
+            groups[subset].append((template, str(scene), passed))
     for name, group in groups.items():
-        passed = {str(r["scene_id"]) for r in group if r["task_template"] == T1 and r["pass"] == 1}
-        record: dict[str, Any] = {"n_t1_correct_scenes": len(passed)}
-        for template in (T3, T4, T5):
-            kept = [
-                r["pass"] for r in group if r["task_template"] == template and str(r["scene_id"]) in passed
-            ]
-            record[TABLE_SHORT[template]] = {"n": len(kept), "pass_rate": mean(kept)}
+        scenes = {scene for template, scene, passed in group if template == T1 and passed == 1}
+        record: dict[str, Any] = {"n_t1_correct_scenes": len(scenes)}
+        for wanted in (T3, T4, T5):
+            kept = [passed for template, scene, passed in group if template == wanted and scene in scenes]
+            record[TABLE_SHORT[wanted]] = {"n": len(kept), "pass_rate": mean(kept)}
         by_subset[name] = record
     macro = {
         TABLE_SHORT[t]: mean(s[TABLE_SHORT[t]]["pass_rate"] for s in by_subset.values()) for t in (T3, T4, T5)
@@ -319,12 +361,11 @@ def in_percent(value: Any) -> Any:
     return out
 
 
-def coverage(expected: Sequence[Row], rows: Sequence[Row]) -> tuple[list[dict], list[dict]]:
+def coverage(expected: Columns, evaluated: Columns) -> tuple[list[dict], list[dict]]:
     """Expected and evaluated items per ROSE subset and per main template."""
 
     def entries(field, names, extra):
-        want = Counter(str(g.get(field)) for g in expected)
-        got = Counter(str(r.get(field)) for r in rows)
+        want, got = Counter(map(str, expected[field])), Counter(map(str, evaluated[field]))
         return [
             {
                 field: name,

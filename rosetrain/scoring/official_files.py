@@ -57,41 +57,34 @@ class RunInfo:
         return self.display_name or self.model or ""
 
 
-def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> list[dict[str, Any]]:
+EXPECTED_FIELDS = ("item_id", "rose_subset", "task_template")
+
+
+def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> O.Columns:
     """The id, subset and template of each gold item (release record, HF row or Gold)."""
-    items = []
-    for gold in golds:
-        fields = gold.official if isinstance(gold, Gold) else gold
-        items.append(
-            {
-                "item_id": str(fields.get("item_id")),
-                "rose_subset": fields.get("rose_subset"),
-                "task_template": fields.get("task_template"),
-            }
-        )
-    return items
+    return O.Columns([g.official if isinstance(g, Gold) else g for g in golds], EXPECTED_FIELDS)
 
 
-def paper_rows(rows: Sequence[Row]) -> list[Row]:
-    """The rows the official figures cover: the main tasks (all rows if none)."""
-    main = [r for r in rows if r["task_template"] not in BRIDGE_TEMPLATES]
-    return main or list(rows)
+def _paper_items(expected: O.Columns) -> O.Columns:
+    """The expected items the official figures cover: the main tasks (all if none)."""
+    templates = expected["task_template"]
+    main = [i for i, t in enumerate(templates) if t not in BRIDGE_TEMPLATES]
+    return expected.take(main) if main else expected
 
 
-def _coverage(golds: Sequence[Row], rows: Sequence[Row], info: RunInfo) -> dict[str, Any]:
-    expected_ids = {str(g["item_id"]) for g in golds}
-    scored_ids = {str(r["item_id"]) for r in rows}
+def _coverage(golds: O.Columns, rows: O.Columns, info: RunInfo) -> dict[str, Any]:
+    expected_ids, scored_ids = set(map(str, golds["item_id"])), set(map(str, rows["item_id"]))
     missing, extra = sorted(expected_ids - scored_ids), sorted(scored_ids - expected_ids)
     by_subset, by_template = O.coverage(golds, rows)
     return {
         "complete_submission": not missing and not extra,
         "allow_partial": info.allow_partial,
         "num_expected": len(expected_ids),
-        "num_prediction_rows": len(rows) if info.num_prediction_rows is None else info.num_prediction_rows,
-        "num_evaluated": len(rows),
+        "num_prediction_rows": rows.n if info.num_prediction_rows is None else info.num_prediction_rows,
+        "num_evaluated": rows.n,
         "num_missing": len(missing),
         "num_extra": len(extra),
-        "coverage_rate": len(rows) / len(expected_ids) if expected_ids else None,
+        "coverage_rate": rows.n / len(expected_ids) if expected_ids else None,
         "by_subset": by_subset,
         "by_template": by_template,
         "missing_item_ids": missing,
@@ -99,20 +92,20 @@ def _coverage(golds: Sequence[Row], rows: Sequence[Row], info: RunInfo) -> dict[
     }
 
 
-def official_summary(
-    golds: Sequence[Row], rows: Sequence[Row], info: RunInfo | None = None
-) -> dict[str, Any]:
-    """The official keys of ``evaluation_summary.json`` (figures as fractions)."""
+def official_summary(expected: O.Columns, every: O.Columns, info: RunInfo | None = None) -> dict[str, Any]:
+    """The official keys of ``evaluation_summary.json`` (figures as fractions), from
+    the expected items and every per-item row (``O.COLUMNS`` of them)."""
     info = info or RunInfo()
-    rows = paper_rows(rows)
-    golds = paper_rows(golds)
-    coverage = _coverage(golds, rows, info)
-    rows = sorted(rows, key=lambda r: str(r["item_id"]))  # the official order of addition
-    cells, subset_rows = O.cell_sums(rows), O.rows_by(rows, "rose_subset")
+    templates, ids = every["task_template"], every["item_id"]
+    main = [i for i, t in enumerate(templates) if t not in BRIDGE_TEMPLATES] or range(every.n)
+    # the official order of addition: rows sorted by item id
+    columns = every.take(sorted(main, key=lambda i: str(ids[i])))
+    coverage = _coverage(_paper_items(expected), columns, info)
+    cells, by_subset_at = O.cell_sums(columns), columns.positions("rose_subset", text=True)
     paper = {
-        "table1": O.table1(cells, subset_rows),
-        "table2": O.table2(cells, subset_rows),
-        "scene_conditioned_action_available_rows": O.scene_conditioned(rows),
+        "table1": O.table1(cells, columns, by_subset_at),
+        "table2": O.table2(cells, columns, by_subset_at),
+        "scene_conditioned_action_available_rows": O.scene_conditioned(columns),
     }
     return {
         "evaluator": EVALUATOR,
@@ -123,11 +116,11 @@ def official_summary(
         "metadata_jsonl": info.metadata_jsonl,
         "predictions_jsonl": info.predictions_jsonl,
         "coverage": coverage,
-        "overall": O.total(cells).figures(rows),
-        "by_subset": O.grouped(cells, rows, "rose_subset"),
-        "by_template": O.grouped(cells, rows, "task_template"),
-        "by_task_mode": O.grouped(cells, rows, "task_mode"),
-        "by_region_type": O.grouped(cells, rows, "region_type"),
+        "overall": O.total(cells).figures(columns),
+        "by_subset": O.grouped(cells, columns, "rose_subset"),
+        "by_template": O.grouped(cells, columns, "task_template"),
+        "by_task_mode": O.grouped(cells, columns, "task_mode"),
+        "by_region_type": O.grouped(cells, columns, "region_type"),
         "paper_metrics": paper,
         "paper_metrics_percent": O.in_percent(paper),
         "metric_notes": {
