@@ -1,7 +1,7 @@
 """Transformers-runner throughput: items/s of a whole ``rosetrain eval`` against a
 bare batched ``generate`` loop over the same items, model and batch size.
 
-The figure is ``rosetrain.commands.evaluate.evaluate`` with the model already
+The figure is ``rosetrain.evaluation.evaluate.evaluate`` with the model already
 loaded (a runner object is passed in, so loading is not timed on either side):
 reading the split, batching, generation, one fsync'd prediction line per item,
 scoring and every output file, into a fresh folder at each repeat.
@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rosetrain.commands.evaluate import PREDICTIONS_FILE, evaluate  # noqa: E402
 from rosetrain.data.release import select_records, with_image_paths  # noqa: E402
+from rosetrain.evaluation.evaluate import PREDICTIONS_FILE, evaluate  # noqa: E402
 from rosetrain.messages import record_messages  # noqa: E402
 from rosetrain.runners.base import load_rgb_image  # noqa: E402
 

@@ -55,7 +55,7 @@ def serve(latency_s: float) -> None:
 
 
 def run_eval(data: Path, out: Path, base_url: str, concurrency: int) -> tuple[int, float]:
-    from rosetrain.commands.evaluate import evaluate
+    from rosetrain.evaluation.evaluate import evaluate
 
     started = time.perf_counter()
     summary = evaluate(

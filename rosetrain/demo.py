@@ -196,7 +196,7 @@ RUN_PATH_KEYS = ("model", "display_name", "metadata_jsonl", "predictions_jsonl")
 
 
 def evaluate_model(config: DemoConfig, model: Path, stage: str) -> dict[str, Any]:
-    from rosetrain.commands.evaluate import evaluate
+    from rosetrain.evaluation.evaluate import evaluate
 
     summaries = {}
     for split in ("heldout", "heldout-family"):

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 
-import rosetrain.predictions as predictions
+import rosetrain.evaluation.predictions as predictions
 from rosetrain.cli import main
 
 

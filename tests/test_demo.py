@@ -206,9 +206,9 @@ def test_shipped_base_perceives_but_does_not_act(tmp_path):
     """The shipped base is what the demo's story rests on: on new scenes of the
     demo's held-out spec it counts the whole grid right, and asked to click it
     still answers with a count (it was never taught to act)."""
-    from rosetrain.commands.evaluate import evaluate
     from rosetrain.data.generate import make_job, run_job
     from rosetrain.demo import ASSET_BASE, GENERATORS
+    from rosetrain.evaluation.evaluate import evaluate
     from rosetrain.spec import load_spec
 
     job = make_job(

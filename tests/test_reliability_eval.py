@@ -14,9 +14,9 @@ import pytest
 from fake_openai_server import serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
-from rosetrain.commands.evaluate import evaluate
 from rosetrain.compare import compare_runs
 from rosetrain.errors import RosetrainError
+from rosetrain.evaluation.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -467,12 +467,12 @@ def test_disk_full_or_permission_denied_while_writing(
 def test_disk_full_while_saving_predictions(split_dir, tmp_path, capsys, monkeypatch):
     import errno
 
-    import rosetrain.predictions
+    import rosetrain.evaluation.predictions
 
     def disk_full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(rosetrain.predictions.os, "fsync", disk_full)
+    monkeypatch.setattr(rosetrain.evaluation.predictions.os, "fsync", disk_full)
     with serve_in_subprocess(split_dir) as base_url:
         assert (
             cli_main(

@@ -23,7 +23,7 @@ from typing import Any
 
 from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
 from rosetrain.errors import RosetrainError
-from rosetrain.predictions import PredictionWriter, prediction_row
+from rosetrain.evaluation.predictions import PredictionWriter, prediction_row
 
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "eval_run.json"

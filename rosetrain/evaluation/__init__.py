@@ -1,0 +1,1 @@
+"""Running a model over a split: predictions that survive interrupts, then the score."""
