@@ -19,7 +19,7 @@ COMMANDS = {
     "generate": ("rosetrain.commands.generate", "generate scenes and tasks from a YAML spec"),
     "preview": ("rosetrain.commands.preview", "draw a contact sheet of a generated split"),
     "score": ("rosetrain.commands.score", "score predictions against a split"),
-    "eval": ("rosetrain.evaluation.evaluate", "run a model over a split, then score it"),
+    "eval": ("rosetrain.commands.evaluate", "run a model over a split, then score it"),
     "compare": ("rosetrain.commands.compare", "compare two scored runs item by item"),
     "tiny-model": (
         "rosetrain.commands.tiny_model",

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rosetrain.protocol import SHORT_NAME
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -54,31 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     bridges.add_argument("--no-bridges", dest="bridges", action="store_false", help="never read bridge files")
 
 
-def print_headline(summary: dict, out: str) -> None:
-    """The per-template PASS/VALID/SOFT table and the gap (also printed by ``rosetrain eval``)."""
-
-    def pct(value):
-        return "-" if value is None else f"{100 * value:.1f}"
-
-    print(f"scored {summary['n']} items (coverage {pct(summary['coverage_rate'])}%) -> {out}")
-    if summary.get("n_errors"):
-        first = summary["error_examples"][0]
-        print(
-            f"  ERRORS: {summary['n_errors']} items have no answer (the request failed) and "
-            f"are left out of every figure below; first: {first['item_id']}: {first['error']}"
-        )
-    for template, stats in summary["templates"].items():
-        print(
-            f"  {SHORT_NAME.get(template, template):8s} n={stats['n']:<6d} "
-            f"PASS {pct(stats['pass']):>5s}  VALID {pct(stats['valid']):>5s}  "
-            f"SOFT {pct(stats['soft']):>5s}"
-        )
-    print(
-        f"  Avg {pct(summary['avg_pass'])}  Counting {pct(summary['counting_avg'])}  "
-        f"Action {pct(summary['action_avg'])}  Gap {pct(summary['gap'])}"
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -86,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.errors import RosetrainError
     from rosetrain.evaluation.predictions import check_same_data
     from rosetrain.io import output_lock, remove_atomic_temps
+    from rosetrain.reports.console import print_summary
     from rosetrain.scoring.batch import run_model, score_predictions, write_scored_run
     from rosetrain.scoring.official_files import RunInfo
 
@@ -115,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             raise RosetrainError(
                 f"--out {err.filename or args.out}: cannot write ({err.strerror or err})"
             ) from None
-    print_headline(summary, args.out)
+    print_summary(summary, args.out)
     if summary["coverage_rate"] is not None and summary["coverage_rate"] < 1:
         print(f"note: partial run, {summary['n']} of {summary['n_expected']} items scored", file=sys.stderr)
     return 0

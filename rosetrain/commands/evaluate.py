@@ -1,0 +1,152 @@
+"""``rosetrain eval``: run a model over a split, writing predictions as it goes, then score.
+
+    rosetrain eval --model Qwen/Qwen2.5-VL-3B-Instruct --data data/heldout --split test --out runs/base
+    rosetrain eval --suite eval/heldout.yaml --model runs/sft/checkpoint-final --out runs/sft
+    rosetrain eval --runner openai --base-url http://127.0.0.1:8000/v1 --model my-model \\
+        --data data/rose --out runs/api
+
+The run folder gets ``predictions.jsonl`` (appended item by item, so a rerun
+of the same command skips what is done), ``eval_run.json`` (what ran and how
+fast), and what ``rosetrain score`` writes (``per_item_eval.jsonl``,
+``evaluation_summary.json``, Markdown and CSV tables). The work is done by
+``rosetrain.evaluation``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rosetrain.errors import RosetrainError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="Hub id or local folder (a LoRA adapter folder too); for --runner "
+        "openai the endpoint's model name",
+    )
+    parser.add_argument("--suite", help="an eval/*.yaml suite naming --data and --split")
+    parser.add_argument(
+        "--data",
+        help="a ROSE release folder (metadata_<split>.jsonl + images/), "
+        "or one metadata .jsonl file beside its images/",
+    )
+    parser.add_argument("--split", help="split name (default: test, or the suite's)")
+    parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
+    parser.add_argument("--runner", default="transformers", choices=("transformers", "vllm", "openai"))
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="items per generate call (default: transformers 8, vllm 256); for openai, "
+        "the items a fresh run tries before giving up if all fail (32)",
+    )
+    parser.add_argument("--max-new-tokens", type=int, help="default 256 (or the suite's)")
+    parser.add_argument("--limit", type=int, help="only the first N items of the split")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="requests in flight at once (openai runner)"
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per request before it is retried (openai runner)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=6,
+        help="retries of a request after 429/5xx/timeouts (openai runner)",
+    )
+    parser.add_argument(
+        "--max-error-rate",
+        type=error_rate,
+        default=0.0,
+        help="share of items (0 to 1) allowed to end without an answer after "
+        "retries; errored items are left out of the figures either way "
+        "(default 0: any such item makes eval exit non-zero)",
+    )
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow the model's own Python code to run (off by default)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bridges = parser.add_mutually_exclusive_group()
+    bridges.add_argument(
+        "--bridges",
+        dest="bridges",
+        action="store_true",
+        default=None,
+        help="also run the release's bridge files (metadata_<split>_*.jsonl)",
+    )
+    bridges.add_argument("--no-bridges", dest="bridges", action="store_false", help="never read bridge files")
+
+
+def error_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
+
+
+def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
+    """(data dir, split, limit, max_new_tokens) from the flags and the suite; flags win."""
+    from rosetrain.evaluation.evaluate import load_suite
+
+    suite = load_suite(args.suite) if args.suite else None
+    if args.data:
+        data = Path(args.data)
+        if not data.exists():
+            raise RosetrainError(f"--data: no such folder or metadata .jsonl file: {data}")
+    elif suite:
+        data = suite.data_dir()
+    else:
+        raise RosetrainError("give --data DIR (a ROSE release folder) or --suite eval/X.yaml")
+    split = args.split or (suite.split if suite else "test")
+    limit = args.limit if args.limit is not None else (suite.limit if suite else None)
+    max_new_tokens = args.max_new_tokens or (suite.max_new_tokens if suite else None) or 256
+    return data, split, limit, max_new_tokens
+
+
+def run(args: argparse.Namespace) -> int:
+    from rosetrain.evaluation.evaluate import check_error_rate, evaluate
+    from rosetrain.reports.console import print_summary
+
+    data, split, limit, max_new_tokens = resolve_data(args)
+    options = (
+        {"timeout_s": args.request_timeout, "max_retries": args.max_retries}
+        if args.runner == "openai"
+        else None
+    )
+    summary = evaluate(
+        args.model,
+        data,
+        split,
+        args.out,
+        runner=args.runner,
+        limit=limit,
+        batch_size=args.batch_size,
+        max_new_tokens=max_new_tokens,
+        concurrency=args.concurrency,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        trust_remote_code=args.trust_remote_code,
+        bridges=args.bridges,
+        progress=not args.no_progress,
+        runner_options=options,
+        max_error_rate=1.0,
+    )  # checked after printing
+    print_summary(summary, args.out)  # the same table `rosetrain score` prints
+    check_error_rate(summary, args.max_error_rate, Path(args.out))
+    return 0

@@ -1,0 +1,1 @@
+"""What is shown to people: the terminal summary, run comparisons, HTML reports."""
