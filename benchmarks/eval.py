@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rosetrain.core.messages import record_messages  # noqa: E402
 from rosetrain.data.release import select_records, with_image_paths  # noqa: E402
 from rosetrain.evaluation.evaluate import PREDICTIONS_FILE, evaluate  # noqa: E402
-from rosetrain.messages import record_messages  # noqa: E402
 from rosetrain.runners.base import load_rgb_image  # noqa: E402
 
 ASSETS = ROOT / "rosetrain" / "assets"

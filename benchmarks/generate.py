@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rosetrain.data.hf import png_bytes  # noqa: E402  (the writer's own encoder and settings)
-from rosetrain.examples import build_example  # noqa: E402
-from rosetrain.spec import load_spec  # noqa: E402
+from rosetrain.generators.records import build_example  # noqa: E402
+from rosetrain.generators.spec import load_spec  # noqa: E402
 
 
 def children_cpu() -> float:

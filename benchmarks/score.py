@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rosetrain.examples import build_example  # noqa: E402
-from rosetrain.protocol import BRIDGE_TEMPLATES, COUNT, format_answer  # noqa: E402
-from rosetrain.spec import load_spec  # noqa: E402
+from rosetrain.core.protocol import BRIDGE_TEMPLATES, COUNT, format_answer  # noqa: E402
+from rosetrain.generators.records import build_example  # noqa: E402
+from rosetrain.generators.spec import load_spec  # noqa: E402
 
 FLOOR = """
 import sys, orjson

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 # name -> (module, one-line help)
 COMMANDS = {

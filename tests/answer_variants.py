@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT
+from rosetrain.core.protocol import CLICK, CLICK_COUNT, COUNT
 
 ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
 FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")

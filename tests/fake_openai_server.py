@@ -35,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from rosetrain.messages import split_prompt  # noqa: E402
+from rosetrain.core.messages import split_prompt  # noqa: E402
 
 GARBAGE = "I think there are a few odd cells here."
 REFUSED_POSITION = 7

@@ -7,7 +7,7 @@ The process kills itself (SIGKILL: no cleanup, no finally blocks):
 - ``torn-line N``: while saving the N-th prediction, leaving half its line;
 - ``saved-line N``: right after the N-th prediction is saved (fsync'd);
 - ``torn-file NAME``: while writing the scored file NAME (its temp file half
-  written, as a kill midway through ``rosetrain.io.atomic_write`` leaves it);
+  written, as a kill midway through ``rosetrain.core.io.atomic_write`` leaves it);
 - ``before-rename NAME``: with NAME fully written under its temp name, just
   before it is renamed into place.
 

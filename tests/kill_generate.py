@@ -4,7 +4,7 @@
 
 The process kills itself (SIGKILL: no cleanup, no finally blocks) at the N-th
 operation of KIND whose path matches the regular expression PATTERN. KIND
-``write``: a ``rosetrain.io.atomic_write`` call of the generator (images,
+``write``: a ``rosetrain.core.io.atomic_write`` call of the generator (images,
 parts, the manifest), killed after leaving half of the file under the temp
 name the writer uses, as a kill midway through the write would. KIND
 ``rename``: a rename into place (``os.replace``: the Parquet shards and the

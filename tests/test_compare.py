@@ -8,9 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from rosetrain.compare import _SceneTable, compare_runs, figures, pair_runs
-from rosetrain.errors import RosetrainError
-from rosetrain.protocol import (
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.protocol import (
     CLICK,
     COUNT,
     MAIN_TEMPLATES,
@@ -23,6 +22,7 @@ from rosetrain.protocol import (
     cell_str,
     format_answer,
 )
+from rosetrain.reports.compare import _SceneTable, compare_runs, figures, pair_runs
 from rosetrain.scoring import score_item, summarize, write_scored_run
 
 SUBSETS = ("ROSE-A", "ROSE-B", "ROSE-C")

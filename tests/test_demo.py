@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rosetrain.demo import DemoConfig, run_demo
+from rosetrain.demo.pipeline import DemoConfig, run_demo
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def plain_grpo_recipe(folder):
     """The demo's GRPO recipe without frontier prompts: an untrained tiny model
     has no frontier, and the filter would sample 128 prompts before stepping
     aside (tests/test_frontier.py covers that)."""
-    from rosetrain.demo import RECIPES
+    from rosetrain.demo.pipeline import RECIPES
 
     path = Path(folder) / "demo-grpo-plain.yaml"
     if not path.exists():
@@ -95,7 +95,7 @@ def test_interrupted_stage_reruns_and_same_seed_same_summary(demo_run, tmp_path)
 
 def test_rerun_with_other_settings_is_refused_not_relabelled(demo_run):
     """A seed-0 run's results must never come back labelled with another seed."""
-    from rosetrain.errors import RosetrainError
+    from rosetrain.core.errors import RosetrainError
 
     out, summary = demo_run
     other_seed = small_config(out, summary["config"]["base"])
@@ -110,7 +110,7 @@ def test_rerun_with_other_settings_is_refused_not_relabelled(demo_run):
 
 
 def test_sweep_report_counts_seeds_and_spread(demo_run, tmp_path):
-    from rosetrain.demo_sweep import parse_seeds, summarize_sweep, sweep_report
+    from rosetrain.demo.sweep import parse_seeds, summarize_sweep, sweep_report
 
     assert parse_seeds("0-2,5,1") == [0, 1, 2, 5]
     _, summary = demo_run
@@ -126,8 +126,8 @@ def test_sweep_report_counts_seeds_and_spread(demo_run, tmp_path):
 
 
 def test_bad_seed_lists_and_scene_counts_are_errors(tmp_path):
-    from rosetrain.demo_sweep import parse_seeds
-    from rosetrain.errors import RosetrainError
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.demo.sweep import parse_seeds
 
     for bad in ("4-0", "a", "-1", ""):
         with pytest.raises(RosetrainError, match="--seeds"):
@@ -143,7 +143,7 @@ def test_demo_files_are_package_data():
     from pathlib import Path
 
     import rosetrain
-    from rosetrain import demo
+    from rosetrain.demo import pipeline as demo
 
     package = Path(rosetrain.__file__).resolve().parent
     used = [demo.GENERATORS / f"{n}.yaml" for n in ("base", "train", "rl", "heldout", "heldout-family")]
@@ -159,9 +159,9 @@ def test_cell_addressing_warmup_comes_first():
     """The demo's SFT spec: a warm-up of single-exception click tasks, then the mixture."""
     import random
 
-    from rosetrain.demo import GENERATORS
-    from rosetrain.scene import choose_level
-    from rosetrain.spec import load_spec, spec_from_dict
+    from rosetrain.demo.pipeline import GENERATORS
+    from rosetrain.generators.scene import choose_level
+    from rosetrain.generators.spec import load_spec, spec_from_dict
 
     spec = load_spec(GENERATORS / "train.yaml")
     cells = spec.levels[0]
@@ -177,8 +177,8 @@ def test_cell_addressing_warmup_comes_first():
 
 
 def test_rebuild_base_never_replaces_a_folder_it_did_not_write(tmp_path):
-    from rosetrain.demo import rebuild_base
-    from rosetrain.errors import RosetrainError
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.demo.pipeline import rebuild_base
 
     (tmp_path / "base").mkdir()
     (tmp_path / "base" / "mine.txt").write_text("keep")
@@ -196,7 +196,7 @@ def without_paths(stages):
 
 
 def test_missing_base_is_a_clear_error(tmp_path):
-    from rosetrain.errors import RosetrainError
+    from rosetrain.core.errors import RosetrainError
 
     with pytest.raises(RosetrainError, match="rebuild-base"):
         run_demo(DemoConfig(out=tmp_path / "o", base=tmp_path / "nothing"))
@@ -207,9 +207,9 @@ def test_shipped_base_perceives_but_does_not_act(tmp_path):
     demo's held-out spec it counts the whole grid right, and asked to click it
     still answers with a count (it was never taught to act)."""
     from rosetrain.data.generate import make_job, run_job
-    from rosetrain.demo import ASSET_BASE, GENERATORS
+    from rosetrain.demo.pipeline import ASSET_BASE, GENERATORS
     from rosetrain.evaluation.evaluate import evaluate
-    from rosetrain.spec import load_spec
+    from rosetrain.generators.spec import load_spec
 
     job = make_job(
         load_spec(GENERATORS / "heldout.yaml"), tmp_path / "data", "test", 12, formats=("release",)

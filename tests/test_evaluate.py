@@ -9,7 +9,7 @@ import pytest
 from fake_openai_server import GARBAGE, behaviour, fetch_stats, serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 from rosetrain.evaluation.evaluate import evaluate, load_suite
 from rosetrain.runners.transformers_runner import TransformersRunner
 

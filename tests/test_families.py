@@ -1,4 +1,4 @@
-"""Behaviour of the six visual families behind rosetrain.families.base."""
+"""Behaviour of the six visual families behind rosetrain.generators.families.base."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import sys
 import pytest
 from PIL import ImageChops
 
-from rosetrain.errors import RosetrainError
-from rosetrain.families import FAMILIES, get_family
-from rosetrain.families.common import item_key, mean_abs_diff
-from rosetrain.families.fonts import resolve_font
+from rosetrain.core.errors import RosetrainError
+from rosetrain.generators.families import FAMILIES, get_family
+from rosetrain.generators.families.common import item_key, mean_abs_diff
+from rosetrain.generators.families.fonts import resolve_font
 
 NAMES = sorted(FAMILIES)
 FONT_NEEDS = {"emoji_content": "Noto Color Emoji", "emoji_style": "Noto Color Emoji"}
@@ -72,8 +72,8 @@ def test_bytes_repeat_across_processes():
     """A fresh interpreter with another hash seed draws byte-identical cells."""
     script = (
         "import hashlib, json, random, sys\n"
-        "from rosetrain.families import FAMILIES, get_family\n"
-        "from rosetrain.families.fonts import resolve_font\n"
+        "from rosetrain.generators.families import FAMILIES, get_family\n"
+        "from rosetrain.generators.families.fonts import resolve_font\n"
         "out = {}\n"
         "for name in sorted(FAMILIES):\n"
         "    if name.startswith('emoji') and resolve_font('Noto Color Emoji') is None: continue\n"

@@ -9,12 +9,12 @@ import pytest
 from conftest import GENERATORS, SMALL_SPEC, write_spec
 from PIL import Image
 
-from rosetrain import protocol as P
 from rosetrain.cli import main
+from rosetrain.core import protocol as P
+from rosetrain.core.errors import RosetrainError
 from rosetrain.data.generate import make_job, run_job
-from rosetrain.errors import RosetrainError
+from rosetrain.generators.spec import load_spec
 from rosetrain.scoring import parse_answer, score_item
-from rosetrain.spec import load_spec
 
 
 def generate(spec_path, out, scenes=12, num_proc=1, **kw):
@@ -89,7 +89,7 @@ def test_gold_answers_parse_and_pass(small_split):
 
 def test_region_cases_and_zero_target_regions(small_split):
     _, _, rows = small_split
-    from rosetrain.regions import cells_in_region
+    from rosetrain.core.regions import cells_in_region
 
     click_rows = [r for r in rows if r["task_template"] in (P.T3, P.T4, P.T5)]
     assert any(r["region_case"] == "zero" and r["answer"] in ("DONE", "SUBMIT(0)") for r in click_rows)
@@ -119,8 +119,8 @@ def test_an_impossible_case_falls_back_to_the_nearest_one(exclusion):
     in the clickable cells), for an exclusion region too, never "zero"."""
     import random
 
-    from rosetrain.scene import Scene
-    from rosetrain.tasks import sample_region
+    from rosetrain.generators.scene import Scene
+    from rosetrain.generators.tasks import sample_region
 
     scene = Scene(
         scene_id="s",

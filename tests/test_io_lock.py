@@ -6,14 +6,14 @@ import textwrap
 
 import pytest
 
-from rosetrain.errors import RosetrainError
-from rosetrain.io import output_lock
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import output_lock
 
 
 def test_second_writer_in_another_process_is_refused(tmp_path):
     holder = textwrap.dedent(f"""
         import sys, time
-        from rosetrain.io import output_lock
+        from rosetrain.core.io import output_lock
         with output_lock({str(tmp_path)!r}):
             print("held", flush=True)
             sys.stdin.readline()
@@ -33,7 +33,7 @@ def test_second_writer_in_another_process_is_refused(tmp_path):
 
 
 def test_lock_is_released_when_the_holder_is_killed(tmp_path):
-    holder = f"from rosetrain.io import output_lock\nimport time\nwith output_lock({str(tmp_path)!r}):\n    print('held', flush=True); time.sleep(60)\n"
+    holder = f"from rosetrain.core.io import output_lock\nimport time\nwith output_lock({str(tmp_path)!r}):\n    print('held', flush=True); time.sleep(60)\n"
     proc = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "held"
     proc.kill()

@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-from rosetrain import prompts as Q
-from rosetrain import protocol as P
+from rosetrain.core import protocol as P
+from rosetrain.generators import prompts as Q
 
 # Read and approved by a person: every distinct varied sentence, {where} left open.
 REVIEWED_FORMS = """

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rosetrain.core.errors import RosetrainError
 from rosetrain.data.release import load_split, read_predictions, split_files
-from rosetrain.errors import RosetrainError
 
 ROSE_DIR = Path(__file__).resolve().parent / "data" / "rose-v0.1"
 GLOBAL_BRIDGE = "metadata_test_global_click_bridge.jsonl"

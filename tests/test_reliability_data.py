@@ -11,8 +11,8 @@ import pytest
 from conftest import SMALL_SPEC, write_spec
 
 from rosetrain.cli import main
+from rosetrain.core.errors import RosetrainError
 from rosetrain.data.release import load_split, select_records, with_image_paths
-from rosetrain.errors import RosetrainError
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import pytest
 from fake_openai_server import serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
-from rosetrain.compare import compare_runs
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 from rosetrain.evaluation.evaluate import evaluate
+from rosetrain.reports.compare import compare_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -438,12 +438,12 @@ def test_disk_full_or_permission_denied_while_writing(
     split_dir, scored_run, tmp_path, capsys, monkeypatch, failure
 ):
     """The machine refuses a write (root ignores file modes, so the refusal is simulated)."""
-    import rosetrain.io
+    import rosetrain.core.io
 
     def refuse(src, dst):
         raise OSError(failure[0], failure[1], str(dst))
 
-    monkeypatch.setattr(rosetrain.io.os, "replace", refuse)
+    monkeypatch.setattr(rosetrain.core.io.os, "replace", refuse)
     out = tmp_path / "scored"
     assert (
         cli_main(

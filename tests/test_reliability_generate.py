@@ -14,7 +14,7 @@ import pytest
 from conftest import SMALL_SPEC, write_spec
 
 from rosetrain.cli import main
-from rosetrain.io import output_lock
+from rosetrain.core.io import output_lock
 
 SCENES, SHARD = "12", "4"
 

@@ -9,7 +9,7 @@ import random
 from html.parser import HTMLParser
 
 from rosetrain.cli import main as cli_main
-from rosetrain.report_html import markdown_to_html
+from rosetrain.reports.html import markdown_to_html
 
 SPEC = """
 name: html-report

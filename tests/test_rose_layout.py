@@ -11,10 +11,10 @@ import pytest
 from conftest import write_spec
 
 from rosetrain.cli import main
+from rosetrain.core.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES, T1B, T2B
 from rosetrain.data.release import load_split
-from rosetrain.examples import subset_name
-from rosetrain.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES, T1B, T2B
-from rosetrain.spec import load_spec
+from rosetrain.generators.records import subset_name
+from rosetrain.generators.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 ROSE_SUBSETS = {

@@ -14,8 +14,8 @@ import pytest
 from fake_openai_server import GARBAGE, REFUSED_POSITION, behaviour, fetch_stats, serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
+from rosetrain.core.errors import RosetrainError
 from rosetrain.data.release import read_predictions
-from rosetrain.errors import RosetrainError
 from rosetrain.evaluation.predictions import PredictionWriter, prediction_row, repair_tail
 from rosetrain.runners import make_runner
 

@@ -14,8 +14,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rosetrain.errors import RosetrainError
-from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, T1, T1B, T2, T2B, T3, T4, T5, TASK_MODE, cell_str
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.protocol import (
+    CLICK,
+    CLICK_COUNT,
+    COUNT,
+    T1,
+    T1B,
+    T2,
+    T2B,
+    T3,
+    T4,
+    T5,
+    TASK_MODE,
+    cell_str,
+)
 from rosetrain.scoring import (
     RESULT_FIELDS,
     parse_answer,

@@ -21,11 +21,11 @@ import pytest
 from answer_variants import answer_variants
 from official_reference import expected_row
 
-from rosetrain.examples import build_example
-from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, TEMPLATES
+from rosetrain.core.protocol import CLICK, CLICK_COUNT, COUNT, TEMPLATES
+from rosetrain.generators.records import build_example
+from rosetrain.generators.spec import load_spec
 from rosetrain.scoring import OFFICIAL_FIELDS, parse_answer, prepare_gold, score_item
 from rosetrain.scoring.grammar import parse_by_parts
-from rosetrain.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 ROSE_DIR = ROOT / "tests" / "data" / "rose-v0.1"

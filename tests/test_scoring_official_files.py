@@ -17,9 +17,9 @@ import pytest
 from answer_variants import answer_variants
 
 from rosetrain.cli import main
-from rosetrain.examples import build_example
-from rosetrain.protocol import BRIDGE_TEMPLATES
-from rosetrain.spec import load_spec
+from rosetrain.core.protocol import BRIDGE_TEMPLATES
+from rosetrain.generators.records import build_example
+from rosetrain.generators.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBSETS = ["ROSE-ChineseGlyph", "ROSE-EmojiStyle", "ROSE-EmojiContent", "ROSE-PixelEdit", "ROSE-PixelContent"]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rosetrain import protocol as P
 from rosetrain.cli import main as cli_main
-from rosetrain.errors import RosetrainError
+from rosetrain.core import protocol as P
+from rosetrain.core.errors import RosetrainError
 
 
 @pytest.fixture(scope="module")

@@ -197,8 +197,8 @@ def test_trl_extras_are_checked_and_cpu_defaults_apply(tmp_path, env):
 def test_a_streamed_training_set_skips_the_heldout_scenes(env):
     import itertools
 
-    from rosetrain.scene import sample_scene
-    from rosetrain.spec import load_spec
+    from rosetrain.generators.scene import sample_scene
+    from rosetrain.generators.spec import load_spec
     from rosetrain.train.data import train_dataset
     from rosetrain.train.recipe import DataConfig
 

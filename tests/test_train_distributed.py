@@ -16,7 +16,7 @@ import yaml
 from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = """
@@ -164,7 +164,7 @@ def test_a_launch_that_cannot_form_a_group_fails_in_one_line(recipe, tmp_path, m
 
 
 def test_a_second_run_on_an_output_dir_in_use_is_refused(recipe, tmp_path, capsys):
-    from rosetrain.io import output_lock
+    from rosetrain.core.io import output_lock
 
     with output_lock(tmp_path / "run"):  # another run is writing there
         assert cli_main(["train", "sft", "--recipe", str(recipe)]) == 2

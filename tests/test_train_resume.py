@@ -16,7 +16,7 @@ import yaml
 from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 from rosetrain.models.tiny import FAMILIES
 from rosetrain.train.recipe import load_recipe
 

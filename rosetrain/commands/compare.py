@@ -29,7 +29,7 @@ def _pct(value, signed=False):
 
 
 def run(args: argparse.Namespace) -> int:
-    from rosetrain.compare import HEADLINE_KEYS, compare_runs
+    from rosetrain.reports.compare import HEADLINE_KEYS, compare_runs
 
     result = compare_runs(
         args.before, args.after, args.out, resamples=args.resamples, seed=args.seed, plots=not args.no_plots

@@ -47,7 +47,7 @@ def add_arguments(parser) -> None:
 
 
 def demo_config(args):
-    from rosetrain import demo
+    from rosetrain.demo import pipeline as demo
 
     config = demo.DemoConfig(
         out=Path(args.out),
@@ -68,8 +68,8 @@ def demo_config(args):
 
 
 def run(args) -> int:
-    from rosetrain import demo
-    from rosetrain.errors import RosetrainError
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.demo import pipeline as demo
 
     if args.rebuild_base:
         out = demo.rebuild_base(Path(args.out), steps=args.sft_steps, threads=args.threads)
@@ -77,7 +77,7 @@ def run(args) -> int:
         return 0
     config = demo_config(args)
     if args.seeds is not None:
-        from rosetrain.demo_sweep import parse_seeds, run_sweep
+        from rosetrain.demo.sweep import parse_seeds, run_sweep
 
         if args.jobs < 1:
             raise RosetrainError(f"--jobs: expected >= 1, got {args.jobs}")

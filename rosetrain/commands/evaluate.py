@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

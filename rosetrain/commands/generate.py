@@ -58,9 +58,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from rosetrain.core.errors import RosetrainError
     from rosetrain.data.generate import make_job, run_job
-    from rosetrain.errors import RosetrainError
-    from rosetrain.spec import load_spec
+    from rosetrain.generators.spec import load_spec
 
     if args.merge is not None and (args.shard or args.engine != "local"):
         raise RosetrainError("--merge joins finished --shard jobs: it takes no --shard or --engine")

@@ -21,12 +21,12 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import io
 
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.core.io import atomic_write
+    from rosetrain.core.protocol import TEMPLATES
     from rosetrain.data.paths import check_split_name
     from rosetrain.data.release import select_records
-    from rosetrain.errors import RosetrainError
-    from rosetrain.io import atomic_write
-    from rosetrain.preview import contact_sheet
-    from rosetrain.protocol import TEMPLATES
+    from rosetrain.generators.preview import contact_sheet
 
     check_split_name(args.split)
     if args.template is not None and args.template not in TEMPLATES:

@@ -55,10 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.core.io import output_lock, remove_atomic_temps
     from rosetrain.data.release import load_split, read_predictions, split_files, split_fingerprint
-    from rosetrain.errors import RosetrainError
     from rosetrain.evaluation.predictions import check_same_data
-    from rosetrain.io import output_lock, remove_atomic_temps
     from rosetrain.reports.console import print_summary
     from rosetrain.scoring.batch import run_model, score_predictions, write_scored_run
     from rosetrain.scoring.official_files import RunInfo

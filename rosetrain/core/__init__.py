@@ -1,1 +1,2 @@
-"""The pieces every part of rosetrain shares: errors, the ROSE protocol, regions, files."""
+"""Shared basics every layer uses: the ROSE protocol facts, cell regions, errors, file I/O
+(atomic writes, locks, JSON) and the chat message format."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import BinaryIO
 
-from rosetrain.protocol import T1B, T2B
+from rosetrain.core.protocol import T1B, T2B
 
 BRIDGE_FILE_TAGS = {T1B: "global_click_bridge", T2B: "matched_local_count_bridge"}
 # How a metadata line (written with sorted keys) names each bridge template.

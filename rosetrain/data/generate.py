@@ -24,6 +24,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_write, iter_jsonl, output_lock
 from rosetrain.data.bridges import bridge_paths, route_lines
 from rosetrain.data.manifest import (
     image_names,
@@ -38,11 +40,9 @@ from rosetrain.data.manifest import (
     remove_stale_temps,
 )
 from rosetrain.data.paths import check_split_name, confined_path
-from rosetrain.errors import RosetrainError
-from rosetrain.examples import build_example
-from rosetrain.io import atomic_write, iter_jsonl, output_lock
-from rosetrain.scene import sample_scene
-from rosetrain.spec import Spec, check_training_spec, load_spec
+from rosetrain.generators.records import build_example
+from rosetrain.generators.scene import sample_scene
+from rosetrain.generators.spec import Spec, check_training_spec, load_spec
 
 FORMATS = ("release", "hf")
 FLUSH_ROWS, FLUSH_BYTES = 2048, 64 << 20  # Parquet row groups: bounded memory, few conversions
@@ -392,7 +392,7 @@ def _warm_up_before_fork(job: GenerateJob) -> None:
     import pyarrow.parquet  # noqa: F401
 
     from rosetrain.data.hf import rows_to_table
-    from rosetrain.families import get_family
+    from rosetrain.generators.families import get_family
 
     rows_to_table([])  # imports pyarrow's Parquet and pandas (pyarrow loads it on first use)
     for level in job.spec.levels:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from rosetrain.messages import assistant_messages, split_prompt, user_messages
+from rosetrain.core.messages import assistant_messages, split_prompt, user_messages
 
 _STR = (pa.string(), {"dtype": "string", "_type": "Value"})
 _INT = (pa.int32(), {"dtype": "int32", "_type": "Value"})
@@ -114,7 +114,7 @@ def load_hf_split(root: str, split: str):
 
     files = sorted(glob.glob(os.path.join(root, "hf", split, "*.parquet")))
     if not files:
-        from rosetrain.errors import RosetrainError
+        from rosetrain.core.errors import RosetrainError
 
         raise RosetrainError(
             f"{root}: no Parquet shards under hf/{split}/ "
@@ -155,8 +155,8 @@ def iter_rows(
 ) -> Iterator[dict[str, Any]]:
     """Rows of the scenes of ``shards`` (order: :func:`scene_indices`), generated
     on the fly (PIL images); a scene whose fingerprint is in ``exclude`` is skipped."""
-    from rosetrain.examples import build_example
-    from rosetrain.scene import sample_scene
+    from rosetrain.generators.records import build_example
+    from rosetrain.generators.scene import sample_scene
 
     for index in scene_indices(shards, start, stop):
         scene = sample_scene(spec, seed, index, split) if exclude else None
@@ -194,10 +194,10 @@ def stream_dataset(
     always those of the held-out spec the spec names (``heldout_spec``), so a
     training stream never yields a held-out scene.
     """
+    from rosetrain.core.errors import RosetrainError
     from rosetrain.data.generate import heldout_guard
     from rosetrain.data.shards import interleaved_dataset
-    from rosetrain.errors import RosetrainError
-    from rosetrain.spec import load_spec
+    from rosetrain.generators.spec import load_spec
 
     spec = load_spec(spec_path)
     if spec.role == "heldout":

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.errors import RosetrainError
 from rosetrain.data.paths import confined_path
-from rosetrain.errors import RosetrainError
 
 PARTS_DIR = ".parts"
 IMAGE_FIELDS = ("image", "base_image")
@@ -205,7 +205,7 @@ def remove_stale_temps(out_dir: Path, split: str) -> None:
     """Temp files a killed run left behind (the caller holds the folder's lock,
     so no live writer owns them): only names rosetrain's writers make."""
     quoted = re.escape(split)
-    atomic = r"\.\d+-\d+\.tmp"  # rosetrain.io.atomic_write: .<name>.<pid>-<thread>.tmp
+    atomic = r"\.\d+-\d+\.tmp"  # rosetrain.core.io.atomic_write: .<name>.<pid>-<thread>.tmp
     patterns = [
         (out_dir, rf"\.metadata_{quoted}(_[a-z_]+_bridge)?\.jsonl\.tmp"),  # bridges: layout rose
         (out_dir / PARTS_DIR, rf"\.{quoted}\.manifest\.json{atomic}"),

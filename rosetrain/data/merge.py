@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_write, output_lock
 from rosetrain.data.generate import (
     MANIFEST_KEYS,
     GenerateJob,
@@ -30,8 +32,6 @@ from rosetrain.data.generate import (
 )
 from rosetrain.data.manifest import manifest_path, read_manifest
 from rosetrain.data.paths import confined_path
-from rosetrain.errors import RosetrainError
-from rosetrain.io import atomic_write, output_lock
 
 
 def merge(

@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 # letters, digits, '_', '-', '.'; starts with a letter, digit or '_' (so never '.', '..' or a flag)
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 
 def render_shard_files(job, shard: int) -> dict[str, bytes]:

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import iter_jsonl
 from rosetrain.data.bridges import bridge_paths
 from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.data.validate import check_record
-from rosetrain.errors import RosetrainError
-from rosetrain.io import iter_jsonl
 
 # Fields the scorer needs from every record (region_params or region_params_json too).
 REQUIRED_FIELDS = (

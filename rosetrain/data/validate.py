@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rosetrain import protocol as P
+from rosetrain.core import protocol as P
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.regions import region_box
 from rosetrain.data.paths import confined_path
-from rosetrain.errors import RosetrainError
-from rosetrain.regions import region_box
 
 IMAGE_FIELDS = ("image", "base_image")
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.errors import RosetrainError
 from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
-from rosetrain.errors import RosetrainError
 from rosetrain.evaluation.predictions import PredictionWriter, prediction_row
 
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -59,7 +59,7 @@ class EvalSuite:
 
 
 def load_suite(path: str | Path) -> EvalSuite:
-    from rosetrain.io import read_yaml_mapping
+    from rosetrain.core.io import read_yaml_mapping
 
     path = Path(path)
     if not path.is_file():
@@ -169,8 +169,8 @@ def evaluate(
     are more than ``max_error_rate`` of the items, the results are written and
     then a RosetrainError says so (a rerun asks those items again).
     """
+    from rosetrain.core.io import atomic_write, output_lock, remove_atomic_temps
     from rosetrain.core.jsonio import json_text
-    from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
@@ -276,9 +276,9 @@ def score_run(
     run_info: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Score the predictions into ``out``; ``eval_run.json`` records what ran and how fast."""
+    from rosetrain.core.io import atomic_write
     from rosetrain.core.jsonio import json_text
     from rosetrain.data.release import split_files
-    from rosetrain.io import atomic_write
     from rosetrain.scoring.batch import score_predictions, write_scored_run
     from rosetrain.scoring.official_files import RunInfo
 

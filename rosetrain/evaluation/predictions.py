@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_write
 from rosetrain.core.jsonio import jsonl_text
 from rosetrain.data.release import read_predictions, short_fingerprint
-from rosetrain.errors import RosetrainError
-from rosetrain.io import atomic_write
 
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
 

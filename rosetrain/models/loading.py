@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 ADAPTER_CONFIG = "adapter_config.json"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")

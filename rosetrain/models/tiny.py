@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rosetrain import protocol as P
-from rosetrain.errors import RosetrainError
+from rosetrain.core import protocol as P
+from rosetrain.core.errors import RosetrainError
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -159,7 +159,7 @@ def _random_region(rng: random.Random, rows: int, cols: int) -> tuple[str, dict]
 
 # The varied phrasings the tiny tokenizers were trained on, frozen: the tokenizer
 # (and so every tiny model, the shipped demo base included, and its rebuild) stays
-# byte-identical when rosetrain.prompts' training phrasings change. Only BPE
+# byte-identical when rosetrain.generators.prompts' training phrasings change. Only BPE
 # merges are learned from these lines; no model is trained on them.
 _CORPUS_SENTENCES = {
     P.COUNT: [
@@ -193,7 +193,7 @@ _CORPUS_VISUAL = ["inside the highlighted region", "within the marked rectangle"
 
 
 def _corpus_varied_sentence(template: str, region_type: str, params: dict, rng: random.Random) -> str:
-    from rosetrain.prompts import ANSWER_HINT, exclusion_phrase, region_phrase
+    from rosetrain.generators.prompts import ANSWER_HINT, exclusion_phrase, region_phrase
 
     mode = P.TASK_MODE[template]
     if region_type == P.GLOBAL:
@@ -209,7 +209,7 @@ def _corpus_varied_sentence(template: str, region_type: str, params: dict, rng: 
 
 
 def _sentence(rng: random.Random, rows: int, cols: int) -> str:
-    from rosetrain.prompts import task_sentence
+    from rosetrain.generators.prompts import task_sentence
 
     template = rng.choice(P.TEMPLATES)
     if template in (P.T1, P.T1B):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rosetrain.protocol import SHORT_NAME
+from rosetrain.core.protocol import SHORT_NAME
 
 
 def print_summary(summary: dict, out: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 from rosetrain.runners.base import Runner
 
 RUNNERS = ("transformers", "vllm", "openai")

@@ -2,7 +2,7 @@
 
 Records reach a runner with ``image`` already an absolute path (the evaluator
 resolves it against the split folder). The message layout is
-``rosetrain.messages.record_messages``: one user turn with the prompt prefix,
+``rosetrain.core.messages.record_messages``: one user turn with the prompt prefix,
 the image (for T4 the record's ``image`` is the cue image) and the sentence.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 Answer = tuple["str | None", "str | None"]  # (raw_text, error): one of them is None
 

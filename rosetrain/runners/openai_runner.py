@@ -33,8 +33,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from rosetrain.errors import RosetrainError
-from rosetrain.messages import record_messages
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.messages import record_messages
 from rosetrain.runners.base import Answer, image_path
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rosetrain.messages import record_messages
+from rosetrain.core.messages import record_messages
 from rosetrain.runners.base import Answer, load_rgb_image
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rosetrain.errors import RosetrainError
-from rosetrain.messages import record_messages
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.messages import record_messages
 from rosetrain.runners.base import Answer, load_rgb_image
 
 INSTALL_HINT = "pip install 'rosetrain[vllm]' on a machine with a CUDA GPU"

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_write
 from rosetrain.core.jsonio import json_text, jsonl_bytes
-from rosetrain.errors import RosetrainError
-from rosetrain.io import atomic_write
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.gold import prepare_gold
 from rosetrain.scoring.item import score_item

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rosetrain.errors import RosetrainError
-from rosetrain.io import iter_jsonl
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import iter_jsonl
 
 PER_ITEM_FILE = "per_item_eval.jsonl"
 SUMMARY_FILE = "evaluation_summary.json"

@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rosetrain.errors import RosetrainError
-from rosetrain.protocol import (
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.protocol import (
     BRIDGE_TEMPLATES,
     EXCLUSION,
     GLOBAL,
@@ -24,7 +24,7 @@ from rosetrain.protocol import (
     Cell,
     parse_cell_str,
 )
-from rosetrain.regions import region_box
+from rosetrain.core.regions import region_box
 
 REQUIRED_GOLD_FIELDS = (
     "item_id",

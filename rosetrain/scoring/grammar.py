@@ -34,7 +34,7 @@ import re
 import unicodedata
 from typing import NamedTuple
 
-from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, Cell
+from rosetrain.core.protocol import CLICK, CLICK_COUNT, COUNT, Cell
 
 HUGE_NUMBER = 10**18
 

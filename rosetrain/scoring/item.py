@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rosetrain.protocol import CLICK, CLICK_COUNT, COUNT, EXCLUSION, T2, T3, T4, T5
+from rosetrain.core.protocol import CLICK, CLICK_COUNT, COUNT, EXCLUSION, T2, T3, T4, T5
 from rosetrain.scoring.gold import _LABELS, Gold, cell_label, prepare_gold, sorted_labels
 from rosetrain.scoring.grammar import ParsedAnswer, parse_answer
 

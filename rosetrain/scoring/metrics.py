@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rosetrain.protocol import (
+from rosetrain.core.protocol import (
     ACTION_TEMPLATES,
     COUNTING_TEMPLATES,
     EXCLUSION,

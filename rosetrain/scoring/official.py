@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rosetrain.protocol import MAIN_TEMPLATES, T1, T3, T4, T5
+from rosetrain.core.protocol import MAIN_TEMPLATES, T1, T3, T4, T5
 
 Row = Mapping[str, Any]
 

@@ -15,7 +15,7 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rosetrain.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES
+from rosetrain.core.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES
 from rosetrain.scoring import official as O
 from rosetrain.scoring.gold import Gold
 

@@ -7,7 +7,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rosetrain.protocol import MAIN_TEMPLATES, SHORT_NAME
+from rosetrain.core.protocol import MAIN_TEMPLATES, SHORT_NAME
 from rosetrain.scoring.metrics import BREAKDOWNS, DIAGNOSTICS
 
 HEADLINE = (

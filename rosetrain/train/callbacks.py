@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import Trainer, TrainerCallback
 
-from rosetrain.protocol import SHORT_NAME
+from rosetrain.core.protocol import SHORT_NAME
 
 logger = logging.getLogger("rosetrain.train")
 HELDOUT_LOG = "heldout_eval.jsonl"
@@ -134,7 +134,7 @@ class AdapterBaseCallback(TrainerCallback):
 
 
 def set_adapter_base(folder: Path, base: str) -> None:
-    from rosetrain.io import atomic_write
+    from rosetrain.core.io import atomic_write
     from rosetrain.models.loading import ADAPTER_CONFIG
 
     path = Path(folder) / ADAPTER_CONFIG

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from rosetrain.errors import first_line
+from rosetrain.core.errors import first_line
 from rosetrain.train import data as D
 from rosetrain.train.distributed import cpu_group_settings
 from rosetrain.train.recipe import Recipe, RecipeError, recipe_to_dict, valid_keys
@@ -334,7 +334,7 @@ def check_resumable(recipe: Recipe) -> None:
 
 
 def record_recipe(recipe: Recipe) -> None:
-    from rosetrain.io import atomic_write
+    from rosetrain.core.io import atomic_write
 
     out = Path(recipe.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -371,7 +371,7 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     if recipe.save_merged:
         summary["merged"] = str(save_merged(trainer, recipe, processor))
     if trainer.is_world_process_zero():
-        from rosetrain.io import atomic_write
+        from rosetrain.core.io import atomic_write
 
         atomic_write(Path(recipe.output_dir) / "train_summary.json", json.dumps(summary, indent=2))
     return summary

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rosetrain.errors import RosetrainError, first_line
-from rosetrain.protocol import TEMPLATES
+from rosetrain.core.errors import RosetrainError, first_line
+from rosetrain.core.protocol import TEMPLATES
 from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
 
 
@@ -128,8 +128,8 @@ def check_stream_apart(data: DataConfig, records: list[Mapping[str, Any]], confi
     namespace with the split's seed: the same ``item_seed`` at the same scene
     index) would be the held-out split itself: refused, as an overlapping folder
     is. Single scenes that merely look alike are skipped by the stream instead."""
-    from rosetrain.scene import derived_seed
-    from rosetrain.spec import load_spec
+    from rosetrain.generators.scene import derived_seed
+    from rosetrain.generators.spec import load_spec
 
     spec = load_spec(data.spec, check_fonts=False)
     for record in records:

@@ -7,7 +7,7 @@ identical trainings writing one ``output_dir``. Here a CPU-only launch trains
 on the CPU process group (gloo), so the processes share the data and average
 their gradients; if the trainer still does not see ``WORLD_SIZE`` processes,
 the run is refused. Only the main process writes ``output_dir``: it holds the
-folder's lock (``rosetrain.io.output_lock``) for the whole run, so a second job
+folder's lock (``rosetrain.core.io.output_lock``) for the whole run, so a second job
 (or a second, unrelated process) on the same folder is refused at once.
 """
 
@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from rosetrain.errors import RosetrainError, first_line
+from rosetrain.core.errors import RosetrainError, first_line
 
 
 def launched_world_size() -> int:
@@ -70,7 +70,7 @@ def output_dir_lock(output_dir: str) -> Iterator[None]:
     if not is_main_process():
         yield
         return
-    from rosetrain.io import output_lock
+    from rosetrain.core.io import output_lock
 
     with output_lock(output_dir, "this training output_dir"):
         yield

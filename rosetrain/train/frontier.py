@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rosetrain.errors import RosetrainError
-from rosetrain.protocol import SHORT_NAME
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.protocol import SHORT_NAME
 
 logger = logging.getLogger("rosetrain.train")
 FRONTIER_LOG = "frontier.jsonl"

@@ -66,7 +66,7 @@ def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
 def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
     """The stream filtered to frontier prompts (``grpo.frontier``), and the filter:
     a callback that needs the trainer (its live policy samples each candidate)."""
-    from rosetrain.errors import RosetrainError
+    from rosetrain.core.errors import RosetrainError
     from rosetrain.train.frontier import FrontierFilter
 
     if recipe.data.folder is not None:

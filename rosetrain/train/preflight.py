@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rosetrain.errors import RosetrainError, first_line
+from rosetrain.core.errors import RosetrainError, first_line
 from rosetrain.train.distributed import check_distributed
 from rosetrain.train.recipe import Recipe, RecipeError
 

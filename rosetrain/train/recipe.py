@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from rosetrain.errors import RosetrainError
-from rosetrain.io import read_yaml_mapping
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import read_yaml_mapping
 
 METHODS = ("sft", "grpo")
 REWARDS = ("pass", "soft", "format")

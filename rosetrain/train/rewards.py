@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rosetrain.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
+from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
 
 # Columns of an HF row the scorer reads (the rest of the row is not gold).
 GOLD_COLUMNS = (

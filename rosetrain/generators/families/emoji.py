@@ -24,9 +24,16 @@ from typing import Any
 
 from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageOps
 
-from rosetrain.families.base import FamilyConfig, VisualFamily, unavailable
-from rosetrain.families.common import CellCache, differ, fit_square, lerp, mean_abs_diff, pick_by_subtlety
-from rosetrain.families.fonts import FontRef, has_glyph, load_font, resolve_font
+from rosetrain.generators.families.base import FamilyConfig, VisualFamily, unavailable
+from rosetrain.generators.families.common import (
+    CellCache,
+    differ,
+    fit_square,
+    lerp,
+    mean_abs_diff,
+    pick_by_subtlety,
+)
+from rosetrain.generators.families.fonts import FontRef, has_glyph, load_font, resolve_font
 
 # Related emoji, one code point each; every pair inside a group is a candidate.
 CONTENT_GROUPS = (

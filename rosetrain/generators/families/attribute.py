@@ -20,8 +20,8 @@ from typing import Any
 
 from PIL import Image, ImageChops, ImageDraw, ImageOps, ImageStat
 
-from rosetrain.families.base import FamilyConfig, VisualFamily
-from rosetrain.families.common import CellCache, lerp, pick_by_subtlety
+from rosetrain.generators.families.base import FamilyConfig, VisualFamily
+from rosetrain.generators.families.common import CellCache, lerp, pick_by_subtlety
 
 ATTRIBUTES = ("hue", "size", "rotation", "shape")
 SUPERSAMPLE = 4

@@ -14,8 +14,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from rosetrain.errors import RosetrainError
-from rosetrain.io import atomic_write
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_write
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -38,7 +38,7 @@ def seed_folder(out: Path, seed: int) -> Path:
 
 
 def _run_one(config) -> dict[str, Any]:
-    from rosetrain.demo import run_demo
+    from rosetrain.demo.pipeline import run_demo
 
     return run_demo(config)
 
@@ -64,7 +64,7 @@ def run_sweep(template, seeds: list[int], jobs: int = 1) -> dict[str, Any]:
 
 
 def seed_row(summary: dict[str, Any]) -> dict[str, Any]:
-    from rosetrain.demo import majority_action_avg
+    from rosetrain.demo.pipeline import majority_action_avg
 
     stages = summary["stages"]
     final = stages[summary["final_stage"]]

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rosetrain import protocol as P
-from rosetrain.io import atomic_write
+from rosetrain.core import protocol as P
+from rosetrain.core.io import atomic_write
 
 
 def pct(value: float | None, signed: bool = False) -> str:
@@ -49,7 +49,7 @@ def majority_baseline(metadata: Path) -> dict[str, float]:
     chance level a model must beat to show it perceives anything."""
     from collections import Counter
 
-    from rosetrain.io import read_jsonl
+    from rosetrain.core.io import read_jsonl
 
     answers: dict[str, Counter] = {}
     for row in read_jsonl(metadata):

@@ -26,11 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_write, output_lock, remove_atomic_temps
 from rosetrain.core.jsonio import json_text
-from rosetrain.data.release import short_fingerprint
-from rosetrain.errors import RosetrainError
-from rosetrain.io import atomic_write, output_lock, remove_atomic_temps
-from rosetrain.protocol import (
+from rosetrain.core.protocol import (
     ACTION_TEMPLATES,
     COUNTING_TEMPLATES,
     GLOBAL,
@@ -38,7 +37,8 @@ from rosetrain.protocol import (
     REGION_CASES,
     SHORT_NAME,
 )
-from rosetrain.report_html import markdown_to_html
+from rosetrain.data.release import short_fingerprint
+from rosetrain.reports.html import markdown_to_html
 from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import SUMMARY_FILE, read_scored_rows
 from rosetrain.scoring.gold import normalize_region_case

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:

@@ -10,9 +10,9 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from rosetrain import protocol as P
-from rosetrain.errors import RosetrainError
-from rosetrain.regions import cells_in_region
+from rosetrain.core import protocol as P
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.regions import cells_in_region
 
 TILE = 256  # each scene is scaled to fit a TILE x TILE box
 CAPTION = 30

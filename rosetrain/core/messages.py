@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rosetrain.protocol import PROMPT_PREFIX
+from rosetrain.core.protocol import PROMPT_PREFIX
 
 
 def split_prompt(record: Mapping[str, Any]) -> tuple[str, str]:

@@ -18,9 +18,15 @@ from typing import Any
 
 from PIL import Image
 
-from rosetrain.families.base import FamilyConfig, VisualFamily, unavailable
-from rosetrain.families.common import CellCache, differ, lerp, mean_abs_diff, pick_by_subtlety
-from rosetrain.families.fonts import FontRef, font_display_name, has_glyph, render_char, resolve_font
+from rosetrain.generators.families.base import FamilyConfig, VisualFamily, unavailable
+from rosetrain.generators.families.common import CellCache, differ, lerp, mean_abs_diff, pick_by_subtlety
+from rosetrain.generators.families.fonts import (
+    FontRef,
+    font_display_name,
+    has_glyph,
+    render_char,
+    resolve_font,
+)
 
 # Groups of look-alikes; every pair inside a group is a candidate.
 # Cross-script homoglyphs whose shapes are meant to be identical (Latin o, Greek

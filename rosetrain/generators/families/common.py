@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from PIL import Image, ImageChops, ImageStat
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 T = TypeVar("T")
 Cells = tuple[Image.Image, Image.Image]

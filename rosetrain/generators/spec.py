@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rosetrain import protocol as P
-from rosetrain.errors import RosetrainError
-from rosetrain.io import read_yaml_mapping
+from rosetrain.core import protocol as P
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import read_yaml_mapping
 
 # ROSE-like grid size profiles (observed ranges of the v0.1 test split).
 PROFILES = {
@@ -138,7 +138,7 @@ class LevelSpec:
     noise: float = 0.0  # opt-in per-cell pixel noise amplitude (0..64)
 
     def __post_init__(self):
-        from rosetrain.families import FAMILIES
+        from rosetrain.generators.families import FAMILIES
 
         self._check_scalar_types()
         if not self.families:
@@ -380,7 +380,7 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
     if spec.layout not in LAYOUTS:
         raise ValueError(f"layout: {spec.layout!r} is not one of {', '.join(LAYOUTS)}")
     if spec.heldout_family is not None:
-        from rosetrain.families import FAMILIES
+        from rosetrain.generators.families import FAMILIES
 
         if role != "heldout":
             raise ValueError("heldout_family: only a spec with role: heldout names a held-out family")
@@ -437,7 +437,7 @@ def _check_warmup(levels: list[LevelSpec]) -> None:
 
 def check_families_available(spec: Spec) -> None:
     """Build each family once (validates its config) and check its fonts."""
-    from rosetrain.families import get_family
+    from rosetrain.generators.families import get_family
 
     for level in spec.levels:
         for name, fam in level.families.items():

@@ -16,8 +16,8 @@ import os
 import random
 from typing import Any
 
-from rosetrain.protocol import Cell
-from rosetrain.spec import PROFILES, LevelSpec, Spec
+from rosetrain.core.protocol import Cell
+from rosetrain.generators.spec import PROFILES, LevelSpec, Spec
 
 
 def derived_seed(*parts: Any) -> int:
@@ -123,7 +123,7 @@ def sample_scene(spec: Spec, seed: int, index: int, split: str = "train") -> Sce
     flat = rng.sample(range(rows * cols), n_targets)
     targets = tuple(sorted((i // cols + 1, i % cols + 1) for i in flat))
     family_spec = level.families[family]
-    from rosetrain.families import get_family
+    from rosetrain.generators.families import get_family
 
     item = get_family(family, family_spec.config).sample_item(random.Random(derived_seed(scene_seed, "item")))
     return Scene(

@@ -6,17 +6,17 @@ import functools
 import importlib
 import json
 
-from rosetrain.families.base import FamilyConfig, VisualFamily
+from rosetrain.generators.families.base import FamilyConfig, VisualFamily
 
 # name -> "module:Class"; modules are imported on first use so that a family
 # whose fonts are missing costs nothing until a spec asks for it.
 FAMILIES = {
-    "glyph": "rosetrain.families.glyph:GlyphFamily",
-    "emoji_content": "rosetrain.families.emoji:EmojiContentFamily",
-    "emoji_style": "rosetrain.families.emoji:EmojiStyleFamily",
-    "sprite_edit": "rosetrain.families.sprite:SpriteEditFamily",
-    "sprite_pair": "rosetrain.families.sprite:SpritePairFamily",
-    "attribute": "rosetrain.families.attribute:AttributeFamily",
+    "glyph": "rosetrain.generators.families.glyph:GlyphFamily",
+    "emoji_content": "rosetrain.generators.families.emoji:EmojiContentFamily",
+    "emoji_style": "rosetrain.generators.families.emoji:EmojiStyleFamily",
+    "sprite_edit": "rosetrain.generators.families.sprite:SpriteEditFamily",
+    "sprite_pair": "rosetrain.generators.families.sprite:SpritePairFamily",
+    "attribute": "rosetrain.generators.families.attribute:AttributeFamily",
 }
 
 

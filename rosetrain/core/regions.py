@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from rosetrain.errors import RosetrainError
-from rosetrain.protocol import COL_RANGE, EXCLUSION, GLOBAL, RECTANGLE, ROW_RANGE, VISUAL_REGION, Cell
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.protocol import COL_RANGE, EXCLUSION, GLOBAL, RECTANGLE, ROW_RANGE, VISUAL_REGION, Cell
 
 _UNBOUNDED = (1, 10**9)
 # region type -> (row bound keys, column bound keys); None: unbounded on that axis

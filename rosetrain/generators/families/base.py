@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
-from rosetrain.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError
 
 
 @dataclasses.dataclass(frozen=True)

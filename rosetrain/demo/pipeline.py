@@ -24,11 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rosetrain import protocol as P
-from rosetrain.errors import RosetrainError
-from rosetrain.io import atomic_write
+from rosetrain.core import protocol as P
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_write
 
-ASSETS = Path(__file__).resolve().parent / "assets"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
 ASSET_BASE = ASSETS / "demo-base"
 GENERATORS = ASSETS / "demo" / "generators"  # also reachable as generators/demo in a checkout
 RECIPES = ASSETS / "demo" / "recipes"  # also reachable as recipes/demo-*.yaml
@@ -174,7 +174,7 @@ def stage_settings(config: DemoConfig) -> dict[str, dict[str, Any]]:
 
 def make_data(config: DemoConfig) -> dict[str, Any]:
     from rosetrain.data.generate import make_job, run_job
-    from rosetrain.spec import load_spec
+    from rosetrain.generators.spec import load_spec
 
     out = {}
     for name, spec_file, scenes in (
@@ -258,8 +258,8 @@ def check_base(base: Path) -> None:
 
 def run_demo(config: DemoConfig) -> dict[str, Any]:
     """All stages; returns the summary also written to OUT/summary.json."""
-    from rosetrain.compare import compare_runs
-    from rosetrain.demo_report import majority_baseline, write_report
+    from rosetrain.demo.report import majority_baseline, write_report
+    from rosetrain.reports.compare import compare_runs
 
     check_base(config.base)
     settings = stage_settings(config)

@@ -10,9 +10,9 @@ import json
 
 from PIL import Image, ImageDraw
 
-from rosetrain.families import get_family
-from rosetrain.scene import Scene
-from rosetrain.spec import CueSpec
+from rosetrain.generators.families import get_family
+from rosetrain.generators.scene import Scene
+from rosetrain.generators.spec import CueSpec
 
 
 @functools.lru_cache(maxsize=64)

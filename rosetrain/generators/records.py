@@ -12,12 +12,12 @@ from typing import Any
 
 from PIL import Image
 
-from rosetrain import protocol as P
-from rosetrain.families import get_family
-from rosetrain.render import render_cue, render_scene
-from rosetrain.scene import Scene, sample_scene
-from rosetrain.spec import LevelSpec, Spec
-from rosetrain.tasks import scene_tasks
+from rosetrain.core import protocol as P
+from rosetrain.generators.families import get_family
+from rosetrain.generators.render import render_cue, render_scene
+from rosetrain.generators.scene import Scene, sample_scene
+from rosetrain.generators.spec import LevelSpec, Spec
+from rosetrain.generators.tasks import scene_tasks
 
 
 @dataclasses.dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from rosetrain import protocol as P
+from rosetrain.core import protocol as P
 
 ANSWER_HINT = {
     P.COUNT: "Answer only in the format: COUNT(n).",

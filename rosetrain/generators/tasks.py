@@ -13,11 +13,11 @@ import dataclasses
 import random
 from typing import Any
 
-from rosetrain import protocol as P
-from rosetrain.prompts import task_sentence
-from rosetrain.regions import Box, cells_in_region, region_box
-from rosetrain.scene import Scene, _choose, derived_seed
-from rosetrain.spec import LevelSpec
+from rosetrain.core import protocol as P
+from rosetrain.core.regions import Box, cells_in_region, region_box
+from rosetrain.generators.prompts import task_sentence
+from rosetrain.generators.scene import Scene, _choose, derived_seed
+from rosetrain.generators.spec import LevelSpec
 
 _TRIES = 48
 _NEAREST = {"partial": ("all", "zero"), "all": ("partial", "zero"), "zero": ("partial", "all")}

@@ -23,8 +23,8 @@ from typing import Any
 
 from PIL import Image
 
-from rosetrain.families.base import FamilyConfig, VisualFamily
-from rosetrain.families.common import CellCache, lerp
+from rosetrain.generators.families.base import FamilyConfig, VisualFamily
+from rosetrain.generators.families.common import CellCache, lerp
 
 BACKGROUND, OUTLINE, MAIN, SECOND, ACCENT = range(5)
 SPRITE_SCALE = 0.88  # share of the cell the sprite may fill

@@ -1,0 +1,1 @@
+"""The generation pipeline: a spec (YAML) -> scenes -> rendered images -> tasks and prompts -> records."""
