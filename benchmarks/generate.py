@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rosetrain.data.hf import png_bytes  # noqa: E402  (the writer's own encoder and settings)
-from rosetrain.generators.records import build_example  # noqa: E402
+from rosetrain.generators.records import build_records  # noqa: E402
 from rosetrain.generators.spec import load_spec  # noqa: E402
 
 
@@ -69,7 +69,7 @@ def encode_floor(spec, scenes: int) -> tuple[int, float, float]:
     scene's images are drawn first, outside the timed part."""
     images = cpu = wall = 0
     for index in range(scenes):
-        drawn = list(build_example(spec, spec.seed, index, "test").images.values())
+        drawn = list(build_records(spec, spec.seed, index, "test").images.values())
         cpu_start, wall_start = time.process_time(), time.perf_counter()
         for image in drawn:
             png_bytes(image)

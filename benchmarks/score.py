@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rosetrain.core.protocol import BRIDGE_TEMPLATES, COUNT, format_answer  # noqa: E402
-from rosetrain.generators.records import build_example  # noqa: E402
+from rosetrain.generators.records import build_records  # noqa: E402
 from rosetrain.generators.spec import load_spec  # noqa: E402
 
 FLOOR = """
@@ -58,7 +58,7 @@ def build_split(folder: Path, items: int, seed: int) -> tuple[Path, Path]:
     rng = random.Random(seed)
     records, index = [], 0
     while len(records) < items:
-        example = build_example(spec, spec.seed, index, "test", render=False)
+        example = build_records(spec, spec.seed, index, "test", render=False)
         records += [r for r in example.records if r["task_template"] not in BRIDGE_TEMPLATES]
         index += 1
     records = records[:items]

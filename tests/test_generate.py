@@ -162,6 +162,7 @@ def test_rose_prompts_are_verbatim(small_split):
         ("region_cases: {zero: 0.5, partial: 0.3, all: 0.1}", "sums to 0.9"),
         ("bogus_field: 1", "unknown field 'bogus_field'"),
         ("rows: [3, 30]", "rows"),
+        ("heldout_family: sprite_pair", "now heldout_family_name"),
     ],
 )
 def test_bad_spec_fails_before_output(tmp_path, mutation, message, capsys):
@@ -348,7 +349,8 @@ def test_training_spec_never_overlaps_heldout(tmp_path):
     heldout = write_spec(
         tmp_path,
         SMALL_SPEC.replace("role: eval", "role: heldout").replace(
-            "namespace: test-small", "namespace: heldout\nheldout_family: sprite_pair\nheldout_scenes: 50"
+            "namespace: test-small",
+            "namespace: heldout\nheldout_family_name: sprite_pair\nheldout_scenes: 50",
         ),
         "h.yaml",
     )

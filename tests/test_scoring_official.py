@@ -22,7 +22,7 @@ from answer_variants import answer_variants
 from official_reference import expected_row
 
 from rosetrain.core.protocol import CLICK, CLICK_COUNT, COUNT, TEMPLATES
-from rosetrain.generators.records import build_example
+from rosetrain.generators.records import build_records
 from rosetrain.generators.spec import load_spec
 from rosetrain.scoring import OFFICIAL_FIELDS, parse_answer, prepare_gold, score_item
 from rosetrain.scoring.grammar import parse_by_parts
@@ -34,7 +34,7 @@ SCENES = 24
 
 def _generated_golds() -> list[dict]:
     spec = load_spec(ROOT / "generators" / "rose-protocol.yaml", check_fonts=False)
-    return [r for i in range(SCENES) for r in build_example(spec, 7, i, "test", render=False).records]
+    return [r for i in range(SCENES) for r in build_records(spec, 7, i, "test", render=False).records]
 
 
 def _rose_golds() -> list[dict]:

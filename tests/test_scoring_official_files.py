@@ -18,7 +18,7 @@ from answer_variants import answer_variants
 
 from rosetrain.cli import main
 from rosetrain.core.protocol import BRIDGE_TEMPLATES
-from rosetrain.generators.records import build_example
+from rosetrain.generators.records import build_records
 from rosetrain.generators.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def run(tmp_path_factory):
     records = [
         r
         for i in range(40)
-        for r in build_example(spec, 7, i, "test", render=False).records
+        for r in build_records(spec, 7, i, "test", render=False).records
         if r["task_template"] not in BRIDGE_TEMPLATES
     ]
     (root / "metadata_test.jsonl").write_text(
@@ -316,7 +316,7 @@ def test_rosetrain_headline_equals_the_paper_tables_on_rose_subsets_without_erro
     records = [
         r
         for i in range(40)
-        for r in build_example(spec, 7, i, "test", render=False).records
+        for r in build_records(spec, 7, i, "test", render=False).records
         if r["task_template"] not in BRIDGE_TEMPLATES and r["rose_subset"] in SUBSETS
     ]
     rng = random.Random(9)

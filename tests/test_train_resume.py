@@ -17,7 +17,7 @@ from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
-from rosetrain.models.tiny import FAMILIES
+from rosetrain.models.tiny import MODEL_FAMILIES
 from rosetrain.train.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +74,7 @@ def family_models(tmp_path_factory, tiny_model_dir) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("resume-models")
     return {
         family: tiny_model_dir if family == "qwen2-vl" else build_tiny_model(root / family, family=family)
-        for family in FAMILIES
+        for family in MODEL_FAMILIES
     }
 
 
@@ -166,7 +166,7 @@ def test_sigkilled_full_finetuning_resumes_to_the_uninterrupted_weights(
 
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", MODEL_FAMILIES)
 def test_interrupted_training_resumes_to_the_uninterrupted_weights(
     tmp_path, data_folder, family_models, uninterrupted, family, lora
 ):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.models.tiny import FAMILIES, SIZES  # no torch at import: the CLI starts fast
+from rosetrain.models.tiny import MODEL_FAMILIES, SIZES  # no torch at import: the CLI starts fast
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--family",
-        choices=FAMILIES,
+        choices=MODEL_FAMILIES,
         default="qwen2-vl",
         help="qwen2.5-vl: the architecture of the Qwen2.5-VL recipes (windowed vision "
         "attention); qwen3-vl gives each vision token an absolute position (the "

@@ -40,7 +40,7 @@ from rosetrain.data.manifest import (
     remove_stale_temps,
 )
 from rosetrain.data.paths import check_split_name, confined_path
-from rosetrain.generators.records import build_example
+from rosetrain.generators.records import build_records
 from rosetrain.generators.scene import sample_scene
 from rosetrain.generators.spec import Spec, check_training_spec, load_spec
 
@@ -60,7 +60,7 @@ class GenerateJob:
     formats: tuple[str, ...] = FORMATS
     shard_size: int | None = None
     exclude: frozenset[str] = frozenset()  # scene fingerprints that must not appear
-    heldout_family: str | None = None
+    heldout_family_name: str | None = None
     shard_of: tuple[int, int] | None = None  # (K, N): this job makes shards K, K+N, K+2N, ...
     engine: str = "local"  # "local" (processes) or "ray" (tasks on a Ray cluster)
 
@@ -220,12 +220,12 @@ def write_shard(job: GenerateJob, shard: int) -> int:
         writer = pq.ParquetWriter(tmp_parquet, SCHEMA)
     try:
         for index in indices:
-            example = build_example(
+            example = build_records(
                 job.spec,
                 job.seed,
                 index,
                 job.split,
-                heldout_family=job.heldout_family,
+                heldout_family_name=job.heldout_family_name,
                 encode=png_bytes,
                 scene=scenes.pop(index, None),
             )
@@ -411,7 +411,7 @@ def heldout_guard(spec: Spec) -> tuple[str | None, frozenset[str]]:
     ``heldout_family: true``) and the fingerprints of the held-out spec that a
     training spec names (none of those scenes may be generated)."""
     heldout = check_training_spec(spec)
-    family = spec.heldout_family if spec.role == "heldout" else (heldout and heldout.heldout_family)
+    family = spec.heldout_family_name if spec.role == "heldout" else (heldout and heldout.heldout_family_name)
     fingerprints = (
         _heldout_fingerprints_of(str(heldout.path), spec_sha256(heldout)) if heldout else frozenset()
     )
@@ -456,7 +456,7 @@ def make_job(
         _check_positive_int(shard_size, "--shard-size")
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise RosetrainError(f"--out: {out_dir} is a file, not a folder")
-    heldout_family, exclude = heldout_guard(spec)
+    heldout_family_name, exclude = heldout_guard(spec)
     for path in exclude_metadata:
         if not Path(path).is_file():
             raise RosetrainError(f"--exclude: {path} is not a metadata .jsonl file")
@@ -477,7 +477,7 @@ def make_job(
         formats=formats,
         shard_size=shard_size,
         exclude=frozenset(exclude),
-        heldout_family=heldout_family,
+        heldout_family_name=heldout_family_name,
         shard_of=parse_shard(shard),
         engine=engine,
     )

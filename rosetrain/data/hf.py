@@ -150,19 +150,21 @@ def iter_rows(
     shards: Sequence[int] = tuple(range(STREAM_SHARDS)),
     start: int = 0,
     stop: int | None = None,
-    heldout_family: str | None = None,
+    heldout_family_name: str | None = None,
     exclude: frozenset[str] = frozenset(),
 ) -> Iterator[dict[str, Any]]:
     """Rows of the scenes of ``shards`` (order: :func:`scene_indices`), generated
     on the fly (PIL images); a scene whose fingerprint is in ``exclude`` is skipped."""
-    from rosetrain.generators.records import build_example
+    from rosetrain.generators.records import build_records
     from rosetrain.generators.scene import sample_scene
 
     for index in scene_indices(shards, start, stop):
         scene = sample_scene(spec, seed, index, split) if exclude else None
         if scene is not None and scene.fingerprint in exclude:
             continue  # checked before rendering: cheap
-        example = build_example(spec, seed, index, split, heldout_family=heldout_family, scene=scene)
+        example = build_records(
+            spec, seed, index, split, heldout_family_name=heldout_family_name, scene=scene
+        )
         for record in example.records:
             yield hf_row(record, example.images[record["image_id"]])
 
@@ -206,7 +208,7 @@ def stream_dataset(
             f"training (its scenes are what the model is evaluated on): stream a "
             f"spec with role: train that names it as heldout_spec"
         )
-    heldout_family, heldout = heldout_guard(spec)
+    heldout_family_name, heldout = heldout_guard(spec)
     return interleaved_dataset(
         iter_rows,
         features=hf_features(),
@@ -217,7 +219,7 @@ def stream_dataset(
             "shards": list(range(STREAM_SHARDS)),
             "start": start,
             "stop": stop,
-            "heldout_family": heldout_family,
+            "heldout_family_name": heldout_family_name,
             "exclude": frozenset(exclude_fingerprints) | heldout,
         },
     )

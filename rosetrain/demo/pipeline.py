@@ -211,11 +211,11 @@ def evaluate_model(config: DemoConfig, model: Path, stage: str) -> dict[str, Any
         )
         # the official keys name the run's paths; a stage's result is its figures
         summaries[split] = {k: v for k, v in summary.items() if k not in RUN_PATH_KEYS}
-        log(f"{stage} on {split}: {headline(summaries[split])}")
+        log(f"{stage} on {split}: {figures_line(summaries[split])}")
     return summaries
 
 
-def headline(summary: dict[str, Any]) -> str:
+def figures_line(summary: dict[str, Any]) -> str:
     return (
         f"counting {summary['counting_avg']:.3f}, action {summary['action_avg']:.3f}, "
         f"gap {summary['gap']:.3f}, avg PASS {summary['avg_pass']:.3f}"

@@ -1,7 +1,7 @@
 """One step of the data path: (spec, seed, index) -> scene, images, records.
 
 Both writers (the release folder, the Parquet shards) and the streaming
-dataset call :func:`build_example`, so a row is the same wherever it ends up.
+dataset call :func:`build_records`, so a row is the same wherever it ends up.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rosetrain.generators.tasks import scene_tasks
 
 
 @dataclasses.dataclass
-class Example:
+class SceneRecords:
     scene: Scene
     level: LevelSpec
     images: dict[str, Image.Image]  # image_id -> image
@@ -57,17 +57,17 @@ def subset_name(family: str, config: dict | None = None, layout: str = "rosetrai
     return f"rosetrain-{family}"
 
 
-def build_example(
+def build_records(
     spec: Spec,
     seed: int,
     index: int,
     split: str,
     *,
-    heldout_family: str | None = None,
+    heldout_family_name: str | None = None,
     render: bool = True,
     encode: Callable[[Image.Image], bytes] | None = None,
     scene: Scene | None = None,
-) -> Example:
+) -> SceneRecords:
     """``encode`` (e.g. PNG): ``images`` holds each image's bytes, not the image;
     the writers need nothing else, and the last cue is then drawn on the base
     image itself once the base is encoded, sparing a copy of the grid.
@@ -80,13 +80,13 @@ def build_example(
     if render:
         images = _images(scene, level, records, encode)
     subset = subset_name(scene.family, scene.family_config, spec.layout)
-    scene_fields = {**_scene_fields(scene, spec, seed, heldout_family), "rose_subset": subset}
+    scene_fields = {**_scene_fields(scene, spec, seed, heldout_family_name), "rose_subset": subset}
     for record in records:
         record.update(scene_fields)
         record["image"] = f"images/{subset}/{record['image_id']}.png"
         if record["task_template"] == P.T4:
             record["base_image"] = f"images/{subset}/{scene.scene_id}.png"
-    return Example(scene, level, images, records, spec.layout)
+    return SceneRecords(scene, level, images, records, spec.layout)
 
 
 def _images(
@@ -106,7 +106,7 @@ def _images(
     return images
 
 
-def _scene_fields(scene: Scene, spec: Spec, seed: int, heldout_family: str | None) -> dict[str, Any]:
+def _scene_fields(scene: Scene, spec: Spec, seed: int, heldout_family_name: str | None) -> dict[str, Any]:
     family = get_family(scene.family, scene.family_config)
     return {
         "rows": scene.rows,
@@ -117,7 +117,7 @@ def _scene_fields(scene: Scene, spec: Spec, seed: int, heldout_family: str | Non
         "grid_size_profile": scene.profile,
         "primitive_type": family.primitive_type,
         "family": scene.family,
-        "heldout_family": scene.family == heldout_family,
+        "heldout_family": scene.family == heldout_family_name,
         "negative": scene.negative,
         "level": scene.level,
         "difficulty": scene.level,

@@ -211,7 +211,7 @@ class Spec:
     seed: int
     levels: tuple[LevelSpec, ...]
     curriculum: str = "mixture"  # mixture: level drawn by weight; staged: by scene index
-    heldout_family: str | None = None  # role heldout: the family no training spec may use
+    heldout_family_name: str | None = None  # role heldout: the family no training spec may use
     heldout_spec: str | None = None  # role train: the held-out spec to stay disjoint from
     heldout_scenes: int = 2000  # how many held-out scenes the overlap check covers
     description: str = ""
@@ -241,7 +241,7 @@ _SPEC_FIELDS = {
     "seed",
     "levels",
     "curriculum",
-    "heldout_family",
+    "heldout_family_name",
     "heldout_spec",
     "heldout_scenes",
     "description",
@@ -323,6 +323,8 @@ def load_spec(path: str | Path, *, check_fonts: bool = True) -> Spec:
 
 def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
     raw = dict(raw)
+    if "heldout_family" in raw:  # the key's old name; in rows, heldout_family is a bool
+        raise ValueError("heldout_family: the key is now heldout_family_name (the family held out)")
     top = {k: raw.pop(k) for k in list(raw) if k in _SPEC_FIELDS}
     role = top.get("role", "train")
     if role not in ROLES:
@@ -371,7 +373,7 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         seed=_top_int(top, "seed", 0),
         levels=tuple(levels),
         curriculum=curriculum,
-        heldout_family=top.get("heldout_family"),
+        heldout_family_name=top.get("heldout_family_name"),
         heldout_spec=_top_str(top, "heldout_spec"),
         heldout_scenes=_top_int(top, "heldout_scenes", 2000, minimum=0),
         description=str(top.get("description", "")),
@@ -379,14 +381,14 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
     )
     if spec.layout not in LAYOUTS:
         raise ValueError(f"layout: {spec.layout!r} is not one of {', '.join(LAYOUTS)}")
-    if spec.heldout_family is not None:
+    if spec.heldout_family_name is not None:
         from rosetrain.generators.families import FAMILIES
 
         if role != "heldout":
-            raise ValueError("heldout_family: only a spec with role: heldout names a held-out family")
-        if spec.heldout_family not in FAMILIES:
+            raise ValueError("heldout_family_name: only a spec with role: heldout names a held-out family")
+        if spec.heldout_family_name not in FAMILIES:
             raise ValueError(
-                f"heldout_family: unknown family {spec.heldout_family!r}; valid: {', '.join(FAMILIES)}"
+                f"heldout_family_name: unknown family {spec.heldout_family_name!r}; valid: {', '.join(FAMILIES)}"
             )
     return spec
 
@@ -461,9 +463,9 @@ def check_training_spec(spec: Spec) -> Spec | None:
         raise SpecError(f"{spec.path}: heldout_spec: {err}") from None
     if heldout.role != "heldout":
         raise SpecError(f"{spec.path}: heldout_spec: {heldout.path} has role {heldout.role!r}, not 'heldout'")
-    if heldout.heldout_family and heldout.heldout_family in spec.families:
+    if heldout.heldout_family_name and heldout.heldout_family_name in spec.families:
         raise SpecError(
-            f"{spec.path}: families: {heldout.heldout_family!r} is held out of training "
+            f"{spec.path}: families: {heldout.heldout_family_name!r} is held out of training "
             f"by {heldout.path}; remove it from this spec"
         )
     return heldout

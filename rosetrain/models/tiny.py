@@ -131,14 +131,14 @@ def _check_size(size: str) -> ModelSize:
     return spec
 
 
-FAMILIES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
+MODEL_FAMILIES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
 QWEN3_PATCH, QWEN3_MERGE = 16, 2  # one vision token = 32 x 32 px (Qwen2-VL: 14 x 2 = 28)
 QWEN25_WINDOW = 56  # px; the real models use 112 (4 x 4 tokens) on much larger images
 
 
 def _check_family(family: str) -> str:
-    if family not in FAMILIES:
-        raise RosetrainError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
+    if family not in MODEL_FAMILIES:
+        raise RosetrainError(f"family: {family!r} is not one of {', '.join(MODEL_FAMILIES)}")
     return family
 
 
