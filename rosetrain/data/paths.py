@@ -38,17 +38,23 @@ def confined_path(root: str | Path, relative: object, where: str) -> Path:
     (file, line, field) when ``relative`` is absolute, climbs out with ``..``,
     or resolves outside ``root`` through a symlink."""
     root = Path(root)
+    check_confined(str(root), relative, where)
+    return root / relative  # type: ignore[operator]  # a str: checked above
+
+
+def check_confined(root: str, relative: object, where: str) -> None:
+    """:func:`confined_path`'s checks alone, on strings: a split runs them for
+    every image it lists, and building the path objects cost most of it."""
     if not isinstance(relative, str) or not relative.strip():
         raise RosetrainError(f"{where}: expected a relative path inside {root}, got {relative!r:.200}")
-    # string tests, as PurePosixPath would judge (absolute; a '..' part): this runs
-    # for every image of a split, and building path objects cost most of it
+    # string tests, as PurePosixPath would judge: absolute; a '..' part
     if relative.startswith("/") or os.path.isabs(relative) or ".." in relative.split("/"):
         raise RosetrainError(
             f"{where}: {relative!r:.200} leaves the dataset folder {root} "
             "(paths must be relative, without '..')"
         )
     try:
-        inside = _resolves_inside(str(root), relative)
+        inside = _resolves_inside(root, relative)
     except (OSError, ValueError) as err:  # a symlink loop, an embedded NUL byte
         raise RosetrainError(f"{where}: {relative!r:.200} is not a usable path ({err})") from None
     if not inside:
@@ -56,7 +62,6 @@ def confined_path(root: str | Path, relative: object, where: str) -> Path:
             f"{where}: {relative!r:.200} resolves outside the dataset folder "
             f"{root} (through a symlink); rosetrain reads images only inside it"
         )
-    return root / relative
 
 
 def _resolves_inside(root: str, relative: str) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.regions import region_box
-from rosetrain.data.paths import confined_path
+from rosetrain.data.paths import check_confined
 
 IMAGE_FIELDS = ("image", "base_image")
 
@@ -42,7 +42,7 @@ def check_record(record: Mapping[str, Any], path: Path, number: int) -> None:
     _check_region(record, where, rows, cols, clicks, targets)
     for field in IMAGE_FIELDS:
         if record.get(field) is not None:
-            confined_path(path.parent, record[field], f"{where}: {field}")
+            check_confined(str(path.parent), record[field], f"{where}: {field}")
 
 
 def _whole(record: Mapping[str, Any], field: str, where: str, minimum: int) -> int:
@@ -52,9 +52,47 @@ def _whole(record: Mapping[str, Any], field: str, where: str, minimum: int) -> i
     return value
 
 
-def _cells(record: Mapping[str, Any], field: str, where: str, rows: int, cols: int) -> set[P.Cell]:
+# cell list -> (its cells, no cell twice, lowest and highest row, lowest and
+# highest column): a split repeats the same lists (a scene's targets) in every
+# task of the scene, so each is parsed once
+_PARSED: dict[tuple, tuple[frozenset[P.Cell], bool, int, int, int, int]] = {}
+_PARSED_MAX = 200_000
+
+
+def _cells(record: Mapping[str, Any], field: str, where: str, rows: int, cols: int) -> frozenset[P.Cell]:
     """A list of distinct ``"R4,C11"`` cells (or ``[4, 11]`` pairs) inside the grid."""
     value = record.get(field)
+    key = None
+    if type(value) is list:
+        try:
+            key = tuple(value)
+            known = _PARSED.get(key)
+        except TypeError:  # [4, 11] pairs: a list is not hashable
+            key = known = None
+        if known is not None:
+            cells, distinct, low_row, high_row, low_col, high_col = known
+            if distinct and low_row >= 1 and low_col >= 1 and high_row <= rows and high_col <= cols:
+                return cells
+    parsed = _parse_cells(value, field, where)
+    if key is not None and len(_PARSED) < _PARSED_MAX:
+        row_numbers, col_numbers = [r for r, _ in parsed] or [1], [c for _, c in parsed] or [1]
+        _PARSED[key] = (
+            frozenset(parsed),
+            len(set(parsed)) == len(parsed),
+            min(row_numbers),
+            max(row_numbers),
+            min(col_numbers),
+            max(col_numbers),
+        )
+    for cell in parsed:
+        if not (1 <= cell[0] <= rows and 1 <= cell[1] <= cols):
+            raise RosetrainError(f"{where}: {field}: {P.cell_str(cell)} lies outside the {rows}x{cols} grid")
+    if len(set(parsed)) != len(parsed):
+        raise RosetrainError(f"{where}: {field}: lists a cell twice")
+    return frozenset(parsed)
+
+
+def _parse_cells(value: object, field: str, where: str) -> list[P.Cell]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -62,13 +100,7 @@ def _cells(record: Mapping[str, Any], field: str, where: str, rows: int, cols: i
             raise RosetrainError(f"{where}: {field}: a string that is not a JSON list") from None
     if not isinstance(value, list):
         raise RosetrainError(f"{where}: {field}: expected a list of cells like 'R4,C11', got {value!r:.100}")
-    cells = [_cell(item, field, where) for item in value]
-    for cell in cells:
-        if not (1 <= cell[0] <= rows and 1 <= cell[1] <= cols):
-            raise RosetrainError(f"{where}: {field}: {P.cell_str(cell)} lies outside the {rows}x{cols} grid")
-    if len(set(cells)) != len(cells):
-        raise RosetrainError(f"{where}: {field}: lists a cell twice")
-    return set(cells)
+    return [_cell(item, field, where) for item in value]
 
 
 def _cell(item: object, field: str, where: str) -> P.Cell:
@@ -89,7 +121,12 @@ def _cell(item: object, field: str, where: str) -> P.Cell:
 
 
 def _check_region(
-    record: Mapping[str, Any], where: str, rows: int, cols: int, clicks: set[P.Cell], targets: set[P.Cell]
+    record: Mapping[str, Any],
+    where: str,
+    rows: int,
+    cols: int,
+    clicks: frozenset[P.Cell],
+    targets: frozenset[P.Cell],
 ) -> None:
     """The gold clicks are exactly the scene's targets inside the task's region."""
     params = record.get("region_params")

@@ -9,7 +9,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write
-from rosetrain.core.jsonio import json_text, jsonl_bytes
+from rosetrain.core.jsonio import json_line, json_text
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.gold import prepare_gold
 from rosetrain.scoring.item import score_item
@@ -96,8 +96,11 @@ def write_scored_run(
     out = Path(out_dir)
     summary = {**summarize(golds, rows, run), "data_fingerprint": data_fingerprint}
     ordered = sorted(rows, key=lambda r: str(r["item_id"]))
-    atomic_write(out / PER_ITEM_FILE, jsonl_bytes(ordered))
-    atomic_write(out / ERROR_CASES_FILE, jsonl_bytes([r for r in ordered if r["pass"] != 1]))
+    lines = [json_line(row) + b"\n" for row in ordered]  # each row encoded once, for both files
+    atomic_write(out / PER_ITEM_FILE, b"".join(lines))
+    atomic_write(
+        out / ERROR_CASES_FILE, b"".join([line for line, r in zip(lines, ordered) if r["pass"] != 1])
+    )
     atomic_write(out / SUMMARY_FILE, json_text(summary))
     for name, text in official_files(summary, run).items():
         atomic_write(out / name, text)

@@ -151,8 +151,8 @@ class Gold:
         if self.rows < 1 or self.cols < 1:
             raise _fail(item_id, "rows", f"and 'cols' must be positive, got {self.rows}x{self.cols}")
         self.gold_count = _int_field(gold, "ground_truth_count", item_id)
-        self.gold_clicks = _cell_set(gold, "ground_truth_clicks", item_id)
-        self.all_targets = _cell_set(gold, "all_target_cells", item_id)
+        self.gold_clicks, gold_labels = _labeled_cells(gold, "ground_truth_clicks", item_id)
+        self.all_targets, all_labels = _labeled_cells(gold, "all_target_cells", item_id)
         self.region_type = str(gold["region_type"])
         params = _region_params(gold, item_id)
         try:
@@ -161,17 +161,23 @@ class Gold:
             raise RosetrainError(f"gold item {item_id!r}: {err}") from None
         # As the official evaluator: the region's targets are the listed ones (the
         # gold clicks when unlisted), and the targets outside it all the others.
-        self.region_targets = (
-            _cell_set(gold, "region_target_cells", item_id)
+        self.region_targets, region_labels = (
+            _labeled_cells(gold, "region_target_cells", item_id)
             if gold.get("region_target_cells")
-            else self.gold_clicks
+            else (self.gold_clicks, gold_labels)
         )
-        self.out_region_targets = self.all_targets - self.region_targets
+        self.out_region_targets, out_labels = _outside(self.all_targets, self.region_targets)
         self.is_local = self.region_type != GLOBAL
         self.is_exclusion = self.region_type == EXCLUSION
         self.global_count = len(self.all_targets)
         self.template = template
         self.official = self._official_fields(gold)
+        self.official.update(
+            gt_clicks=gold_labels,
+            all_target_cells=all_labels,
+            region_target_cells=region_labels,
+            out_region_target_cells=out_labels,
+        )
         self.extras = self._extra_fields(gold)
 
     def _official_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,10 +198,10 @@ class Gold:
             "rows": self.rows,
             "cols": self.cols,
             "region_cell_count": self.region.size(self.rows, self.cols),
-            "gt_clicks": sorted_labels(self.gold_clicks),
-            "all_target_cells": sorted_labels(self.all_targets),
-            "region_target_cells": sorted_labels(self.region_targets),
-            "out_region_target_cells": sorted_labels(self.out_region_targets),
+            "gt_clicks": None,  # the four cell lists: set by __init__
+            "all_target_cells": None,
+            "region_target_cells": None,
+            "out_region_target_cells": None,
             "ground_truth_formal_answer": gold.get("ground_truth_formal_answer"),
         }
 
@@ -229,6 +235,42 @@ def cell_label(cell) -> str:
 def sorted_labels(cells) -> list[str]:
     """``"R4,C11"`` labels sorted as strings (the official rows' order)."""
     return sorted([_LABELS.get(cell) or cell_label(cell) for cell in cells])
+
+
+# A split repeats the same cell lists (a scene's targets in each of its tasks):
+# each distinct list is parsed and labelled once. The label lists are shared by
+# the rows that show them, as the rows of one Gold always shared them.
+_LABELED: dict[Any, tuple[frozenset[Cell], list[str]]] = {}
+_LABELED_MAX = 200_000
+
+
+def _labeled_cells(gold: Mapping, field: str, item_id: object) -> tuple[frozenset[Cell], list[str]]:
+    """The cells of a cell-list field and their sorted labels."""
+    value = gold.get(field)
+    try:
+        key = tuple(value) if type(value) is list else None
+        known = _LABELED.get(key) if key is not None else None
+    except TypeError:  # [4, 11] pairs: a list is not hashable
+        key = known = None
+    if known is None:
+        cells = _cell_set(gold, field, item_id)
+        known = (cells, sorted_labels(cells))
+        if key is not None and len(_LABELED) < _LABELED_MAX:
+            _LABELED[key] = known
+    return known
+
+
+def _outside(targets: frozenset[Cell], region: frozenset[Cell]) -> tuple[frozenset[Cell], list[str]]:
+    """The targets outside the region, and their sorted labels (frozensets keep
+    their hash: the pair is a cheap key)."""
+    key = (targets, region)
+    known = _LABELED.get(key)
+    if known is None:
+        cells = targets - region
+        known = (cells, sorted_labels(cells))
+        if len(_LABELED) < _LABELED_MAX:
+            _LABELED[key] = known
+    return known
 
 
 def prepare_gold(gold: Mapping[str, Any] | Gold) -> Gold:
