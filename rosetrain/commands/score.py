@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rosetrain.scoring.batch import collector_paused
+
+    with collector_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rosetrain.core.errors import RosetrainError

@@ -39,7 +39,7 @@ from rosetrain.core.protocol import (
 from rosetrain.scoring.errored import error_examples
 from rosetrain.scoring.gold import Gold
 from rosetrain.scoring.official import COLUMNS as OFFICIAL_COLUMNS
-from rosetrain.scoring.official import Columns
+from rosetrain.scoring.official import Columns, take_at
 from rosetrain.scoring.official_files import RunInfo, expected_items, official_summary
 
 Row = Mapping[str, Any]
@@ -116,10 +116,6 @@ def template_order(templates: Iterable[str]) -> list[str]:
     return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
 
 
-def _take(values: Sequence, at: Sequence[int]) -> list:
-    return list(map(values.__getitem__, at))
-
-
 def template_table(columns: Columns) -> dict[str, dict[str, Any]]:
     groups = columns.positions("task_template")
     diagnostics = {name: _diagnostic_column(columns, *how) for name, how in DIAGNOSTICS.items()}
@@ -132,7 +128,7 @@ def template_table(columns: Columns) -> dict[str, dict[str, Any]]:
             "pass": _subset_macro(columns, at, columns["pass"]),
             "valid": _subset_macro(columns, at, columns["format_valid"]),
             "soft": _subset_macro(columns, at, columns["unified_soft"]),
-            "diagnostics": {name: mean(_take(values, at)) for name, values in diagnostics.items()},
+            "diagnostics": {name: mean(take_at(values, at)) for name, values in diagnostics.items()},
         }
     return table
 
@@ -172,7 +168,7 @@ def _overall(columns: Columns) -> dict[str, Any]:
 
 def group_stats(columns: Columns, at: Sequence[int]) -> dict[str, Any]:
     """Plain item means inside one breakdown group, and its Avg over main templates."""
-    passes = _take(columns["pass"], at)
+    passes = take_at(columns["pass"], at)
     per_template: dict[str, list] = defaultdict(list)
     for template, passed in zip(map(columns["task_template"].__getitem__, at), passes):
         per_template[template].append(passed)
@@ -182,8 +178,8 @@ def group_stats(columns: Columns, at: Sequence[int]) -> dict[str, Any]:
     return {
         "n": len(at),
         "pass": mean(passes),
-        "valid": mean(_take(columns["format_valid"], at)),
-        "soft": mean(_take(columns["unified_soft"], at)),
+        "valid": mean(take_at(columns["format_valid"], at)),
+        "soft": mean(take_at(columns["unified_soft"], at)),
         "avg_pass": mean(templates[t]["pass"] for t in MAIN_TEMPLATES if t in templates),
         "templates": templates,
     }
