@@ -114,6 +114,26 @@ def test_duplicate_item_ids_in_a_split_fail(tmp_path):
         load_split(tmp_path, "test")
 
 
+def test_reading_some_fields_keeps_them_and_fails_as_a_full_read(tmp_path):
+    path = write_jsonl(tmp_path / "metadata_test.jsonl", [record("a", prompt="Count. " * 50), record("b")])
+    full, some = load_split(tmp_path, "test"), load_split(tmp_path, "test", fields=("scene_id",))
+    assert "prompt" not in some[0] and "answer" not in some[0]
+    assert some == [{k: r[k] for k in some_record} for r, some_record in zip(full, some)]
+    assert {"scene_id", "ground_truth_clicks", "region_params"} <= set(some[1])
+    write_jsonl(path, [record("a"), "", record("a")])
+    with pytest.raises(RosetrainError, match=r":3: item_id 'a' already at metadata_test.jsonl:1"):
+        load_split(tmp_path, "test", fields=("scene_id",))
+    write_jsonl(path, [record("a"), "{not json"])
+    with pytest.raises(RosetrainError, match=r"metadata_test.jsonl:2: not valid JSON"):
+        load_split(tmp_path, "test", fields=("scene_id",))
+    path.write_bytes(json.dumps(record("a", prompt="@")).replace("@", "\\udcff").encode() + b"\n")
+    got = load_split(tmp_path, "test", fields=("scene_id",))  # a lone surrogate: read in full
+    assert got[0]["scene_id"] == "s1" and got == load_split(tmp_path, "test")
+    path.write_bytes(json.dumps(record("a", prompt="@")).encode().replace(b"@", b"\xff") + b"\n")
+    with pytest.raises(RosetrainError, match=r":1: not UTF-8 text"):
+        load_split(tmp_path, "test", fields=("scene_id",))
+
+
 def test_missing_folder_is_an_error(tmp_path):
     with pytest.raises(RosetrainError, match="no such folder"):
         load_split(tmp_path / "nope", "test")

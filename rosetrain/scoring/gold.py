@@ -37,6 +37,29 @@ REQUIRED_GOLD_FIELDS = (
     "region_type",
 )
 
+# every field of a gold record that a Gold reads (a reader may skip the others)
+GOLD_FIELDS = (
+    *REQUIRED_GOLD_FIELDS,
+    "task_mode",
+    "region_params",
+    "region_params_json",
+    "region_target_cells",
+    "scene_id",
+    "image_id",
+    "rose_subset",
+    "split",
+    "primitive_type",
+    "region_case",
+    "cue_type",
+    "difficulty",
+    "ground_truth_formal_answer",
+    "family",
+    "heldout_family",
+    "grid_size_profile",
+    "source_item_id",
+    "source_click_item_id",
+)
+
 
 def normalize_region_case(value: object) -> str:
     """``"fallback_zero_wanted_partial"`` -> ``"zero"``: the case the region really has."""
