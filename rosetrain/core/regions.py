@@ -97,10 +97,26 @@ class Box(NamedTuple):
         return rows * cols - height * width if self.outside else height * width
 
 
+_BOXES: dict[tuple, Box] = {}  # (type, params) -> Box: a split repeats a few hundred regions
+
+
 def region_box(region_type: str, region_params: Mapping) -> Box:
     """The region as a :class:`Box` (errors as :func:`cells_in_region`)."""
+    try:
+        key = (region_type, tuple(region_params.items()))
+        box = _BOXES.get(key)
+    except (AttributeError, TypeError):  # not a mapping, or nested params (EXCLUSION)
+        return _region_box(region_type, region_params)
+    if box is None:
+        box = _region_box(region_type, region_params)
+        if len(_BOXES) < 100_000:
+            _BOXES[key] = box
+    return box
+
+
+def _region_box(region_type: str, region_params: Mapping) -> Box:
     if region_type == EXCLUSION:
-        inner = region_box(*_excluded(region_params))
+        inner = _region_box(*_excluded(region_params))
         return inner._replace(outside=not inner.outside)
     (r1, r2), (c1, c2) = _box(region_type, region_params)
     return Box(r1, r2, c1, c2)

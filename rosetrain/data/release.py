@@ -110,13 +110,14 @@ def _checked_records(
     records: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     for path, numbered in files:
+        images: set[str] = set()
         for number, record in numbered:
             missing = [f for f in REQUIRED_FIELDS if record.get(f) is None]
             if "region_params" not in record and "region_params_json" not in record:
                 missing.append("region_params")
             if missing:
                 raise RosetrainError(f"{path}:{number}: record lacks required field(s) {', '.join(missing)}")
-            check_record(record, path, number)
+            check_record(record, path, number, images)
             item_id = str(record["item_id"])
             if item_id in seen:
                 raise RosetrainError(f"{path}:{number}: item_id {item_id!r} already at {seen[item_id]}")

@@ -22,8 +22,13 @@ from rosetrain.data.paths import check_confined
 IMAGE_FIELDS = ("image", "base_image")
 
 
-def check_record(record: Mapping[str, Any], path: Path, number: int) -> None:
-    """Raise naming ``path:number`` and the field when the gold record is inconsistent."""
+def check_record(
+    record: Mapping[str, Any], path: Path, number: int, images_checked: set[str] | None = None
+) -> None:
+    """Raise naming ``path:number`` and the field when the gold record is inconsistent.
+
+    ``images_checked``: image paths of the same file already found inside its
+    folder (the tasks of one scene share an image), added to as checked."""
     where = f"{path}:{number}"
     template = record.get("task_template")
     if template not in P.TEMPLATES:
@@ -41,8 +46,11 @@ def check_record(record: Mapping[str, Any], path: Path, number: int) -> None:
         )
     _check_region(record, where, rows, cols, clicks, targets)
     for field in IMAGE_FIELDS:
-        if record.get(field) is not None:
-            check_confined(str(path.parent), record[field], f"{where}: {field}")
+        image = record.get(field)
+        if image is not None and (images_checked is None or image not in images_checked):
+            check_confined(str(path.parent), image, f"{where}: {field}")
+            if images_checked is not None:
+                images_checked.add(image)
 
 
 def _whole(record: Mapping[str, Any], field: str, where: str, minimum: int) -> int:

@@ -152,7 +152,10 @@ class Gold:
         "is_local",
         "is_exclusion",
         "global_count",
-        "official",
+        "first",
+        "head",
+        "gt_labels",
+        "tail",
         "extras",
     )
 
@@ -194,26 +197,19 @@ class Gold:
         self.is_exclusion = self.region_type == EXCLUSION
         self.global_count = len(self.all_targets)
         self.template = template
-        self.official = self._official_fields(gold)
-        self.official.update(
-            gt_clicks=gold_labels,
-            all_target_cells=all_labels,
-            region_target_cells=region_labels,
-            out_region_target_cells=out_labels,
-        )
-        self.extras = self._extra_fields(gold)
-
-    def _official_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
-        """The item's own fields of an official per-item row, by the official names."""
-        return {
+        # the item's own fields of an official per-item row, by the official
+        # names, in the three runs a row shows them in (score_parsed)
+        self.first = {
             "item_id": self.item_id,
             "scene_id": gold.get("scene_id"),
             "image_id": gold.get("image_id"),
+        }
+        self.head = {
             "rose_subset": gold.get("rose_subset"),
             "rose_split": gold.get("split"),
             "primitive_type": gold.get("primitive_type"),
-            "task_template": self.template,
-            "task_mode": self.mode,
+            "task_template": template,
+            "task_mode": mode,
             "region_type": self.region_type,
             "region_case": gold.get("region_case"),
             "cue_type": gold.get("cue_type"),
@@ -221,12 +217,20 @@ class Gold:
             "rows": self.rows,
             "cols": self.cols,
             "region_cell_count": self.region.size(self.rows, self.cols),
-            "gt_clicks": None,  # the four cell lists: set by __init__
-            "all_target_cells": None,
-            "region_target_cells": None,
-            "out_region_target_cells": None,
+        }
+        self.gt_labels = gold_labels
+        self.tail = {
+            "all_target_cells": all_labels,
+            "region_target_cells": region_labels,
+            "out_region_target_cells": out_labels,
             "ground_truth_formal_answer": gold.get("ground_truth_formal_answer"),
         }
+        self.extras = self._extra_fields(gold)
+
+    @property
+    def official(self) -> dict[str, Any]:
+        """The item's own fields of an official per-item row, in the official order."""
+        return {**self.first, **self.head, "gt_clicks": self.gt_labels, **self.tail}
 
     def _extra_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
         """rosetrain's own descriptive fields (names the official rows do not use)."""

@@ -283,11 +283,9 @@ def score_parsed(
             soft = (soft + counts["count_soft"] + float(bool(consistent))) / 3.0
 
     row = {
-        "item_id": gold.official["item_id"],
-        "scene_id": gold.official["scene_id"],
-        "image_id": gold.official["image_id"],
+        **gold.first,
         "model": model,
-        **{k: gold.official[k] for k in _GOLD_HEAD},
+        **gold.head,
         "raw_text": raw_text,
         "api_error": _api_error(error),
         "api_error_text": error,
@@ -302,7 +300,7 @@ def score_parsed(
         "submit_applicable": int(mode == CLICK_COUNT),
         "gt_count": gold.gold_count,
         **counts,
-        "gt_clicks": gold.official["gt_clicks"],
+        "gt_clicks": gold.gt_labels,
         "pred_clicks_all": _labels(clicks),
         "pred_clicks_valid": _labels(valid_clicks),
         "pred_clicks_valid_unique": sorted_labels(pred_set),
@@ -319,7 +317,7 @@ def score_parsed(
         **(_NO_REGION_FIELDS if mode == COUNT else _region_fields(gold, pred_set)),
         "global_default_error": _global_default(gold, pred_set, counts["pred_count"]),
         "exclusion_failure": _exclusion_failure(gold, pred_set, counts["pred_count"]),
-        **{k: gold.official[k] for k in _GOLD_TAIL},
+        **gold.tail,
         **gold.extras,
         "parse_error_detail": parsed.detail,
         "raw_text_chars": len(raw_text) if isinstance(raw_text, str) else None,
@@ -369,16 +367,6 @@ def _region_fields(gold: Gold, pred_set: set) -> dict[str, Any]:
         "near_miss_count": near,
         "near_miss_rate": near / max(1, len(gold_set)),
     }
-
-
-def _span(first: str, last: str) -> tuple[str, ...]:
-    """The consecutive official fields ``first``..``last``: copied from the gold as they are."""
-    return OFFICIAL_FIELDS[OFFICIAL_FIELDS.index(first) : OFFICIAL_FIELDS.index(last) + 1]
-
-
-# computed once, not per scored item
-_GOLD_HEAD = _span("rose_subset", "region_cell_count")
-_GOLD_TAIL = _span("all_target_cells", "ground_truth_formal_answer")
 
 
 def score_item(
