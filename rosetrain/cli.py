@@ -21,6 +21,10 @@ COMMANDS = {
     "score": ("rosetrain.commands.score", "score predictions against a split"),
     "eval": ("rosetrain.commands.evaluate", "run a model over a split, then score it"),
     "compare": ("rosetrain.commands.compare", "compare two scored runs item by item"),
+    "export-lmms-eval": (
+        "rosetrain.commands.export_lmms_eval",
+        "write an lmms-eval task for a split, scored by rosetrain's scorer",
+    ),
     "tiny-model": (
         "rosetrain.commands.tiny_model",
         "build a tiny Qwen2-VL, Qwen2.5-VL or Qwen3-VL model offline",

@@ -1,0 +1,1 @@
+"""Bridges to tools outside rosetrain (each imported only when used)."""

@@ -1,0 +1,201 @@
+"""Write an lmms-eval task folder for a rosetrain split, and read its samples back.
+
+The folder holds ``<task>.yaml`` (lmms-eval's task config), ``utils.py`` (binds
+the functions of :mod:`rosetrain.integrations.lmms_eval.task`),
+``rosetrain_task.json`` (the split and its fingerprint, the metrics) and
+``docs_<split>.jsonl``: one small row per item (id, template, absolute image
+path, prompt fields, gold answer), which lmms-eval loads through ``datasets``'
+JSON builder. The gold records themselves are read from the split when scoring,
+so the full metadata (large integers, nested fields) never passes through
+Arrow's type inference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rosetrain.core.errors import RosetrainError
+from rosetrain.integrations.lmms_eval.task import CONFIG_FILE, RoseTask
+from rosetrain.core.io import atomic_write, iter_jsonl
+from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, MAIN_TEMPLATES
+
+DOC_FIELDS = ("item_id", "task_template", "image", "prompt", "prompt_global", "prompt_local")
+# lmms-eval metric name -> key path in rosetrain's evaluation_summary.json
+HEADLINE = {
+    "avg_pass": ["avg_pass"],
+    "counting_avg": ["counting_avg"],
+    "action_avg": ["action_avg"],
+    "gap": ["gap"],
+    "valid": ["valid"],
+    "soft": ["soft"],
+}
+
+UTILS = '''"""Written by `rosetrain export-lmms-eval`: binds rosetrain's task functions
+(rosetrain.integrations.lmms_eval.task) to the names the task's YAML names."""
+
+from pathlib import Path
+
+from rosetrain.integrations.lmms_eval.task import RoseTask
+
+_task = RoseTask(Path(__file__).resolve().parent)
+doc_to_messages = _task.doc_to_messages
+doc_to_visual = _task.doc_to_visual
+doc_to_text = _task.doc_to_text
+doc_to_target = _task.doc_to_target
+process_results = _task.process_results
+'''
+
+
+def metric_name(template: str) -> str:
+    """``pass_T1`` for ``T1_COUNT_GLOBAL``: the template's id, as an identifier."""
+    return "pass_" + re.sub(r"\W", "_", template.split("_", 1)[0])
+
+
+def task_metrics(templates: Iterable[str]) -> dict[str, list[str]]:
+    """The figures the split's templates define: the headline ones, then PASS per template."""
+    present = set(templates)
+    metrics = {}
+    for name, keys in HEADLINE.items():
+        needs = {
+            "avg_pass": MAIN_TEMPLATES,
+            "counting_avg": COUNTING_TEMPLATES,
+            "action_avg": ACTION_TEMPLATES,
+        }.get(name)
+        if name == "gap" and not (present & set(COUNTING_TEMPLATES) and present & set(ACTION_TEMPLATES)):
+            continue
+        if needs is not None and not present & set(needs):
+            continue
+        metrics[name] = keys
+    from rosetrain.scoring.metrics import template_order
+
+    for template in template_order(present):
+        metrics[metric_name(template)] = ["templates", template, "pass"]
+    return metrics
+
+
+def doc_row(record: dict[str, Any]) -> dict[str, Any]:
+    row = {field: record.get(field) for field in DOC_FIELDS}
+    row["answer"] = record.get("answer") or record.get("ground_truth_formal_answer") or ""
+    return row
+
+
+def task_yaml(task: str, docs: Path, metrics: Iterable[str], max_new_tokens: int) -> str:
+    """lmms-eval's task config. JSON strings are valid YAML scalars, so paths need no escaping."""
+    lines = [
+        "# Written by `rosetrain export-lmms-eval`; scored by rosetrain's scorer (utils.py).",
+        f"task: {json.dumps(task)}",
+        "dataset_path: json",
+        "dataset_kwargs:",
+        "  data_files:",
+        f"    test: {json.dumps(str(docs))}",
+        "test_split: test",
+        "output_type: generate_until",
+        "doc_to_messages: !function utils.doc_to_messages",
+        "doc_to_visual: !function utils.doc_to_visual",
+        "doc_to_text: !function utils.doc_to_text",
+        "doc_to_target: !function utils.doc_to_target",
+        "process_results: !function utils.process_results",
+        "generation_kwargs:  # greedy, as rosetrain eval",
+        f"  max_new_tokens: {max_new_tokens}",
+        "  temperature: 0",
+        "  do_sample: false",
+        "metric_list:",
+    ]
+    for name in metrics:
+        lines += [
+            f"  - metric: {name}",
+            f"    aggregation: !function utils.aggregate_{name}",
+            "    higher_is_better: " + ("false" if name == "gap" else "true"),
+        ]
+    lines += ["metadata:", "  version: 1"]
+    return "\n".join(lines) + "\n"
+
+
+def export_task(
+    data: str | os.PathLike,
+    split: str,
+    out: str | os.PathLike,
+    task: str | None = None,
+    bridges: bool | None = None,
+    max_new_tokens: int = 256,
+) -> Path:
+    """Write the task folder ``out`` for ``split`` of ``data``; return its YAML's path.
+
+    ``task`` names the task for ``lmms-eval --tasks`` (default ``rosetrain_<split>``).
+    """
+    from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
+
+    task = task or f"rosetrain_{split}"
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
+        raise RosetrainError(f"--task: {task!r} is not a plain task name (letters, digits, '_', '-', '.')")
+    data = Path(data).resolve()
+    records, image_root = select_records(data, split, None, bridges)
+    out = Path(out).resolve()
+    docs = out / f"docs_{split}.jsonl"
+    metrics = task_metrics(r["task_template"] for r in records)
+    config = {
+        "task": task,
+        "data": str(data),
+        "split": split,
+        "bridges": bridges,
+        "data_fingerprint": split_fingerprint(data, split, bridges),
+        "metrics": metrics,
+    }
+    rows = [doc_row(r) for r in with_image_paths(records, image_root)]
+    atomic_write(docs, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write(out / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
+    bindings = "".join(f'aggregate_{name} = _task.aggregation("{name}")\n' for name in metrics)
+    atomic_write(out / "utils.py", UTILS + bindings)
+    yaml_path = out / f"{task}.yaml"
+    atomic_write(yaml_path, task_yaml(task, docs, metrics, max_new_tokens))
+    return yaml_path
+
+
+def samples_files(output: str | os.PathLike, task: str) -> list[Path]:
+    """The ``*_samples_<task>.jsonl`` files under an lmms-eval ``--output_path`` (or that one file)."""
+    output = Path(output)
+    if output.is_file():
+        return [output]
+    found = sorted(output.rglob(f"*_samples_{task}.jsonl"))
+    if not found:
+        raise RosetrainError(f"{output}: no *_samples_{task}.jsonl (did lmms-eval run with --log_samples?)")
+    return found
+
+
+def predictions_from_samples(
+    samples: str | os.PathLike, task_dir: str | os.PathLike, model: str | None = None
+) -> list[dict[str, Any]]:
+    """Prediction rows (``rosetrain score``'s input) from an lmms-eval run of the
+    task in ``task_dir``: each sample's answer as the task scored it
+    (``filtered_resps``), under the item id of its ``doc_id``. ``samples`` is the
+    run's ``--output_path`` or one samples file; a folder holding several runs of
+    the task is an error, since their answers would mix.
+    """
+    task_dir = Path(task_dir)
+    config = RoseTask(task_dir)
+    files = samples_files(samples, config.task)
+    if len(files) > 1:
+        raise RosetrainError(f"{samples}: {len(files)} samples files of {config.task}; name one of them")
+    item_ids = [row["item_id"] for _, row in iter_jsonl(task_dir / f"docs_{config.split}.jsonl")]
+    rows = []
+    for number, sample in iter_jsonl(files[0]):
+        doc_id, answer = sample.get("doc_id"), sample.get("filtered_resps")
+        if not isinstance(doc_id, int) or not 0 <= doc_id < len(item_ids):
+            raise RosetrainError(f"{files[0]}:{number}: doc_id {doc_id!r} is not an item of {task_dir}")
+        if isinstance(answer, list):  # lmms-eval unwraps a single response; some versions keep the list
+            answer = answer[0] if answer else None
+        rows.append(
+            {
+                "item_id": item_ids[doc_id],
+                "raw_text": answer,
+                "model": model,
+                "error": None,
+                "data_fingerprint": config.fingerprint,
+            }
+        )
+    return rows
