@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PIP) install -q --upgrade pip
 	# torch first, at the lock's version: pip takes the build that lies on this disk (see README)
 	$(PIP) install -q -c $(LOCK) torch torchvision
-	$(PIP) install -q -c $(LOCK) -e ".[test,ray,lint]"  # ray: the --engine ray test
+	$(PIP) install -q -c $(LOCK) -e ".[test,ray,lint,lmms-eval]"  # ray: the --engine ray test; lmms-eval: its task test
 	touch $(STAMP)
 
 install: fonts $(STAMP)
