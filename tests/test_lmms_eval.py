@@ -16,8 +16,8 @@ from conftest import ROOT, write_spec
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
-from rosetrain.integrations.lmms_eval import export_task, predictions_from_samples
 from rosetrain.core.io import read_jsonl
+from rosetrain.integrations.lmms_eval import export_task, predictions_from_samples
 
 # one scene of every template (7 items), images multiples of 28 px for Qwen2.5-VL
 SPEC = """
@@ -119,8 +119,8 @@ def test_doc_to_messages_renders_what_rosetrain_eval_sends(split_dir, tmp_path, 
     from lmms_eval.protocol import ChatMessages
     from transformers import AutoProcessor
 
-    from rosetrain.data.release import select_records, with_image_paths
     from rosetrain.core.messages import record_messages
+    from rosetrain.data.release import select_records, with_image_paths
     from rosetrain.runners.base import load_rgb_image
 
     export_task(split_dir, "test", tmp_path / "task")

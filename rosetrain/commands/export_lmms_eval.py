@@ -76,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
 
 def write_predictions(args: argparse.Namespace) -> int:
     from rosetrain.core.errors import RosetrainError
-    from rosetrain.integrations.lmms_eval import predictions_from_samples
     from rosetrain.core.io import atomic_write
-    from rosetrain.scoring.files import jsonl_bytes
+    from rosetrain.core.jsonio import jsonl_bytes
+    from rosetrain.integrations.lmms_eval import predictions_from_samples
 
     if not args.task_dir:
         raise RosetrainError("--samples needs --task-dir (the task folder the lmms-eval run used)")

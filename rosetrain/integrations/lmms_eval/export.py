@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.integrations.lmms_eval.task import CONFIG_FILE, RoseTask
 from rosetrain.core.io import atomic_write, iter_jsonl
+from rosetrain.core.jsonio import jsonl_text
 from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, MAIN_TEMPLATES
+from rosetrain.integrations.lmms_eval.task import CONFIG_FILE, RoseTask
 
 DOC_FIELDS = ("item_id", "task_template", "image", "prompt", "prompt_global", "prompt_local")
 # lmms-eval metric name -> key path in rosetrain's evaluation_summary.json
@@ -147,7 +148,7 @@ def export_task(
         "metrics": metrics,
     }
     rows = [doc_row(r) for r in with_image_paths(records, image_root)]
-    atomic_write(docs, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write(docs, jsonl_text(rows))
     atomic_write(out / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
     bindings = "".join(f'aggregate_{name} = _task.aggregation("{name}")\n' for name in metrics)
     atomic_write(out / "utils.py", UTILS + bindings)
