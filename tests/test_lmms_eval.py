@@ -114,6 +114,19 @@ def test_a_changed_split_or_a_foreign_folder_is_one_clear_error(split_dir, tmp_p
         predictions_from_samples(tmp_path, tmp_path)
 
 
+def test_export_and_scoring_import_neither_torch_nor_lmms_eval(split_dir, tmp_path):
+    code = (
+        "import sys, rosetrain.cli as c; assert c.main(['export-lmms-eval','--data',sys.argv[1],'--out',sys.argv[2]]) == 0; "
+        "import importlib.util as u; s = u.spec_from_file_location('utils', sys.argv[2] + '/utils.py'); "
+        "m = u.module_from_spec(s); s.loader.exec_module(m); import json; "
+        "doc = json.loads(open(sys.argv[2] + '/docs_test.jsonl').readline()); "
+        "m.aggregate_avg_pass([m.process_results(doc, ['COUNT(1)'])['avg_pass']]); "
+        "heavy = {'torch', 'transformers', 'lmms_eval'} & set(sys.modules); assert not heavy, heavy"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-c", code, str(split_dir), str(tmp_path / "task")], check=True, env=env)
+
+
 def test_doc_to_messages_renders_what_rosetrain_eval_sends(split_dir, tmp_path, tiny_model_dir):
     pytest.importorskip("lmms_eval", reason=NO_LMMS_EVAL)
     from lmms_eval.protocol import ChatMessages
