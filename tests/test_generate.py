@@ -308,7 +308,8 @@ def test_stream_shards_split_across_ranks_and_dataloader_workers(small_split):
 
 
 def test_stream_never_yields_an_excluded_scene(tmp_path, small_split, monkeypatch):
-    import rosetrain.data.generate as gen
+    import rosetrain.generators.heldout as heldout
+    from rosetrain.generators.scene import sample_scene
 
     spec, _, rows = small_split
     fingerprint = {r["scene_index"]: r["scene_fingerprint"] for r in rows}
@@ -332,9 +333,9 @@ def test_stream_never_yields_an_excluded_scene(tmp_path, small_split, monkeypatc
         ),
         "t.yaml",
     )
-    train_fingerprint = {i: gen.sample_scene(load_spec(train), 3, i, "test").fingerprint for i in range(4)}
+    train_fingerprint = {i: sample_scene(load_spec(train), 3, i, "test").fingerprint for i in range(4)}
     monkeypatch.setattr(
-        gen, "heldout_fingerprints", lambda heldout: {train_fingerprint[0], train_fingerprint[2]}
+        heldout, "heldout_fingerprints", lambda heldout: {train_fingerprint[0], train_fingerprint[2]}
     )
     assert {r["scene_id"] for r in _stream_ids(train, stop=4)} == {"test-0000001", "test-0000003"}
 

@@ -14,10 +14,10 @@ touch, is decided by the manifest (:mod:`rosetrain.data.manifest`).
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -40,9 +40,10 @@ from rosetrain.data.manifest import (
     remove_stale_temps,
 )
 from rosetrain.data.paths import check_split_name, confined_path
+from rosetrain.generators.heldout import heldout_guard
 from rosetrain.generators.records import build_records
 from rosetrain.generators.scene import sample_scene
-from rosetrain.generators.spec import Spec, check_training_spec, load_spec
+from rosetrain.generators.spec import Spec, spec_sha256
 
 FORMATS = ("release", "hf")
 FLUSH_ROWS, FLUSH_BYTES = 2048, 64 << 20  # Parquet row groups: bounded memory, few conversions
@@ -99,10 +100,6 @@ class GenerateJob:
     @property
     def manifest_path(self) -> Path:
         return manifest_path(self.out_dir, self.split)
-
-
-def spec_sha256(spec: Spec) -> str:
-    return hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
 
 
 def settings(job: GenerateJob) -> dict[str, Any]:
@@ -357,7 +354,7 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
     if job.engine == "ray":
         from rosetrain.data.ray_engine import map_shards_on_ray
 
-        yield from map_shards_on_ray(job, shards)
+        yield from map_shards_on_ray(job, shards, render_shard_files)
         return
     if job.num_proc <= 1 or len(shards) <= 1:
         for shard in shards:
@@ -381,6 +378,21 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
             raise
 
 
+def render_shard_files(job: GenerateJob, shard: int) -> dict[str, bytes]:
+    """Make one shard in a scratch folder; return its files (relative name -> bytes):
+    what a Ray task sends back to the driver (module level, so a worker imports its own)."""
+    scratch = Path(tempfile.mkdtemp(prefix="rosetrain-shard-"))
+    try:
+        write_shard(dataclasses.replace(job, out_dir=scratch), shard)
+        return {
+            path.relative_to(scratch).as_posix(): path.read_bytes()
+            for path in sorted(scratch.rglob("*"))
+            if path.is_file()
+        }
+    finally:
+        shutil.rmtree(scratch)  # our own mkdtemp, nothing else
+
+
 def _warm_up_before_fork(job: GenerateJob) -> None:
     """What every worker would otherwise do once each (imports, font rankings):
     done here once; forked workers inherit it. Output is unaffected (the caches
@@ -398,31 +410,6 @@ def _warm_up_before_fork(job: GenerateJob) -> None:
     for level in job.spec.levels:
         for name, family in level.families.items():
             get_family(name, family.config).warm_up()
-
-
-def heldout_fingerprints(spec: Spec) -> set[str]:
-    """Fingerprints of the held-out spec's first ``heldout_scenes`` scenes, under
-    its own seed: recomputed from the spec, no data on disk needed."""
-    return {sample_scene(spec, spec.seed, i, "test").fingerprint for i in range(spec.heldout_scenes)}
-
-
-def heldout_guard(spec: Spec) -> tuple[str | None, frozenset[str]]:
-    """What a spec's data must mark and avoid: the held-out family (its rows get
-    ``heldout_family: true``) and the fingerprints of the held-out spec that a
-    training spec names (none of those scenes may be generated)."""
-    heldout = check_training_spec(spec)
-    family = spec.heldout_family_name if spec.role == "heldout" else (heldout and heldout.heldout_family_name)
-    fingerprints = (
-        _heldout_fingerprints_of(str(heldout.path), spec_sha256(heldout)) if heldout else frozenset()
-    )
-    return family or None, fingerprints
-
-
-@functools.lru_cache(maxsize=4)
-def _heldout_fingerprints_of(path: str, sha256: str) -> frozenset[str]:
-    # thousands of scenes take seconds; training checks a spec, then streams it: compute once
-    # per file content (``sha256`` is part of the key so an edited file is read again)
-    return frozenset(heldout_fingerprints(load_spec(path, check_fonts=False)))
 
 
 def read_fingerprints(metadata: Path) -> set[str]:

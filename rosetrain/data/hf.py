@@ -197,8 +197,8 @@ def stream_dataset(
     training stream never yields a held-out scene.
     """
     from rosetrain.core.errors import RosetrainError
-    from rosetrain.data.generate import heldout_guard
     from rosetrain.data.shards import interleaved_dataset
+    from rosetrain.generators.heldout import heldout_guard
     from rosetrain.generators.spec import load_spec
 
     spec = load_spec(spec_path)

@@ -7,20 +7,18 @@ FOLDER...`` then checks that the folders hold exactly the N finished jobs of
 this very split, copies their shards in (each shard's part last: a part marks
 its shard done, as in a one-machine run) and joins them: the result is byte
 for byte the folder one machine would have written, with one manifest.
-:func:`store_shard` is also how the Ray engine lands the shards its tasks made.
+Shards land through :func:`rosetrain.data.store.store_shard`, as the Ray engine's do.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_write, output_lock
+from rosetrain.core.io import output_lock
 from rosetrain.data.generate import (
     MANIFEST_KEYS,
     GenerateJob,
@@ -32,6 +30,7 @@ from rosetrain.data.generate import (
 )
 from rosetrain.data.manifest import manifest_path, read_manifest
 from rosetrain.data.paths import confined_path
+from rosetrain.data.store import store_shard
 
 
 def merge(
@@ -139,40 +138,3 @@ def shard_file_names(job: GenerateJob, shard: int, folder: Path) -> list[str]:
     if "hf" in job.formats:
         names.append(parquet_name(job.split, shard, job.num_shards))
     return names + [part]
-
-
-def store_shard(job: GenerateJob, shard: int, files: Mapping[str, Path | bytes]) -> None:
-    """Write a shard's files (relative name -> a file to copy, or its bytes) into
-    ``job.out_dir``, each atomically, its part (it marks the shard done) last."""
-    part = job.part_path(shard).relative_to(job.out_dir).as_posix()
-    for name in sorted(files, key=lambda n: n == part):
-        target = confined_path(job.out_dir, name, "shard file")
-        if name.endswith(".parquet"):  # the temp name generate's own writer uses (a rerun clears it)
-            _replace_from(files[name], target, target.with_suffix(f".tmp{os.getpid()}"))
-        elif isinstance(files[name], bytes):
-            atomic_write(target, files[name])
-        else:
-            _replace_from(files[name], target, target.with_name(f".{target.name}.{os.getpid()}-0.tmp"))
-
-
-def _link_or_copy(source: Path, tmp: Path) -> None:
-    """A hard link where the job folders share a file system with --out (terabytes
-    merge in seconds; safe because rosetrain never writes into a file, it renames
-    new ones over it), else a copy."""
-    try:
-        os.link(source, tmp)
-    except OSError:
-        shutil.copyfile(source, tmp)
-
-
-def _replace_from(source: Path | bytes, target: Path, tmp: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if isinstance(source, bytes):
-            tmp.write_bytes(source)
-        else:
-            _link_or_copy(source, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

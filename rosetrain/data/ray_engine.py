@@ -1,10 +1,10 @@
 """Generation on a Ray cluster: one Ray task per shard, the driver writes.
 
 Each task renders its shard with the very code a local worker runs
-(:func:`rosetrain.data.generate.write_shard`), into a scratch folder of its
-own on whatever node it lands on, and returns the shard's files as bytes; the
-driver lands them in ``--out`` (:func:`rosetrain.data.merge.store_shard`:
-atomic, part last). So the cluster needs no shared file system, the bytes are
+(:func:`rosetrain.data.generate.render_shard_files`, which generate passes in),
+into a scratch folder of its own on whatever node it lands on, and returns the
+shard's files as bytes; the driver lands them in ``--out``
+(:func:`rosetrain.data.store.store_shard`: atomic, part last). So the cluster needs no shared file system, the bytes are
 the same as a one-machine run's, and the folder's manifest, lock, resume and
 repair behave as they always do. ``ray.init()`` joins the cluster that
 ``RAY_ADDRESS`` names (as ``ray job submit`` sets it), else starts a local one.
@@ -14,39 +14,20 @@ A shard's files pass through the object store: with the default shard size
 
 from __future__ import annotations
 
-import dataclasses
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 from rosetrain.core.errors import RosetrainError
 
 
-def render_shard_files(job, shard: int) -> dict[str, bytes]:
-    """Make one shard in a scratch folder; return its files (relative name -> bytes)."""
-    from rosetrain.data.generate import write_shard
-
-    scratch = Path(tempfile.mkdtemp(prefix="rosetrain-shard-"))
-    try:
-        write_shard(dataclasses.replace(job, out_dir=scratch), shard)
-        return {
-            path.relative_to(scratch).as_posix(): path.read_bytes()
-            for path in sorted(scratch.rglob("*"))
-            if path.is_file()
-        }
-    finally:
-        shutil.rmtree(scratch)  # our own mkdtemp, nothing else
-
-
-def map_shards_on_ray(job, shards: list[int]) -> Iterator[int]:
-    """Run ``shards`` as Ray tasks; land each one as it finishes; yield its scene count."""
-    from rosetrain.data.merge import store_shard
+def map_shards_on_ray(job, shards: list[int], render: Callable[..., dict[str, bytes]]) -> Iterator[int]:
+    """Run ``shards`` as Ray tasks (``render(job, shard)`` each: the shard's files as
+    bytes); land each one as it finishes; yield its scene count."""
+    from rosetrain.data.store import store_shard
 
     ray = _ray()
     if not ray.is_initialized():
         ray.init(log_to_driver=False)
-    task = ray.remote(num_cpus=1, max_retries=2)(render_shard_files)
+    task = ray.remote(num_cpus=1, max_retries=2)(render)
     job_ref = ray.put(job)
     pending = {task.remote(job_ref, shard): shard for shard in shards}
     try:

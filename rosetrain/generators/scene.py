@@ -70,7 +70,7 @@ def _portable(value: Any) -> Any:
     return value
 
 
-def _choose(rng: random.Random, weights: dict[str, float]) -> str:
+def weighted_choice(rng: random.Random, weights: dict[str, float]) -> str:
     names = sorted(weights)  # sorted: mapping order must not change the draw
     cumulative, total = [], 0.0
     for name in names:
@@ -92,7 +92,7 @@ def choose_level(spec: Spec, index: int, rng: random.Random) -> LevelSpec:
     if spec.curriculum == "staged":
         return spec.levels[-1]
     mixed = spec.levels[len(spec.warmup_levels) :]
-    name = _choose(rng, {lv.name: lv.weight for lv in mixed})
+    name = weighted_choice(rng, {lv.name: lv.weight for lv in mixed})
     return next(lv for lv in mixed if lv.name == name)
 
 
@@ -113,8 +113,8 @@ def sample_scene(spec: Spec, seed: int, index: int, split: str = "train") -> Sce
     scene_seed = derived_seed(spec.namespace, seed, index)
     rng = random.Random(scene_seed)
     level = choose_level(spec, index, rng)
-    family = _choose(rng, {name: f.weight for name, f in level.families.items() if f.weight > 0})
-    profile = _choose(rng, {p: w for p, w in level.profiles.items() if w > 0})
+    family = weighted_choice(rng, {name: f.weight for name, f in level.families.items() if f.weight > 0})
+    profile = weighted_choice(rng, {p: w for p, w in level.profiles.items() if w > 0})
     rows = rng.choice(range(*_bounds(level.rows or PROFILES[profile]["rows"])))
     cols = rng.choice(range(*_bounds(level.cols or PROFILES[profile]["cols"])))
     cell_size = _cell_size(level, rows, cols, rng)

@@ -13,6 +13,7 @@ cell-addressing stage that teaches *where* before the mixture teaches *what*.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -453,19 +454,5 @@ def check_families_available(spec: Spec) -> None:
                 raise SpecError(f"{spec.path}: families.{name}: {err}") from None
 
 
-def check_training_spec(spec: Spec) -> Spec | None:
-    """A training spec may not use the held-out family. Returns the held-out spec."""
-    if spec.role != "train" or not spec.heldout_spec:
-        return None
-    try:
-        heldout = load_spec(spec.resolve(spec.heldout_spec), check_fonts=False)
-    except SpecError as err:
-        raise SpecError(f"{spec.path}: heldout_spec: {err}") from None
-    if heldout.role != "heldout":
-        raise SpecError(f"{spec.path}: heldout_spec: {heldout.path} has role {heldout.role!r}, not 'heldout'")
-    if heldout.heldout_family_name and heldout.heldout_family_name in spec.families:
-        raise SpecError(
-            f"{spec.path}: families: {heldout.heldout_family_name!r} is held out of training "
-            f"by {heldout.path}; remove it from this spec"
-        )
-    return heldout
+def spec_sha256(spec: Spec) -> str:
+    return hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()

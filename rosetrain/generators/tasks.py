@@ -16,7 +16,7 @@ from typing import Any
 from rosetrain.core import protocol as P
 from rosetrain.core.regions import Box, cells_in_region, region_box
 from rosetrain.generators.prompts import task_sentence
-from rosetrain.generators.scene import Scene, _choose, derived_seed
+from rosetrain.generators.scene import Scene, derived_seed, weighted_choice
 from rosetrain.generators.spec import LevelSpec
 
 _TRIES = 48
@@ -157,8 +157,8 @@ def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str,
     """(template, region, case, wanted case) for each task of the scene."""
 
     def numeric(avoid=None, exclusion=False):
-        want = _choose(rng, level.region_cases)
-        kind = _choose(rng, level.region_types)
+        want = weighted_choice(rng, level.region_cases)
+        kind = weighted_choice(rng, level.region_types)
         region, case = sample_region(rng, kind, scene, want, exclusion=exclusion, avoid=avoid)
         return region, case, want
 
@@ -166,7 +166,7 @@ def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str,
     everything = "zero" if scene.negative else "all"
     t2 = numeric()
     t3 = numeric(avoid=t2[0])
-    want4 = _choose(rng, level.region_cases)
+    want4 = weighted_choice(rng, level.region_cases)
     t4_region, t4_case = sample_region(rng, P.RECTANGLE, scene, want4)
     t4 = Region(P.VISUAL_REGION, t4_region.params), t4_case, want4
     t5 = numeric(exclusion=True)
@@ -184,7 +184,7 @@ def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str,
         chosen: list[str] = []
         weights = {t: level.tasks[t] for t in wanted}
         while len(chosen) < level.tasks_per_scene:
-            pick = _choose(rng, weights)
+            pick = weighted_choice(rng, weights)
             chosen.append(pick)
             del weights[pick]
         wanted = chosen

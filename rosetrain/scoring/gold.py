@@ -247,21 +247,21 @@ class Gold:
         }
 
 
-_LABELS: dict = {}  # cell -> "R4,C11": a split spells the same few hundred cells
+CELL_LABELS: dict = {}  # cell -> "R4,C11": a split spells the same few hundred cells
 
 
 def cell_label(cell) -> str:
-    label = _LABELS.get(cell)
+    label = CELL_LABELS.get(cell)
     if label is None:
         label = f"R{cell[0]},C{cell[1]}"
-        if len(_LABELS) < 1_000_000:
-            _LABELS[cell] = label
+        if len(CELL_LABELS) < 1_000_000:
+            CELL_LABELS[cell] = label
     return label
 
 
 def sorted_labels(cells) -> list[str]:
     """``"R4,C11"`` labels sorted as strings (the official rows' order)."""
-    return sorted([_LABELS.get(cell) or cell_label(cell) for cell in cells])
+    return sorted([CELL_LABELS.get(cell) or cell_label(cell) for cell in cells])
 
 
 # A split repeats the same cell lists (a scene's targets in each of its tasks):

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rosetrain.core.protocol import CLICK, CLICK_COUNT, COUNT, EXCLUSION, T2, T3, T4, T5
-from rosetrain.scoring.gold import _LABELS, Gold, cell_label, prepare_gold, sorted_labels
+from rosetrain.scoring.gold import CELL_LABELS, Gold, cell_label, prepare_gold, sorted_labels
 from rosetrain.scoring.grammar import ParsedAnswer, parse_answer
 
 NEAR_MISS_L1 = 1  # a missed target counts as a near miss with a click this close (L1)
@@ -144,7 +144,7 @@ def _near_misses(missed: frozenset, pred: set) -> int:
 
 
 def _labels(cells) -> list[str]:
-    return [_LABELS.get(cell) or cell_label(cell) for cell in cells]
+    return [CELL_LABELS.get(cell) or cell_label(cell) for cell in cells]
 
 
 def _api_error(error: object) -> int:

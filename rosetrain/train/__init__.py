@@ -15,13 +15,7 @@ Heavy imports (torch, transformers, trl) happen only inside the functions.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
-
-
-def method_module(method: str):
-    """``rosetrain.train.sft`` or ``.grpo``: each has ``trl_config`` and ``build_trainer``."""
-    return importlib.import_module(f"rosetrain.train.{method}")
 
 
 def train(recipe, inputs=None) -> dict[str, Any]:
@@ -30,6 +24,7 @@ def train(recipe, inputs=None) -> dict[str, Any]:
     process holds ``output_dir``'s lock throughout: a second run there is refused."""
     from rosetrain.train import common
     from rosetrain.train.distributed import output_dir_lock
+    from rosetrain.train.recipe import method_module
 
     with output_dir_lock(recipe.output_dir):
         trainer, processor = method_module(recipe.method).build_trainer(recipe, inputs)

@@ -22,8 +22,8 @@ import yaml
 
 from rosetrain.core.errors import first_line
 from rosetrain.train import data as D
-from rosetrain.train.distributed import cpu_group_settings
-from rosetrain.train.recipe import Recipe, RecipeError, recipe_to_dict, valid_keys
+from rosetrain.train.distributed import bf16_supported, cpu_group_settings
+from rosetrain.train.recipe import Recipe, RecipeError, peft_config, recipe_to_dict, valid_keys
 
 logger = logging.getLogger("rosetrain.train")
 FINAL_DIR = "checkpoint-final"
@@ -178,12 +178,6 @@ def make_config(
         ) from None
 
 
-def bf16_supported() -> bool:
-    import torch
-
-    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-
-
 # ----------------------------------------------------------------- model
 
 
@@ -226,24 +220,6 @@ def set_pixel_budget(processor: Any, min_pixels: int | None, max_pixels: int | N
     if size["shortest_edge"] > size["longest_edge"]:
         raise RecipeError(f"min_pixels ({size['shortest_edge']}) > max_pixels ({size['longest_edge']})")
     image_processor.size = size
-
-
-def peft_config(recipe: Recipe):
-    if recipe.lora is None:
-        return None
-    import warnings
-
-    from peft import LoraConfig
-
-    # peft 0.21 still reads the attribute transformers 5 renamed, once per wrap: noise
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
-    return LoraConfig(
-        r=recipe.lora.r,
-        lora_alpha=recipe.lora.alpha,
-        lora_dropout=recipe.lora.dropout,
-        target_modules=recipe.lora.peft_target_modules(),
-        task_type="CAUSAL_LM",
-    )
 
 
 def model_reference(recipe: Recipe) -> str:

@@ -74,3 +74,9 @@ def output_dir_lock(output_dir: str) -> Iterator[None]:
 
     with output_lock(output_dir, "this training output_dir"):
         yield
+
+
+def bf16_supported() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError, first_line
-from rosetrain.train.distributed import check_distributed
-from rosetrain.train.recipe import Recipe, RecipeError
+from rosetrain.train.distributed import bf16_supported, check_distributed
+from rosetrain.train.recipe import Recipe, RecipeError, method_module, peft_config
 
 WEIGHT_FILES = (
     "model.safetensors",
@@ -54,8 +54,6 @@ def check_run(recipe: Recipe) -> Any:
 
 def trl_config(recipe: Recipe) -> Any:
     """The ``SFTConfig`` / ``GRPOConfig`` the trainer will get."""
-    from rosetrain.train import method_module
-
     return method_module(recipe.method).trl_config(recipe)
 
 
@@ -76,8 +74,6 @@ def check_output_dir(recipe: Recipe) -> None:
 def check_precision(recipe: Recipe) -> None:
     """TRL's own message ("doesn't support bf16/gpu ... use_cpu") names neither
     the recipe key nor the way out."""
-    from rosetrain.train.common import bf16_supported
-
     if recipe.bf16 and not bf16_supported():
         raise RecipeError(
             f"{recipe.source}: bf16: true needs a GPU with bf16 support and this machine "
@@ -234,8 +230,6 @@ def check_lora_targets(recipe: Recipe, config: Any) -> None:
     import torch
     from peft.tuners.tuners_utils import check_target_module_exists
     from transformers import AutoModelForImageTextToText
-
-    from rosetrain.train.common import peft_config
 
     with torch.device("meta"):
         model = AutoModelForImageTextToText.from_config(config, trust_remote_code=recipe.trust_remote_code)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,13 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import read_yaml_mapping
 
 METHODS = ("sft", "grpo")
+
+
+def method_module(method: str):
+    """``rosetrain.train.sft`` or ``.grpo``: each has ``trl_config`` and ``build_trainer``."""
+    return importlib.import_module(f"rosetrain.train.{method}")
+
+
 REWARDS = ("pass", "soft", "format")
 VLLM_MODES = ("colocate", "server")
 # Module-name patterns (regular expressions, matched in full by peft) that hold
@@ -490,3 +498,21 @@ def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
     out = dataclasses.asdict(recipe)
     out.pop("source", None)
     return out
+
+
+def peft_config(recipe: Recipe):
+    if recipe.lora is None:
+        return None
+    import warnings
+
+    from peft import LoraConfig
+
+    # peft 0.21 still reads the attribute transformers 5 renamed, once per wrap: noise
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
+    return LoraConfig(
+        r=recipe.lora.r,
+        lora_alpha=recipe.lora.alpha,
+        lora_dropout=recipe.lora.dropout,
+        target_modules=recipe.lora.peft_target_modules(),
+        task_type="CAUSAL_LM",
+    )

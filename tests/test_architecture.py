@@ -1,0 +1,166 @@
+"""The package's layers point one way (docs/architecture.md, "Where things live").
+
+Reads every module of ``rosetrain`` with ``ast`` (nothing is imported) and
+checks its imports, those inside functions included: a lazy import is still a
+dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "rosetrain"
+
+# Lowest first; a module may import its own layer and the ones before it.
+LAYERS = (
+    ("core",),
+    ("generators",),
+    ("data",),
+    ("scoring",),
+    ("models",),
+    ("runners",),
+    ("evaluation", "train", "integrations"),
+    ("rewards",),  # the public reward API over train.rewards
+    ("reports",),
+    ("demo",),
+    ("commands", "cli", "__main__"),
+)
+RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(name: str) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every import in a module."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                if submodule in MODULES:  # `from rosetrain.x import module`
+                    found.append((submodule, None, node.lineno))
+                else:
+                    found.append((base, alias.name, node.lineno))
+    return [(target, what, line) for target, what, line in found if target.split(".")[0] == "rosetrain"]
+
+
+def layer(name: str) -> str:
+    return name.split(".")[1] if "." in name else "rosetrain"
+
+
+def graph() -> dict[str, set[str]]:
+    return {name: {target for target, _, _ in imports(name) if target in MODULES} for name in MODULES}
+
+
+def test_every_rosetrain_import_names_a_module_of_the_package():
+    missing = [
+        f"{name}:{line} imports {target}"
+        for name in MODULES
+        for target, _, line in imports(name)
+        if target not in MODULES
+    ]
+    assert missing == []
+
+
+def test_every_subpackage_has_a_layer():
+    assert {layer(name) for name in MODULES} - {"rosetrain", "assets"} <= set(RANK)
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [
+        f"{name}:{line} ({layer(name)}) imports {target} ({layer(target)})"
+        for name in MODULES
+        if layer(name) in RANK
+        for target, _, line in imports(name)
+        if layer(target) in RANK and RANK[layer(target)] > RANK[layer(name)]
+    ]
+    assert upward == []
+
+
+def test_only_the_command_line_imports_commands_and_no_command_imports_another():
+    wrong = [
+        f"{name}:{line} imports {target}"
+        for name in MODULES
+        for target, _, line in imports(name)
+        if target.startswith("rosetrain.commands.")
+        and (
+            not name.startswith(("rosetrain.commands", "rosetrain.cli"))
+            or name.startswith("rosetrain.commands.")
+        )
+    ]
+    assert wrong == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    private = [
+        f"{name}:{line} imports {what} from {target}"
+        for name in MODULES
+        for target, what, line in imports(name)
+        if what and what.startswith("_") and not what.startswith("__") and target != name
+    ]
+    assert private == []
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per strongly connected component of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(edges[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in edges[node]:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    assert cycles(graph()) == []
+
+
+@pytest.mark.parametrize(
+    "edges, expected",
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+        ({"a": {"b"}, "b": {"a"}, "c": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, [["a", "b", "c"]]),
+    ],
+)
+def test_cycles_finds_what_it_should(edges, expected):
+    assert cycles(edges) == expected
