@@ -22,13 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
-def _pct(value, signed=False):
-    if value is None:
-        return "-"
-    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
-
-
 def run(args: argparse.Namespace) -> int:
+    from rosetrain.core.formats import ci, pct
     from rosetrain.reports.compare import HEADLINE_KEYS, compare_runs
 
     result = compare_runs(
@@ -44,11 +39,9 @@ def run(args: argparse.Namespace) -> int:
     rows = [(e["short"], e) for e in result["templates"].values()]
     rows += [(key, result[key]) for key in HEADLINE_KEYS]
     for name, e in rows:
-        ci = e["ci95"]
-        ci_text = "-" if ci[0] is None else f"[{_pct(ci[0], True)}, {_pct(ci[1], True)}]"
         p = f"  McNemar p {e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
         print(
-            f"  {name:13s} {_pct(e['before']):>5s} -> {_pct(e['after']):>5s}  "
-            f"delta {_pct(e['delta'], True):>6s}  CI {ci_text}{p}"
+            f"  {name:13s} {pct(e['before']):>5s} -> {pct(e['after']):>5s}  "
+            f"delta {pct(e['delta'], True):>6s}  CI {ci(e['ci95'])}{p}"
         )
     return 0

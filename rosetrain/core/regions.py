@@ -66,11 +66,16 @@ def region_contains(region_type: str, region_params: Mapping, cell: Cell) -> boo
     return r1 <= cell[0] <= r2 and c1 <= cell[1] <= c2
 
 
+def grid_cells(rows: int, cols: int) -> list[Cell]:
+    """Every cell (1-based row, col) of a ``rows`` x ``cols`` grid, row by row."""
+    return [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)]
+
+
 def cells_in_region(region_type: str, region_params: Mapping, rows: int, cols: int) -> set[Cell]:
     """Every grid cell (1-based) of a ``rows`` x ``cols`` grid inside the region."""
     if region_type == EXCLUSION:
         excluded = cells_in_region(*_excluded(region_params), rows, cols)
-        return {(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1)} - excluded
+        return set(grid_cells(rows, cols)) - excluded
     (r1, r2), (c1, c2) = _box(region_type, region_params)
     return {
         (r, c) for r in range(max(r1, 1), min(r2, rows) + 1) for c in range(max(c1, 1), min(c2, cols) + 1)

@@ -107,12 +107,11 @@ def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
 
 def load_hf_split(root: str, split: str):
     """The Parquet shards of a generated split as a ``datasets.Dataset``."""
-    import glob
-    import os
-
     import datasets
 
-    files = sorted(glob.glob(os.path.join(root, "hf", split, "*.parquet")))
+    from rosetrain.data.manifest import parquet_files
+
+    files = parquet_files(root, split)
     if not files:
         from rosetrain.core.errors import RosetrainError
 

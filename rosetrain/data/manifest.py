@@ -13,7 +13,9 @@ reason to guess. Standard library only.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -40,6 +42,11 @@ def metadata_name(split: str) -> str:
 
 def parquet_name(split: str, shard: int, num_shards: int) -> str:
     return f"hf/{split}/shard-{shard:05d}-of-{num_shards:05d}.parquet"
+
+
+def parquet_files(root: str | os.PathLike, split: str) -> list[str]:
+    """The Parquet shards of a generated split (``ROOT/hf/<split>/*.parquet``), sorted."""
+    return sorted(glob.glob(os.path.join(root, "hf", split, "*.parquet")))
 
 
 # ----------------------------------------------------------------- reading

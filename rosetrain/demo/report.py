@@ -8,13 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core import protocol as P
+from rosetrain.core.formats import ci, pct
 from rosetrain.core.io import atomic_write
-
-
-def pct(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
+from rosetrain.reports.compare import before_after_rows, region_case_rows
 
 
 def stage_table(stages: dict[str, dict[str, Any]], baseline: dict[str, float] | None = None) -> list[str]:
@@ -109,30 +105,12 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
         "",
         f"## Base vs {summary['final_stage']}: paired deltas (bootstrap over scenes, 95% CI)",
         "",
-        "| metric | before | after | delta | 95% CI | McNemar p |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, e in list(c["templates"].items()) + [
-        (k, c[k]) for k in ("counting_avg", "action_avg", "gap", "avg_pass")
-    ]:
-        label = P.SHORT_NAME.get(name, name)
-        p_value = f"{e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
-        ci = e.get("ci95") or (None, None)
-        lines.append(
-            f"| {label} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} | "
-            f"[{pct(ci[0], True)}, {pct(ci[1], True)}] | {p_value} |"
-        )
-    lines += [
+        *before_after_rows(c),
         "",
         "By region case (zero: the right action is to abstain):",
         "",
-        "| case | n | before | after | delta |",
-        "|---|---|---|---|---|",
+        *region_case_rows(c),
     ]
-    for case, e in c["by_region_case"].items():
-        lines.append(
-            f"| {case} | {e['n']} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} |"
-        )
     lines += ["", "## Targets", "", "| target | value | required | met |", "|---|---|---|---|"]
     for name, t in summary["targets"].items():
         value = "-" if t["value"] is None else f"{t['value']:.3f}"
@@ -196,8 +174,8 @@ def grpo_note(summary: dict[str, Any]) -> list[str]:
     return [
         "## Did GRPO help?",
         "",
-        f"{verdict}: avg PASS {pct(delta, True)} points vs SFT (95% CI [{pct(low, True)}, "
-        f"{pct(high, True)}]); action {pct(cmp['action_avg']['delta'], True)}, counting "
+        f"{verdict}: avg PASS {pct(delta, True)} points vs SFT (95% CI {ci((low, high))}); "
+        f"action {pct(cmp['action_avg']['delta'], True)}, counting "
         f"{pct(cmp['counting_avg']['delta'], True)}.",
         "",
     ]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.formats import ci, pct
 from rosetrain.core.io import atomic_write
 
 
@@ -122,17 +123,10 @@ def summarize_sweep(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _pct(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
-
-
 def _grpo_cell(g: dict[str, Any] | None) -> str:
     if not g:
         return "skipped"
-    ci = g["ci95"]
-    return _pct(g["delta"], True) + (f" [{_pct(ci[0], True)}, {_pct(ci[1], True)}]" if ci else " [no CI]")
+    return pct(g["delta"], True) + (f" {ci(g['ci95'])}" if g["ci95"] else " [no CI]")
 
 
 def sweep_report(sweep: dict[str, Any]) -> str:
@@ -156,9 +150,9 @@ def sweep_report(sweep: dict[str, Any]) -> str:
     for r in sweep["per_seed"]:
         ratio = "-" if r["gap_ratio"] is None else f"{r['gap_ratio']:.2f}"
         lines.append(
-            f"| {r['seed']} | {_pct(r['base_gap'])} | {_pct(r['sft_action'])} | "
-            f"{_pct(r['final_action'])} | {_pct(r['majority_action'])} | {_pct(r['final_gap'])} | "
-            f"{ratio} | {_pct(r['final_counting'])} | {_pct(r['min_template_margin'], True)} | "
+            f"| {r['seed']} | {pct(r['base_gap'])} | {pct(r['sft_action'])} | "
+            f"{pct(r['final_action'])} | {pct(r['majority_action'])} | {pct(r['final_gap'])} | "
+            f"{ratio} | {pct(r['final_counting'])} | {pct(r['min_template_margin'], True)} | "
             f"{r['targets_met']}/{r['targets']} | {_grpo_cell(r['grpo_vs_sft'])} | {r['minutes']} |"
         )
     lines += [
@@ -170,12 +164,12 @@ def sweep_report(sweep: dict[str, Any]) -> str:
     ]
     for r in sweep["per_seed"]:
         lines.append(
-            f"| {r['seed']} | {_pct(r['ood_action'])} | {_pct(r['ood_majority_action'])} | "
-            f"{_pct(r['ood_counting'])} |"
+            f"| {r['seed']} | {pct(r['ood_action'])} | {pct(r['ood_majority_action'])} | "
+            f"{pct(r['ood_counting'])} |"
         )
     lines += ["", "## Spread over seeds", "", "| figure | mean | min | max | sd |", "|---|---|---|---|---|"]
     for key, s in sweep["spread"].items():
-        fmt = (lambda v: f"{v:.2f}") if key == "gap_ratio" else _pct
+        fmt = (lambda v: f"{v:.2f}") if key == "gap_ratio" else pct
         lines.append(f"| {key} | {fmt(s['mean'])} | {fmt(s['min'])} | {fmt(s['max'])} | {fmt(s['sd'])} |")
     lines += [
         "",

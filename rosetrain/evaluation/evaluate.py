@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.formats import pct
 from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
 from rosetrain.evaluation.predictions import PredictionWriter, prediction_row
 
@@ -300,7 +301,7 @@ def check_error_rate(summary: Mapping[str, Any], max_error_rate: float, out: Pat
     if errors and errors > max_error_rate * total:
         first = summary["error_examples"][0]
         raise RosetrainError(
-            f"{errors} of {total} items ({100 * errors / total:.1f}%) got no answer after "
+            f"{errors} of {total} items ({pct(errors / total)}%) got no answer after "
             f"retries (first: {first['item_id']}: {first['error']}); the figures in {out} "
             f"leave them out; run the same command again to retry them, or pass "
             f"--max-error-rate {errors / total:.3g} to accept this"

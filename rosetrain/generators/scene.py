@@ -17,6 +17,7 @@ import random
 from typing import Any
 
 from rosetrain.core.protocol import Cell
+from rosetrain.core.regions import grid_cells
 from rosetrain.generators.spec import PROFILES, LevelSpec, Spec
 
 
@@ -121,7 +122,8 @@ def sample_scene(spec: Spec, seed: int, index: int, split: str = "train") -> Sce
     n_targets = 0 if rng.random() < level.negative_rate else rng.randint(*level.exceptions)
     n_targets = min(n_targets, rows * cols // 2)  # the majority must stay a majority
     flat = rng.sample(range(rows * cols), n_targets)
-    targets = tuple(sorted((i // cols + 1, i % cols + 1) for i in flat))
+    cells = grid_cells(rows, cols)
+    targets = tuple(sorted(cells[i] for i in flat))
     family_spec = level.families[family]
     from rosetrain.generators.families import get_family
 

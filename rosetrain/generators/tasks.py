@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from rosetrain.core import protocol as P
-from rosetrain.core.regions import Box, cells_in_region, region_box
+from rosetrain.core.regions import Box, cells_in_region, grid_cells, region_box
 from rosetrain.generators.prompts import task_sentence
 from rosetrain.generators.scene import Scene, derived_seed, weighted_choice
 from rosetrain.generators.spec import LevelSpec
@@ -83,13 +83,11 @@ def sample_region(
         if hit is not None:
             return hit
     # Targets span the grid: fall back to a one-cell-wide region.
-    inner = _rect_around(random.Random(0), kind, scene.rows, scene.cols, [rng.choice(_grid_cells(scene))])
+    inner = _rect_around(
+        random.Random(0), kind, scene.rows, scene.cols, [rng.choice(grid_cells(scene.rows, scene.cols))]
+    )
     region = _task_region(Region(kind, inner.params | _single(inner.params)), exclusion)
     return region, _case_of(region, scene)
-
-
-def _grid_cells(scene: Scene) -> list[P.Cell]:
-    return [(r, c) for r in range(1, scene.rows + 1) for c in range(1, scene.cols + 1)]
 
 
 def _task_region(inner: Region, exclusion: bool) -> Region:
@@ -118,7 +116,7 @@ def _search(
     """Up to _TRIES regions grown around an anchor chosen for ``want``; the
     first of each other case met on the way is kept in ``found``."""
     rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
-    all_cells = _grid_cells(scene)
+    all_cells = grid_cells(scene.rows, scene.cols)
     others = [cell for cell in all_cells if cell not in set(targets)]
     # The anchor decides the case: the region (or, for exclusion, the excluded
     # part) is grown around no target, one target, or all of them.

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.formats import ci, pct
 from rosetrain.core.io import atomic_write, output_lock, remove_atomic_temps
 from rosetrain.core.jsonio import json_text
 from rosetrain.core.protocol import (
@@ -354,18 +355,6 @@ def compare_runs(
     return result
 
 
-def _pct(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
-
-
-def _ci(interval: Sequence[float | None] | None) -> str:
-    if interval is None or interval[0] is None:
-        return "-"
-    return f"[{_pct(interval[0], True)}, {_pct(interval[1], True)}]"
-
-
 def _errored_note(result: Mapping[str, Any]) -> str:
     excluded = result.get("errored_excluded") or {}
     if not excluded.get("pairs"):
@@ -377,6 +366,35 @@ def _errored_note(result: Mapping[str, Any]) -> str:
     )
 
 
+def before_after_rows(result: Mapping[str, Any]) -> list[str]:
+    """The comparison as a Markdown table: each template, then the headline figures."""
+    lines = [
+        "| figure | before | after | delta | 95% CI of delta | McNemar p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for template, e in result["templates"].items():
+        lines.append(
+            f"| {e['short']} ({template}) | {pct(e['before'])} | {pct(e['after'])} | "
+            f"{pct(e['delta'], True)} | {ci(e['ci95'])} | {e['mcnemar_p']:.3g} |"
+        )
+    for key in HEADLINE_KEYS:
+        e = result[key]
+        lines.append(
+            f"| **{key}** | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} | {ci(e['ci95'])} | |"
+        )
+    return lines
+
+
+def region_case_rows(result: Mapping[str, Any]) -> list[str]:
+    """Local-task PASS by region case (zero / partial / all) as a Markdown table."""
+    lines = ["| case | n | before | after | delta |", "|---|---|---|---|---|"]
+    for case, e in result["by_region_case"].items():
+        lines.append(
+            f"| {case} | {e['n']} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} |"
+        )
+    return lines
+
+
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
     """report.md: the figures in percentage points, then the plots."""
     lines = [
@@ -386,31 +404,12 @@ def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> st
         f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}); "
         f"data `{result.get('data_fingerprint') or 'not recorded'}`.\n",
         _errored_note(result),
-        "| figure | before | after | delta | 95% CI of delta | McNemar p |",
-        "|---|---|---|---|---|---|",
-    ]
-    for template, e in result["templates"].items():
-        lines.append(
-            f"| {e['short']} ({template}) | {_pct(e['before'])} | {_pct(e['after'])} | "
-            f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | {e['mcnemar_p']:.3g} |"
-        )
-    for key in HEADLINE_KEYS:
-        e = result[key]
-        lines.append(
-            f"| **{key}** | {_pct(e['before'])} | {_pct(e['after'])} | "
-            f"{_pct(e['delta'], True)} | {_ci(e['ci95'])} | |"
-        )
-    lines += [
+        *before_after_rows(result),
         "",
         "## Local tasks by region case (PASS, plain means)",
         "",
-        "| case | n | before | after | delta |",
-        "|---|---|---|---|---|",
+        *region_case_rows(result),
     ]
-    for case, e in result["by_region_case"].items():
-        lines.append(
-            f"| {case} | {e['n']} | {_pct(e['before'])} | {_pct(e['after'])} | {_pct(e['delta'], True)} |"
-        )
     lines.append("")
     lines += [f"![{Path(name).stem}]({name})\n" for name in images]
     return "\n".join(lines) + "\n"
@@ -484,8 +483,8 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
         gap = result["gap"]
         ax.set_ylabel("percentage points")
         ax.set_title(
-            f"Counting-to-action gap: {_pct(gap['before'])} -> {_pct(gap['after'])} "
-            f"(delta {_pct(gap['delta'], True)}, CI {_ci(gap['ci95'])})",
+            f"Counting-to-action gap: {pct(gap['before'])} -> {pct(gap['after'])} "
+            f"(delta {pct(gap['delta'], True)}, CI {ci(gap['ci95'])})",
             fontsize=9,
         )
         names.append(save(fig, "gap.png"))

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from rosetrain.core.formats import pct
 from rosetrain.core.protocol import SHORT_NAME
 
 
 def print_summary(summary: dict, out: str) -> None:
     """The per-template PASS/VALID/SOFT table and the gap (what ``rosetrain score`` and ``rosetrain eval`` print)."""
-
-    def pct(value):
-        return "-" if value is None else f"{100 * value:.1f}"
 
     print(f"scored {summary['n']} items (coverage {pct(summary['coverage_rate'])}%) -> {out}")
     if summary.get("n_errors"):

@@ -7,6 +7,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rosetrain.core.formats import pct
 from rosetrain.core.protocol import MAIN_TEMPLATES, SHORT_NAME
 from rosetrain.scoring.metrics import BREAKDOWNS, DIAGNOSTICS
 
@@ -27,10 +28,6 @@ BRIDGE_FIGURES = (
     ("loc_given_card", "Loc\\|Card (T3 PASS given T2B PASS)"),
     ("lclk_given_own_count", "L-Clk given its own click count right"),
 )
-
-
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"
 
 
 def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

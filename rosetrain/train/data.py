@@ -11,19 +11,14 @@ the stream's own exclusion (``stream_dataset(exclude_fingerprints=...)``).
 from __future__ import annotations
 
 import collections
-import glob
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError, first_line
 from rosetrain.core.protocol import TEMPLATES
+from rosetrain.data.manifest import parquet_files
 from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
-
-
-def parquet_files(folder: str, split: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(folder, "hf", split, "*.parquet")))
 
 
 def check_folder(data: DataConfig) -> None:
