@@ -1,8 +1,12 @@
 """Append-only ``predictions.jsonl`` for runs that survive interrupts.
 
 Each row ``{"item_id", "raw_text", "model", "error", "data_fingerprint"}`` is
-written as one whole line, flushed and fsync'd before the next item, so an interrupt loses at most
-the items in flight. A write cut short leaves a last line without its newline:
+written as one whole line and flushed to the operating system before the next
+item, so a killed or interrupted process loses at most the items in flight; the
+file is fsync'd at most once a second and on close, so a machine crash loses at
+most the last second's answers (an fsync per line made every item wait on the
+disk: on the benchmark's tiny model, 0.84 of the bare loop's wall-clock speed,
+against 1.05 with one fsync a second). A write cut short leaves a last line without its newline:
 :func:`repair_tail` truncates it, and the item is simply asked again. After
 that repair the file is read with the scorer's reader
 (``rosetrain.data.release.read_predictions``), so both agree on what is valid.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,7 @@ from rosetrain.core.jsonio import jsonl_text
 from rosetrain.data.release import read_predictions, short_fingerprint
 
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
+SYNC_SECONDS = 1.0  # fsync a predictions file at most this often (and on close)
 
 
 def prediction_row(
@@ -100,7 +106,7 @@ def _end_of_last_full_line(handle, size: int, chunk: int = 1 << 16) -> int:
 
 
 class PredictionWriter:
-    """Appends prediction rows, each one durable before the next.
+    """Appends prediction rows, each one flushed before the next (see the module doc).
 
     Opening repairs a torn last line. With ``retry_errors`` (the default), rows
     that recorded an error are dropped (the file is rewritten atomically without
@@ -132,6 +138,7 @@ class PredictionWriter:
         self.rows: dict[str, dict[str, Any]] = kept
         self.data_fingerprint = data_fingerprint
         self._handle = open(self.path, "ab")
+        self._synced_at = time.monotonic()
 
     @property
     def done(self):
@@ -150,12 +157,18 @@ class PredictionWriter:
             raise ValueError(f"item {row['item_id']!r} already has a prediction")
         line = json.dumps(row, ensure_ascii=False) + "\n"
         self._handle.write(line.encode("utf-8"))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        self._handle.flush()  # in the kernel: survives the process
         self.rows[row["item_id"]] = row
+        if time.monotonic() - self._synced_at >= SYNC_SECONDS:
+            self._sync()
+
+    def _sync(self) -> None:
+        os.fsync(self._handle.fileno())  # on the disk: survives the machine
+        self._synced_at = time.monotonic()
 
     def close(self) -> None:
         if not self._handle.closed:
+            self._sync()
             self._handle.close()
 
     def __enter__(self) -> PredictionWriter:
