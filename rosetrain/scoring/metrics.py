@@ -189,14 +189,18 @@ def _heldout_label(value: Any) -> str:
     return "unknown" if value is None else ("heldout" if value else "seen")
 
 
+def _every_row(region: str) -> bool:
+    return True
+
+
 BREAKDOWNS: dict[str, tuple[str, Callable[[Any], str], Callable[[str], bool]]] = {
     # name -> (field, its group label, which rows take part (by region type))
-    "by_subset_groups": ("rose_subset", str, lambda region: True),
+    "by_subset_groups": ("rose_subset", str, _every_row),
     # only local tasks have a meaningful zero/partial/all case
     "by_region_case": ("region_case_group", str, lambda region: region != GLOBAL),
-    "by_grid_profile": ("grid_size_profile", str, lambda region: True),
-    "by_target_count": ("target_count", str, lambda region: True),
-    "by_heldout_family": ("heldout_family", _heldout_label, lambda region: True),
+    "by_grid_profile": ("grid_size_profile", str, _every_row),
+    "by_target_count": ("target_count", str, _every_row),
+    "by_heldout_family": ("heldout_family", _heldout_label, _every_row),
 }
 
 
@@ -207,10 +211,13 @@ def _sort_key(key: str) -> tuple:
 def breakdowns(columns: Columns) -> dict[str, dict[str, Any]]:
     result = {}
     for name, (field, label, keep) in BREAKDOWNS.items():
-        groups: dict[str, list[int]] = defaultdict(list)
-        for index, (value, region) in enumerate(zip(columns[field], columns["region_type"])):
-            if keep(region):
-                groups[label(value)].append(index)
+        if label is str and keep is _every_row:  # shared with the official figures' groups
+            groups = columns.positions(field, text=True)
+        else:
+            groups = defaultdict(list)
+            for index, (value, region) in enumerate(zip(columns[field], columns["region_type"])):
+                if keep(region):
+                    groups[label(value)].append(index)
         result[name] = {k: group_stats(columns, groups[k]) for k in sorted(groups, key=_sort_key)}
     return result
 

@@ -131,10 +131,11 @@ class Columns:
     over short lists at C speed, never over the row dicts again (a summary has
     hundreds of figures over tens of thousands of rows)."""
 
-    __slots__ = ("n", "fields")
+    __slots__ = ("n", "fields", "_positions")
 
     def __init__(self, rows: Sequence[Row], fields: Sequence[str]):
         self.n = len(rows)
+        self._positions: dict[tuple, dict[Any, list[int]]] = {}
         fields = tuple(dict.fromkeys(fields))
         if not rows:
             self.fields: dict[str, Sequence] = {field: () for field in fields}
@@ -151,6 +152,7 @@ class Columns:
         """The rows at positions ``at``, in that order."""
         taken = Columns((), ())
         taken.n = len(at)
+        taken._positions = {}
         taken.fields = {field: take_at(column, at) for field, column in self.fields.items()}
         return taken
 
@@ -167,13 +169,18 @@ class Columns:
 
     def positions(self, *fields: str, text: bool = False) -> dict[Any, list[int]]:
         """Row positions per value of ``fields`` (a tuple of values for several
-        fields; ``str()`` of the value with ``text``), in order of first use."""
+        fields; ``str()`` of the value with ``text``), in order of first use.
+        Computed once per Columns (the lists are shared: do not change them)."""
+        known = self._positions.get((fields, text))
+        if known is not None:
+            return known
         keys: Iterable = zip(*(self.fields[f] for f in fields)) if len(fields) > 1 else self.fields[fields[0]]
         if text:
             keys = map(str, keys)
         groups: dict[Any, list[int]] = defaultdict(list)
         for index, key in enumerate(keys):
             groups[key].append(index)
+        self._positions[(fields, text)] = groups
         return groups
 
 

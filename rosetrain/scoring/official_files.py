@@ -99,7 +99,8 @@ def official_summary(expected: O.Columns, every: O.Columns, info: RunInfo | None
     templates, ids = every["task_template"], every["item_id"]
     main = [i for i, t in enumerate(templates) if t not in BRIDGE_TEMPLATES] or range(every.n)
     # the official order of addition: rows sorted by item id
-    columns = every.take(sorted(main, key=lambda i: str(ids[i])))
+    order = sorted(main, key=lambda i: str(ids[i]))
+    columns = every if len(order) == every.n and order == list(range(every.n)) else every.take(order)
     coverage = _coverage(_paper_items(expected), columns, info)
     cells, by_subset_at = O.cell_sums(columns), columns.positions("rose_subset", text=True)
     paper = {
