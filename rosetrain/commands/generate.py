@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
         action="append",
         default=[],
         metavar="METADATA_JSONL",
-        help="fail if any scene also appears in this split (repeatable)",
+        help="skip any scene that also appears in this split, as scenes of the spec's heldout_spec are skipped (repeatable)",
     )
     parser.add_argument(
         "--overwrite",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -42,7 +43,7 @@ from rosetrain.data.manifest import (
 from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.generators.heldout import heldout_guard
 from rosetrain.generators.records import build_records
-from rosetrain.generators.scene import sample_scene
+from rosetrain.generators.scene import Scene, sample_scene
 from rosetrain.generators.spec import Spec, spec_sha256
 
 FORMATS = ("release", "hf")
@@ -159,7 +160,8 @@ def shard_is_whole(job: GenerateJob, shard: int) -> bool:
         records = part_records(job.part_path(shard))
     except (OSError, ValueError):
         return False
-    if {r.get("scene_index") for r in records} != set(job.shard_indices(shard)):
+    found, indices = {r.get("scene_index") for r in records}, set(job.shard_indices(shard))
+    if not found <= indices or not all(_is_excluded(job, index) for index in indices - found):
         return False
     if "release" in job.formats and not all(
         _png_is_whole(job.out_dir, name) for name in set(image_names(records))
@@ -190,23 +192,31 @@ def _parquet_rows(path: Path) -> int | None:
         return None
 
 
+def kept_scenes(job: GenerateJob, shard: int) -> dict[int, Scene | None]:
+    """The shard's scenes to write, by index: all of them, less any whose
+    fingerprint is in ``exclude`` (a held-out scene, or one of an ``--exclude``
+    split), which is skipped as the training stream skips it: small grids repeat
+    by chance, so a long run would otherwise stop at the first repeat. The
+    scenes sampled for that check are kept, not sampled again to draw them."""
+    indices = job.shard_indices(shard)
+    if not job.exclude:
+        return dict.fromkeys(indices)
+    scenes = {index: sample_scene(job.spec, job.seed, index, job.split) for index in indices}
+    return {index: scene for index, scene in scenes.items() if scene.fingerprint not in job.exclude}
+
+
+def _is_excluded(job: GenerateJob, index: int) -> bool:
+    return bool(job.exclude) and sample_scene(job.spec, job.seed, index, job.split).fingerprint in job.exclude
+
+
 def write_shard(job: GenerateJob, shard: int) -> int:
-    """Make one shard; returns its number of scenes. Runs in a worker process."""
+    """Make one shard; returns its number of scene indices (skipped ones
+    included: the progress bar counts indices). Runs in a worker process."""
     import pyarrow.parquet as pq
 
     from rosetrain.data.hf import SCHEMA, hf_row, png_bytes, rows_to_table
 
-    indices = job.shard_indices(shard)
-    scenes = {}  # sampled for the check below: reused, not sampled again to draw them
-    if job.exclude:  # prove disjointness before writing anything of this shard
-        for index in indices:
-            scene = scenes[index] = sample_scene(job.spec, job.seed, index, job.split)
-            if scene.fingerprint in job.exclude:
-                raise RosetrainError(
-                    f"scene {scene.scene_id} of {job.spec.path} (seed {job.seed}) is also "
-                    f"in the held-out split (fingerprint {scene.fingerprint}); "
-                    f"change the seed or the spec"
-                )
+    scenes = kept_scenes(job, shard)
     lines: list[str] = []
     pending: list[dict[str, Any]] = []
     pending_bytes = 0
@@ -216,7 +226,7 @@ def write_shard(job: GenerateJob, shard: int) -> int:
         tmp_parquet.parent.mkdir(parents=True, exist_ok=True)
         writer = pq.ParquetWriter(tmp_parquet, SCHEMA)
     try:
-        for index in indices:
+        for index, scene in scenes.items():
             example = build_records(
                 job.spec,
                 job.seed,
@@ -224,7 +234,7 @@ def write_shard(job: GenerateJob, shard: int) -> int:
                 job.split,
                 heldout_family_name=job.heldout_family_name,
                 encode=png_bytes,
-                scene=scenes.pop(index, None),
+                scene=scene,
             )
             encoded = example.images
             if "release" in job.formats:
@@ -248,22 +258,32 @@ def write_shard(job: GenerateJob, shard: int) -> int:
         writer.close()
         os.replace(tmp_parquet, job.parquet_path(shard))
     atomic_write(job.part_path(shard), "".join(line + "\n" for line in lines))  # marks the shard done
-    return len(indices)
+    return len(job.shard_indices(shard))
 
 
-def finish_shard_job(job: GenerateJob) -> int:
+def finish_shard_job(job: GenerateJob) -> tuple[int, int]:
     """A ``--shard K/N`` job: list its own shards' files in its manifest (so
     ``--merge`` knows it finished, and ``--overwrite`` what it owns); the
-    split's metadata is joined by the merge. Returns the number of rows made."""
+    split's metadata is joined by the merge. Returns the numbers of rows and scenes made."""
     files = _shard_files(job)
     atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
-    return sum(len(part_records(job.part_path(shard))) for shard in job.own_shards)
+    counts = [_rows_and_scenes(job.part_path(shard).read_bytes()) for shard in job.own_shards]
+    return sum(rows for rows, _ in counts), sum(scenes for _, scenes in counts)
 
 
-def finish(job: GenerateJob) -> int:
+# A part's lines are written with sorted keys and json's default separators.
+SCENE_INDEX = re.compile(rb'"scene_index": (\d+)')
+
+
+def _rows_and_scenes(data: bytes) -> tuple[int, int]:
+    """Rows and distinct scenes of a part, from its bytes (no JSON decoding)."""
+    return data.count(b"\n"), len(set(SCENE_INDEX.findall(data)))
+
+
+def finish(job: GenerateJob) -> tuple[int, int]:
     """List every file of the split in its manifest, then join the parts into the
     split's metadata file (and, with ``layout: rose``, its bridge rows into the
-    release's bridge files); returns the number of rows. The list comes first, so
+    release's bridge files); returns the numbers of rows and scenes. The list comes first, so
     a kill in between never leaves an output that no manifest claims."""
     bridges = bridge_paths(job.out_dir, job.split) if job.spec.layout == "rose" else {}
     finals = {None: job.metadata_path, **bridges}
@@ -285,23 +305,21 @@ def _shard_files(job: GenerateJob) -> set[str]:
     return files
 
 
-def _join_parts(job: GenerateJob, finals: dict[str | None, Path]) -> int:
+def _join_parts(job: GenerateJob, finals: dict[str | None, Path]) -> tuple[int, int]:
     temps = {key: path.with_name(f".{path.name}.tmp") for key, path in finals.items()}
     handles = {key: open(path, "wb") for key, path in temps.items()}
-    n_rows = 0
+    n_rows = n_scenes = 0
     try:
         for shard in range(job.num_shards):
-            n_rows += route_lines(
-                job.part_path(shard).read_bytes(),
-                handles[None],
-                {key: h for key, h in handles.items() if key},
-            )
+            data = job.part_path(shard).read_bytes()
+            n_rows += route_lines(data, handles[None], {key: h for key, h in handles.items() if key})
+            n_scenes += _rows_and_scenes(data)[1]
     finally:
         for handle in handles.values():
             handle.close()
     for key, path in finals.items():  # both bridge files always, as in the release
         os.replace(temps[key], path)
-    return n_rows
+    return n_rows, n_scenes
 
 
 def run_job(job: GenerateJob, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
@@ -326,28 +344,27 @@ def run_job(job: GenerateJob, *, overwrite: bool = False, progress: bool = True)
             with bar:
                 for count in _map(job, todo):
                     bar.update(count)
-            n_rows = finish(job) if job.shard_of is None else finish_shard_job(job)
+            n_rows, n_scenes = finish(job) if job.shard_of is None else finish_shard_job(job)
     except OSError as err:  # disk full, permission denied, a file where a folder should be
         raise RosetrainError(
             f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
             f"fix that and run the same command again to resume"
         ) from None
+    if total and not n_scenes:
+        raise RosetrainError(
+            f"every one of the {total} scenes of {job.spec.path} (seed {job.seed}) is also in the "
+            f"held-out split or an --exclude split, so the split is empty; change the seed or the spec"
+        )
+    counts = {"scenes": n_scenes, "skipped_scenes": total - n_scenes, "rows": n_rows}
     if job.shard_of is not None:
         return {
             "split": job.split,
             "shard": "{}/{}".format(*job.shard_of),
             "shards": job.own_shards,
-            "scenes": total,
-            "rows": n_rows,
+            **counts,
             "out": str(job.out_dir),
         }
-    return {
-        "split": job.split,
-        "scenes": job.scenes,
-        "rows": n_rows,
-        "out": str(job.out_dir),
-        "metadata": str(job.metadata_path),
-    }
+    return {"split": job.split, **counts, "out": str(job.out_dir), "metadata": str(job.metadata_path)}
 
 
 def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:

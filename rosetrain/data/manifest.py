@@ -88,10 +88,12 @@ def _corrupt(path: Path, problem: str) -> RosetrainError:
 
 def part_records(path: Path) -> list[dict[str, Any]]:
     """The records of a shard part; OSError or ValueError when it is not whole
-    (empty, cut off mid-line, a line that is not a JSON object)."""
+    (cut off mid-line, a line that is not a JSON object). An empty part is a
+    shard whose every scene was skipped, or one cut off before its first line:
+    the caller tells them apart by the scenes it expected."""
     data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        raise ValueError(f"{path}: empty or cut off")
+    if data and not data.endswith(b"\n"):
+        raise ValueError(f"{path}: cut off")
     records = [json.loads(line) for line in data.decode("utf-8").splitlines()]
     if not all(isinstance(record, dict) for record in records):
         raise ValueError(f"{path}: a line is not a JSON object")

@@ -47,7 +47,7 @@ def merge(
                 for shard in todo:
                     copy_shard(job, shard, owners[shard])
                     bar.update(1)
-            n_rows = finish(job)
+            n_rows, n_scenes = finish(job)
     except OSError as err:
         raise RosetrainError(
             f"{err.filename or job.out_dir}: cannot write ({err.strerror or err}); "
@@ -55,7 +55,8 @@ def merge(
         ) from None
     return {
         "split": job.split,
-        "scenes": job.scenes,
+        "scenes": n_scenes,
+        "skipped_scenes": job.scenes - n_scenes,
         "rows": n_rows,
         "out": str(job.out_dir),
         "metadata": str(job.metadata_path),

@@ -3,10 +3,10 @@
 A spec with ``role: heldout`` (seed namespace ``heldout``, reserved to it) may
 name a family with ``heldout_family_name``; its rows say ``heldout_family:
 true`` for that family. A training spec names its held-out spec
-(``heldout_spec``): it may not draw the held-out family, and none of its scenes
-may have the fingerprint of one of the held-out spec's first ``heldout_scenes``
-scenes. Both the writers and the stream ask :func:`heldout_guard` what to mark
-and what to avoid.
+(``heldout_spec``): it may not draw the held-out family, and a scene with the
+fingerprint of one of the held-out spec's first ``heldout_scenes`` scenes is
+skipped (small grids repeat by chance). Both the writers and the stream ask
+:func:`heldout_guard` what to mark and what to skip.
 """
 
 from __future__ import annotations
