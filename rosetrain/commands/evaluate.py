@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rosetrain.commands import add_bridges_flags
 from rosetrain.core.errors import RosetrainError
 
 
@@ -79,15 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow the model's own Python code to run (off by default)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    bridges = parser.add_mutually_exclusive_group()
-    bridges.add_argument(
-        "--bridges",
-        dest="bridges",
-        action="store_true",
-        default=None,
-        help="also run the release's bridge files (metadata_<split>_*.jsonl)",
-    )
-    bridges.add_argument("--no-bridges", dest="bridges", action="store_false", help="never read bridge files")
+    add_bridges_flags(parser, "run")
 
 
 def error_rate(text: str) -> float:

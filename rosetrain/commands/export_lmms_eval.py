@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from rosetrain.commands import add_bridges_flags
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="the split's folder (metadata_<split>.jsonl + images/) or a .jsonl")
@@ -26,15 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=256,
         help="generation limit of the task (default: 256, as rosetrain eval)",
     )
-    bridges = parser.add_mutually_exclusive_group()
-    bridges.add_argument(
-        "--bridges",
-        dest="bridges",
-        action="store_true",
-        default=None,
-        help="also read the release's bridge files",
-    )
-    bridges.add_argument("--no-bridges", dest="bridges", action="store_false", help="never read bridge files")
+    add_bridges_flags(parser, "read")
     parser.add_argument(
         "--samples",
         default=None,

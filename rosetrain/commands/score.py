@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rosetrain.commands import add_bridges_flags
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -41,15 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="name at the start of table1_row.txt / table2_row.txt (default: the model name)",
     )
     parser.add_argument("--digits", type=int, default=1, help="decimals of the LaTeX table rows (default: 1)")
-    bridges = parser.add_mutually_exclusive_group()
-    bridges.add_argument(
-        "--bridges",
-        dest="bridges",
-        action="store_true",
-        default=None,
-        help="also read the release's bridge files (metadata_<split>_*.jsonl)",
-    )
-    bridges.add_argument("--no-bridges", dest="bridges", action="store_false", help="never read bridge files")
+    add_bridges_flags(parser, "read")
 
 
 def run(args: argparse.Namespace) -> int:
