@@ -62,10 +62,11 @@ def _run(args: argparse.Namespace) -> int:
     from rosetrain.evaluation.predictions import check_same_data
     from rosetrain.reports.console import print_summary
     from rosetrain.scoring.batch import run_model, score_predictions, write_scored_run
-    from rosetrain.scoring.gold import GOLD_FIELDS
+    from rosetrain.scoring.gold import GOLD_FIELDS, Gold
     from rosetrain.scoring.official_files import RunInfo
 
-    golds = load_split(args.data, args.split, bridges=args.bridges, fields=GOLD_FIELDS)
+    # each record is checked and made a Gold in one pass, its cells parsed once
+    golds = load_split(args.data, args.split, bridges=args.bridges, fields=GOLD_FIELDS, build=Gold)
     fingerprint = split_fingerprint(args.data, args.split, bridges=args.bridges)
     predictions = read_predictions(args.predictions)
     check_same_data(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import iter_jsonl
 from rosetrain.data.bridges import bridge_paths
 from rosetrain.data.paths import check_split_name, confined_path
-from rosetrain.data.validate import IMAGE_FIELDS, check_record
+from rosetrain.data.validate import IMAGE_FIELDS, CheckedRecord, check_record
 
 # Fields the scorer needs from every record (region_params or region_params_json too).
 REQUIRED_FIELDS = (
@@ -82,7 +82,8 @@ def load_split(
     split: str = "test",
     bridges: bool | None = None,
     fields: Collection[str] | None = None,
-) -> list[dict[str, Any]]:
+    build: Callable[[dict[str, Any], CheckedRecord], Any] | None = None,
+) -> list[Any]:
     """Every record of ``split`` in file order (see :func:`split_files` for ``bridges``).
 
     A bad line, a record missing a required field or contradicting itself
@@ -94,20 +95,26 @@ def load_split(
     ``fields``: keep only these fields of each record (and those the checks
     read); the others are skipped unread, which makes reading a split with
     long prompts several times faster (``rosetrain score`` reads no prompt).
+
+    ``build``: return ``build(record, checked)`` for each record instead, given
+    what the checks parsed (the scorer builds its golds without parsing twice).
     """
     paths = split_files(root, split, bridges)
     if fields is not None:
         try:
-            return _checked_records((path, enumerate(_read_fields(path, fields), start=1)) for path in paths)
+            return _checked_records(
+                ((path, enumerate(_read_fields(path, fields), start=1)) for path in paths), build
+            )
         except RosetrainError:
             pass  # read it again in full: that error names the file, line and field
-    return _checked_records((path, iter_jsonl(path)) for path in paths)
+    return _checked_records(((path, iter_jsonl(path)) for path in paths), build)
 
 
 def _checked_records(
     files: Iterable[tuple[Path, Iterable[tuple[int, dict[str, Any]]]]],
-) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
+    build: Callable[[dict[str, Any], CheckedRecord], Any] | None,
+) -> list[Any]:
+    records: list[Any] = []
     seen: dict[str, str] = {}
     for path, numbered in files:
         images: set[str] = set()
@@ -117,12 +124,12 @@ def _checked_records(
                 missing.append("region_params")
             if missing:
                 raise RosetrainError(f"{path}:{number}: record lacks required field(s) {', '.join(missing)}")
-            check_record(record, path, number, images)
+            checked = check_record(record, path, number, images)
             item_id = str(record["item_id"])
             if item_id in seen:
                 raise RosetrainError(f"{path}:{number}: item_id {item_id!r} already at {seen[item_id]}")
             seen[item_id] = f"{path.name}:{number}"
-            records.append(record)
+            records.append(record if build is None else build(record, checked))
     return records
 
 

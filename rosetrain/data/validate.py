@@ -12,20 +12,33 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.regions import region_box
+from rosetrain.core.regions import Box, region_box
 from rosetrain.data.paths import check_confined
 
 IMAGE_FIELDS = ("image", "base_image")
 
 
+class CheckedRecord(NamedTuple):
+    """What checking a record parsed, so that the scorer need not parse it again.
+    The region's targets are the gold clicks: the check proved them equal."""
+
+    rows: int
+    cols: int
+    count: int
+    clicks: frozenset[P.Cell]
+    targets: frozenset[P.Cell]
+    region: Box
+
+
 def check_record(
     record: Mapping[str, Any], path: Path, number: int, images_checked: set[str] | None = None
-) -> None:
-    """Raise naming ``path:number`` and the field when the gold record is inconsistent.
+) -> CheckedRecord:
+    """Raise naming ``path:number`` and the field when the gold record is
+    inconsistent; else return what the checks parsed.
 
     ``images_checked``: image paths of the same file already found inside its
     folder (the tasks of one scene share an image), added to as checked."""
@@ -44,13 +57,14 @@ def check_record(
             f"{where}: ground_truth_count: {count} disagrees with the "
             f"{len(clicks)} cell(s) of ground_truth_clicks"
         )
-    _check_region(record, where, rows, cols, clicks, targets)
+    region = _check_region(record, where, rows, cols, clicks, targets)
     for field in IMAGE_FIELDS:
         image = record.get(field)
         if image is not None and (images_checked is None or image not in images_checked):
             check_confined(str(path.parent), image, f"{where}: {field}")
             if images_checked is not None:
                 images_checked.add(image)
+    return CheckedRecord(rows, cols, count, clicks, targets, region)
 
 
 def _whole(record: Mapping[str, Any], field: str, where: str, minimum: int) -> int:
@@ -135,8 +149,9 @@ def _check_region(
     cols: int,
     clicks: frozenset[P.Cell],
     targets: frozenset[P.Cell],
-) -> None:
-    """The gold clicks are exactly the scene's targets inside the task's region."""
+) -> Box:
+    """The gold clicks are exactly the scene's targets inside the task's region
+    (returned)."""
     params = record.get("region_params")
     if params is None:
         params = record.get("region_params_json") or {}
@@ -164,3 +179,4 @@ def _check_region(
         and _cells(record, "region_target_cells", where, rows, cols) != expected
     ):
         raise RosetrainError(f"{where}: region_target_cells: disagrees with the targets in the region")
+    return region

@@ -13,7 +13,7 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write
 from rosetrain.core.jsonio import json_line, json_text
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
-from rosetrain.scoring.gold import prepare_gold
+from rosetrain.scoring.gold import Gold, prepare_gold
 from rosetrain.scoring.item import score_item
 from rosetrain.scoring.metrics import summarize
 from rosetrain.scoring.official_files import ERROR_CASES_FILE, RunInfo, official_files
@@ -51,7 +51,7 @@ def run_model(predictions: Mapping[str, Mapping], fallback: str | None) -> str |
 
 
 def score_predictions(
-    golds: Sequence[Mapping[str, Any]],
+    golds: Sequence[Mapping[str, Any] | Gold],
     predictions: Mapping[str, Mapping],
     allow_partial: bool = False,
     model: str | None = None,
@@ -63,7 +63,7 @@ def score_predictions(
     too (they usually mean the wrong split or file). A prediction without a
     ``model`` key gets ``model`` (the official evaluator's default).
     """
-    gold_ids = [str(g["item_id"]) for g in golds]
+    gold_ids = [g.item_id if isinstance(g, Gold) else str(g["item_id"]) for g in golds]
     missing = [i for i in gold_ids if i not in predictions]
     if missing and not allow_partial:
         shown = ", ".join(missing[:MISSING_SHOWN])
@@ -78,8 +78,8 @@ def score_predictions(
             f"(first: {', '.join(unknown[:MISSING_SHOWN])})"
         )
     rows = []
-    for gold in golds:
-        prediction = predictions.get(str(gold["item_id"]))
+    for gold, item_id in zip(golds, gold_ids):
+        prediction = predictions.get(item_id)
         if prediction is None:
             continue
         rows.append(
@@ -95,7 +95,7 @@ def score_predictions(
 
 def write_scored_run(
     out_dir: str | os.PathLike,
-    golds: Sequence[Mapping[str, Any]],
+    golds: Sequence[Mapping[str, Any] | Gold],
     rows: Sequence[Mapping[str, Any]],
     run: RunInfo | None = None,
     data_fingerprint: str | None = None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.protocol import (
@@ -25,6 +25,9 @@ from rosetrain.core.protocol import (
     parse_cell_str,
 )
 from rosetrain.core.regions import region_box
+
+if TYPE_CHECKING:
+    from rosetrain.data.validate import CheckedRecord
 
 REQUIRED_GOLD_FIELDS = (
     "item_id",
@@ -159,39 +162,33 @@ class Gold:
         "extras",
     )
 
-    def __init__(self, gold: Mapping[str, Any]):
+    def __init__(self, gold: Mapping[str, Any], checked: CheckedRecord | None = None):
+        """``checked``: what checking the record in its file parsed (see
+        ``rosetrain.data.validate``), used instead of parsing the record again."""
         if not isinstance(gold, (dict, Mapping)):  # dict first: the abc check is slow
             raise RosetrainError(f"a gold item must be an object, got {type(gold).__name__}")
         item_id = gold.get("item_id")
-        for field in REQUIRED_GOLD_FIELDS:
-            if gold.get(field) is None:
-                raise _fail(item_id, field, "is missing")
+        if checked is None:
+            for field in REQUIRED_GOLD_FIELDS:
+                if gold.get(field) is None:
+                    raise _fail(item_id, field, "is missing")
         template = str(gold["task_template"])
         mode = gold.get("task_mode") or TASK_MODE.get(template)
         if mode not in TASK_MODES:
             raise _fail(item_id, "task_mode", f"must be one of {TASK_MODES}, got {mode!r}")
         self.item_id = str(item_id)
         self.mode = mode
-        self.rows = _int_field(gold, "rows", item_id)
-        self.cols = _int_field(gold, "cols", item_id)
-        if self.rows < 1 or self.cols < 1:
-            raise _fail(item_id, "rows", f"and 'cols' must be positive, got {self.rows}x{self.cols}")
-        self.gold_count = _int_field(gold, "ground_truth_count", item_id)
-        self.gold_clicks, gold_labels = _labeled_cells(gold, "ground_truth_clicks", item_id)
-        self.all_targets, all_labels = _labeled_cells(gold, "all_target_cells", item_id)
         self.region_type = str(gold["region_type"])
-        params = _region_params(gold, item_id)
-        try:
-            self.region = region_box(self.region_type, params)
-        except RosetrainError as err:
-            raise RosetrainError(f"gold item {item_id!r}: {err}") from None
-        # As the official evaluator: the region's targets are the listed ones (the
-        # gold clicks when unlisted), and the targets outside it all the others.
-        self.region_targets, region_labels = (
-            _labeled_cells(gold, "region_target_cells", item_id)
-            if gold.get("region_target_cells")
-            else (self.gold_clicks, gold_labels)
-        )
+        if checked is None:
+            gold_labels, all_labels, region_labels = self._parse(gold, item_id)
+        else:
+            self.rows, self.cols, self.gold_count = checked.rows, checked.cols, checked.count
+            self.gold_clicks, self.all_targets = checked.clicks, checked.targets
+            self.region = checked.region
+            # the check proved the region's targets (listed or not) are the gold clicks
+            self.region_targets = checked.clicks
+            gold_labels = region_labels = labels_of(checked.clicks)
+            all_labels = labels_of(checked.targets)
         self.out_region_targets, out_labels = _outside(self.all_targets, self.region_targets)
         self.is_local = self.region_type != GLOBAL
         self.is_exclusion = self.region_type == EXCLUSION
@@ -226,6 +223,30 @@ class Gold:
             "ground_truth_formal_answer": gold.get("ground_truth_formal_answer"),
         }
         self.extras = self._extra_fields(gold)
+
+    def _parse(self, gold: Mapping[str, Any], item_id: object) -> tuple[list[str], list[str], list[str]]:
+        """Sizes, cell sets and region of a record nothing has checked; returns the
+        sorted labels of the gold clicks, all targets and the region's targets."""
+        self.rows = _int_field(gold, "rows", item_id)
+        self.cols = _int_field(gold, "cols", item_id)
+        if self.rows < 1 or self.cols < 1:
+            raise _fail(item_id, "rows", f"and 'cols' must be positive, got {self.rows}x{self.cols}")
+        self.gold_count = _int_field(gold, "ground_truth_count", item_id)
+        self.gold_clicks, gold_labels = _labeled_cells(gold, "ground_truth_clicks", item_id)
+        self.all_targets, all_labels = _labeled_cells(gold, "all_target_cells", item_id)
+        params = _region_params(gold, item_id)
+        try:
+            self.region = region_box(self.region_type, params)
+        except RosetrainError as err:
+            raise RosetrainError(f"gold item {item_id!r}: {err}") from None
+        # As the official evaluator: the region's targets are the listed ones (the
+        # gold clicks when unlisted), and the targets outside it all the others.
+        self.region_targets, region_labels = (
+            _labeled_cells(gold, "region_target_cells", item_id)
+            if gold.get("region_target_cells")
+            else (self.gold_clicks, gold_labels)
+        )
+        return gold_labels, all_labels, region_labels
 
     @property
     def official(self) -> dict[str, Any]:
@@ -285,6 +306,19 @@ def _labeled_cells(gold: Mapping, field: str, item_id: object) -> tuple[frozense
         if key is not None and len(_LABELED) < _LABELED_MAX:
             _LABELED[key] = known
     return known
+
+
+_LABELS: dict[frozenset[Cell], list[str]] = {}  # a frozenset keeps its hash: a cheap key
+
+
+def labels_of(cells: frozenset[Cell]) -> list[str]:
+    """The sorted labels of a cell set, shared by the rows that show them."""
+    labels = _LABELS.get(cells)
+    if labels is None:
+        labels = sorted_labels(cells)
+        if len(_LABELS) < _LABELED_MAX:
+            _LABELS[cells] = labels
+    return labels
 
 
 def _outside(targets: frozenset[Cell], region: frozenset[Cell]) -> tuple[frozenset[Cell], list[str]]:
