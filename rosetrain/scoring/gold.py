@@ -248,11 +248,6 @@ class Gold:
         )
         return gold_labels, all_labels, region_labels
 
-    @property
-    def official(self) -> dict[str, Any]:
-        """The item's own fields of an official per-item row, in the official order."""
-        return {**self.first, **self.head, "gt_clicks": self.gt_labels, **self.tail}
-
     def _extra_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
         """rosetrain's own descriptive fields (names the official rows do not use)."""
         heldout = gold.get("heldout_family")
