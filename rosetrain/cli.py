@@ -45,11 +45,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    owns_process = argv is None  # the command line's own process, not a caller's
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     if command not in COMMANDS:
         command = None
     args = build_parser(command).parse_args(argv)
+    args.owns_process = owns_process  # only then may a command change process-wide state
     if args.command is None:
         build_parser().print_help()
         return 2

@@ -398,3 +398,22 @@ def test_generate_cli_starts_without_torch(tmp_path):
     )
     spec = write_spec(tmp_path, SMALL_SPEC)
     subprocess.run([sys.executable, "-c", code, str(spec), str(tmp_path / "o")], check=True)
+
+
+def test_generate_command_refuses_pandas_only_in_its_own_process(tmp_path):
+    """pyarrow would import pandas for nothing: the command's own process refuses
+    it (the bytes are the same); a caller's process is left as it was."""
+    import subprocess
+    import sys
+
+    spec = write_spec(tmp_path, SMALL_SPEC)
+    args = "'generate','--spec',sys.argv[1],'--out',sys.argv[2],'--scenes','2','--num-proc','1','--quiet'"
+    own = f"import sys, rosetrain.cli as c; sys.argv = ['rosetrain', {args}]; c.main(); assert 'pandas' not in sys.modules"
+    callers = f"import sys, rosetrain.cli as c; c.main([{args}]); import pandas"
+    for name, code in (("own", own), ("caller", callers)):
+        subprocess.run([sys.executable, "-c", code, str(spec), str(tmp_path / name)], check=True)
+    assert (tmp_path / "own" / "hf").exists()
+    own_files = sorted(p.relative_to(tmp_path / "own") for p in (tmp_path / "own").rglob("*") if p.is_file())
+    for rel in own_files:
+        if rel.name != ".rosetrain.lock":
+            assert (tmp_path / "own" / rel).read_bytes() == (tmp_path / "caller" / rel).read_bytes(), rel

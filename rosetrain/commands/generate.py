@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 
 def add_arguments(parser) -> None:
@@ -57,6 +58,27 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+class _RefusePandas:
+    """An import hook that refuses pandas, and only pandas."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pandas":
+            raise ModuleNotFoundError("rosetrain generate does not use pandas", name=name)
+        return None
+
+
+def refuse_pandas() -> None:
+    """pyarrow imports pandas (~0.5 CPU s, then inherited by every forked worker)
+    the first time it converts a Python list, only to ask whether the list is a
+    pandas object; generate never hands it one, and without pandas pyarrow skips
+    that check. pyarrow remembers the answer for the life of the process, so this is
+    for a process the command owns, never a caller's. (A None in ``sys.modules``
+    would not do: pyarrow's compiled import takes the None for the module.)"""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _RefusePandas())
+
+
 def run(args) -> int:
     from rosetrain.core.errors import RosetrainError
     from rosetrain.data.generate import make_job, run_job
@@ -64,6 +86,8 @@ def run(args) -> int:
 
     if args.merge is not None and (args.shard or args.engine != "local"):
         raise RosetrainError("--merge joins finished --shard jobs: it takes no --shard or --engine")
+    if getattr(args, "owns_process", False) and args.engine == "local":  # Ray's driver may want pandas
+        refuse_pandas()
     spec = load_spec(args.spec)
     job = make_job(
         spec,

@@ -423,7 +423,7 @@ def _warm_up_before_fork(job: GenerateJob) -> None:
     from rosetrain.data.hf import rows_to_table
     from rosetrain.generators.families import get_family
 
-    rows_to_table([])  # imports pyarrow's Parquet and pandas (pyarrow loads it on first use)
+    rows_to_table([])  # imports what pyarrow's first conversion imports (pandas, unless refused)
     for level in job.spec.levels:
         for name, family in level.families.items():
             get_family(name, family.config).warm_up()
