@@ -281,7 +281,9 @@ def test_sigint_mid_run_then_rerun_finishes_with_no_item_lost_or_doubled(split_d
     import time
 
     out = tmp_path / "run"
-    with serve_in_subprocess(split_dir, slow_s=0.2, delay_s=0.05) as base_url:
+    # 0.3 s an answer, two in flight: the run lasts ~3 s, so the interrupt lands
+    # mid-run even when a loaded machine wakes this polling loop late
+    with serve_in_subprocess(split_dir, slow_s=0.2, delay_s=0.3) as base_url:
         args = [
             sys.executable,
             "-m",
