@@ -266,12 +266,17 @@ class EmojiContentFamily(_EmojiFamily):
         """Pairs the font draws, both non-empty and distinct at every checked
         cell size, most different first."""
         item = self.font_fields()
+        placed: dict[tuple[str, int], Image.Image] = {}  # an emoji is in several pairs: place it once
         scored = []
         for order, pair in enumerate(p for g in CONTENT_GROUPS for p in itertools.combinations(g, 2)):
             raws = [self.raw(item, char) for char in pair]
             if any(raw.getbbox() is None for raw in raws):
                 continue
-            cells = [[place(raw, cell) for raw in raws] for cell in CHECK_CELLS]
+            for char, raw in zip(pair, raws):
+                for cell in CHECK_CELLS:
+                    if (char, cell) not in placed:
+                        placed[char, cell] = place(raw, cell)
+            cells = [[placed[char, cell] for char in pair] for cell in CHECK_CELLS]
             if all(differ(a, b) for a, b in cells):
                 scored.append((-mean_abs_diff(*cells[-1]), order, pair))
         return tuple(pair for _, _, pair in sorted(scored))

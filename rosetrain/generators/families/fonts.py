@@ -112,6 +112,7 @@ def render_char(file: str, index: int, char: str, cell: int, ratio: float) -> Im
     return image
 
 
+@functools.lru_cache(maxsize=4096)  # a ranking pass asks once per pair a character is in
 def has_glyph(font: FontRef, char: str, cell: int = 48, ratio: float = 0.7) -> bool:
     """True if the font really draws ``char``: some ink, and not its .notdef box.
     (cell, ratio) only pick the probe rendering; callers pass the ones they draw
@@ -119,4 +120,9 @@ def has_glyph(font: FontRef, char: str, cell: int = 48, ratio: float = 0.7) -> b
     probe = render_char(font.file, font.index, char, cell, ratio)
     if probe.getextrema()[0] == 255:
         return False
-    return probe.tobytes() != render_char(font.file, font.index, MISSING_PROBE, cell, ratio).tobytes()
+    return probe.tobytes() != _notdef_bytes(font.file, font.index, cell, ratio)
+
+
+@functools.lru_cache(maxsize=256)
+def _notdef_bytes(file: str, index: int, cell: int, ratio: float) -> bytes:
+    return render_char(file, index, MISSING_PROBE, cell, ratio).tobytes()
