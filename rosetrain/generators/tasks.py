@@ -117,7 +117,8 @@ def _search(
     first of each other case met on the way is kept in ``found``."""
     rows, cols, targets = scene.rows, scene.cols, list(scene.targets)
     all_cells = grid_cells(scene.rows, scene.cols)
-    others = [cell for cell in all_cells if cell not in set(targets)]
+    target_set = set(targets)
+    others = [cell for cell in all_cells if cell not in target_set]
     # The anchor decides the case: the region (or, for exclusion, the excluded
     # part) is grown around no target, one target, or all of them.
     inner_want = {"zero": "all", "all": "zero"}.get(want, want) if exclusion else want

@@ -97,8 +97,12 @@ class Genome:
         return rows
 
 
+_SIDES = ((-1, 0), (1, 0), (0, -1), (0, 1))
+_ALL_EIGHT = _SIDES + ((-1, -1), (-1, 1), (1, -1), (1, 1))
+
+
 def _neighbours(mask: list[list[bool]], r: int, c: int, diagonal: bool = True) -> int:
-    steps = [(-1, 0), (1, 0), (0, -1), (0, 1)] + ([(-1, -1), (-1, 1), (1, -1), (1, 1)] if diagonal else [])
+    steps = _ALL_EIGHT if diagonal else _SIDES
     n = len(mask)
     return sum(1 for dr, dc in steps if 0 <= r + dr < n and 0 <= c + dc < n and mask[r + dr][c + dc])
 
