@@ -307,7 +307,14 @@ def test_sigint_mid_run_then_rerun_finishes_with_no_item_lost_or_doubled(split_d
             "--max-error-rate",
             "0.05",
         ]
-        process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+        # A shell starts background jobs with SIGINT ignored, and Python keeps that:
+        # give the child the default, so the test does not depend on how pytest was started.
+        process = subprocess.Popen(
+            args,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         predictions = out / "predictions.jsonl"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (
