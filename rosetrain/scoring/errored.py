@@ -22,15 +22,6 @@ def is_errored(row: Mapping[str, Any]) -> bool:
     return bool(row.get("api_error"))
 
 
-def split_errored(rows: Iterable[Mapping[str, Any]]) -> tuple[list, list]:
-    """(answered rows, errored rows), each in the given order."""
-    answered: list[Mapping[str, Any]] = []
-    errored: list[Mapping[str, Any]] = []
-    for row in rows:
-        (errored if is_errored(row) else answered).append(row)
-    return answered, errored
-
-
 def error_examples(errored: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The first few errored items as {"item_id", "error"}, for summaries and messages."""
     return [
