@@ -21,13 +21,13 @@ def store_shard(job, shard: int, files: Mapping[str, Path | bytes]) -> None:
     part (it marks the shard done) last."""
     part = job.part_path(shard).relative_to(job.out_dir).as_posix()
     for name in sorted(files, key=lambda n: n == part):
-        target = confined_path(job.out_dir, name, "shard file")
+        target, source = confined_path(job.out_dir, name, "shard file"), files[name]
         if name.endswith(".parquet"):  # the temp name generate's own writer uses (a rerun clears it)
-            _replace_from(files[name], target, target.with_suffix(f".tmp{os.getpid()}"))
-        elif isinstance(files[name], bytes):
-            atomic_write(target, files[name])
+            _replace_from(source, target, target.with_suffix(f".tmp{os.getpid()}"))
+        elif isinstance(source, bytes):
+            atomic_write(target, source)
         else:
-            _replace_from(files[name], target, target.with_name(f".{target.name}.{os.getpid()}-0.tmp"))
+            _replace_from(source, target, target.with_name(f".{target.name}.{os.getpid()}-0.tmp"))
 
 
 def _link_or_copy(source: Path, tmp: Path) -> None:

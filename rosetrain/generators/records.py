@@ -95,7 +95,7 @@ def _images(
     records: list[dict[str, Any]],
     encode: Callable[[Image.Image], bytes] | None,
 ) -> dict[str, Any]:
-    keep = encode or (lambda image: image)
+    keep: Callable[[Image.Image], Any] = encode or (lambda image: image)  # PNG bytes, or the image itself
     base = render_scene(scene, level.noise)
     images = {scene.scene_id: keep(base)}
     cues = [record for record in records if record["task_template"] == P.T4]
