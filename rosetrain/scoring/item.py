@@ -211,33 +211,15 @@ def _count_fields(gold: Gold, parsed: ParsedAnswer) -> dict[str, Any]:
     }
 
 
-_NO_CLICK_FIELDS = dict.fromkeys(
-    (
-        "invalid_coordinate_count",
-        "duplicate_click_count",
-        "click_exact_set",
-        "click_exact_set_strict",
-        "click_precision",
-        "click_recall",
-        "click_f1",
-        "click_f1_strict",
-        "click_iou",
-        "click_iou_strict",
-    )
-)
-_NO_REGION_FIELDS = dict.fromkeys(
-    (
-        "region_violation_count",
-        "region_ok",
-        "outside_distractor_hit_count",
-        "missed_target_count",
-        "false_positive_count",
-        "over_click_count",
-        "under_click_count",
-        "near_miss_count",
-        "near_miss_rate",
-    )
-)
+def _official_span(first: str, last: str) -> dict[str, Any]:
+    """The official fields from ``first`` to ``last`` (in order), each set to None."""
+    start, end = OFFICIAL_FIELDS.index(first), OFFICIAL_FIELDS.index(last) + 1
+    return dict.fromkeys(OFFICIAL_FIELDS[start:end])
+
+
+# Null on items that have no clicks / no region to check (counting templates)
+_NO_CLICK_FIELDS = _official_span("invalid_coordinate_count", "click_iou_strict")
+_NO_REGION_FIELDS = _official_span("region_violation_count", "near_miss_rate")
 
 
 def score_parsed(
