@@ -57,3 +57,15 @@ def generate_train_split(root: Path, spec_text: str, scenes: int) -> Path:
     command += ["--split", "train", "--scenes", str(scenes), "--formats", "release,hf"]
     assert cli_main([*command, "--num-proc", "1", "--quiet"]) == 0
     return root / "data"
+
+
+def generate_smoke_split(out: Path, scenes: int = 3, seed: int | None = None) -> Path:
+    """A release-only ``test`` split of ``generators/smoke.yaml`` at ``out`` (one process)."""
+    from rosetrain.cli import main as cli_main
+
+    command = ["generate", "--spec", str(GENERATORS / "smoke.yaml"), "--out", str(out), "--split", "test"]
+    command += ["--scenes", str(scenes), "--formats", "release", "--num-proc", "1", "--quiet"]
+    if seed is not None:
+        command += ["--seed", str(seed)]
+    assert cli_main(command) == 0
+    return out

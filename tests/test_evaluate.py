@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import generate_smoke_split
 from fake_openai_server import GARBAGE, behaviour, fetch_stats, serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
@@ -14,38 +15,13 @@ from rosetrain.evaluation.evaluate import evaluate, load_suite
 from rosetrain.runners.transformers_runner import TransformersRunner
 
 
-def generate_split(out: Path, scenes: int) -> Path:
-    assert (
-        cli_main(
-            [
-                "generate",
-                "--spec",
-                "generators/smoke.yaml",
-                "--out",
-                str(out),
-                "--split",
-                "test",
-                "--scenes",
-                str(scenes),
-                "--formats",
-                "release",
-                "--num-proc",
-                "1",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
-    return out
-
-
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.fixture(scope="module")
 def split_dir(tmp_path_factory) -> Path:
-    return generate_split(tmp_path_factory.mktemp("split") / "smoke", scenes=3)
+    return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke", scenes=3)
 
 
 class OracleRunner:

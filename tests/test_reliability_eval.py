@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import generate_smoke_split
 from fake_openai_server import serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
@@ -21,32 +22,9 @@ from rosetrain.reports.compare import compare_runs
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def generate_split(out: Path, scenes: int = 3, seed: int | None = None) -> Path:
-    args = [
-        "generate",
-        "--spec",
-        str(ROOT / "generators/smoke.yaml"),
-        "--out",
-        str(out),
-        "--split",
-        "test",
-        "--scenes",
-        str(scenes),
-        "--formats",
-        "release",
-        "--num-proc",
-        "1",
-        "--quiet",
-    ]
-    if seed is not None:
-        args += ["--seed", str(seed)]
-    assert cli_main(args) == 0
-    return out
-
-
 @pytest.fixture(scope="module")
 def split_dir(tmp_path_factory) -> Path:
-    return generate_split(tmp_path_factory.mktemp("split") / "smoke")
+    return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke")
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -214,7 +192,7 @@ def test_an_endpoint_that_goes_away_mid_run_stops_the_run(split_dir, tmp_path):
 @pytest.fixture(scope="module")
 def other_split_dir(tmp_path_factory) -> Path:
     """Same spec, another seed: the same item ids, other scenes."""
-    return generate_split(tmp_path_factory.mktemp("other") / "smoke", seed=11)
+    return generate_smoke_split(tmp_path_factory.mktemp("other") / "smoke", seed=11)
 
 
 def test_split_fingerprint_names_the_metadata_bytes(split_dir, other_split_dir):

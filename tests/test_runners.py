@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import generate_smoke_split
 from fake_openai_server import GARBAGE, REFUSED_POSITION, behaviour, fetch_stats, serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
@@ -23,32 +24,9 @@ KEY_ENV = "ROSETRAIN_TEST_FAKE_KEY"
 SECRET = "sk-test-do-not-log-4242"
 
 
-def generate_split(out: Path, scenes: int = 3) -> Path:
-    code = cli_main(
-        [
-            "generate",
-            "--spec",
-            "generators/smoke.yaml",
-            "--out",
-            str(out),
-            "--split",
-            "test",
-            "--scenes",
-            str(scenes),
-            "--formats",
-            "release",
-            "--num-proc",
-            "1",
-            "--quiet",
-        ]
-    )
-    assert code == 0
-    return out
-
-
 @pytest.fixture(scope="module")
 def split_dir(tmp_path_factory) -> Path:
-    return generate_split(tmp_path_factory.mktemp("split") / "smoke")
+    return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke")
 
 
 def split_records(split_dir: Path) -> list[dict]:
