@@ -118,7 +118,8 @@ def _hand_written(record) -> list[str]:
     return texts
 
 
-_FRAGMENTS = [
+# Pieces of near-grammar answers (the property tests of test_scoring sample them too)
+ANSWER_FRAGMENTS = [
     "CLICK(R2,C2)",
     "click( r 2 , c 2 )",
     "CLICK(R4,C4)",
@@ -150,7 +151,7 @@ _FRAGMENTS = [
 
 
 def _random_text(rng: random.Random) -> str:
-    parts = [rng.choice(_FRAGMENTS) for _ in range(rng.randint(0, 8))]
+    parts = [rng.choice(ANSWER_FRAGMENTS) for _ in range(rng.randint(0, 8))]
     return (rng.choice(["", "; ", ";", " "])).join(parts)
 
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from answer_variants import ANSWER_FRAGMENTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -366,34 +367,7 @@ GOLDS = [
     ),
 ]
 
-FRAGMENTS = st.sampled_from(
-    [
-        "CLICK(R2,C2)",
-        "click( r 2 , c 2 )",
-        "CLICK(R4,C4)",
-        "CLICK(R99,C0)",
-        "DONE",
-        "done",
-        "SUBMIT(1)",
-        "SUBMIT(",
-        "COUNT(1)",
-        "COUNT( 2 )",
-        "CLICK(",
-        "R2,C2",
-        ")",
-        "(",
-        ";",
-        " ",
-        "\n",
-        "\u3000",
-        "CLICK(R2,C2);",
-        "9" * 30,
-        "Answer:",
-        "✅",
-        "\x00",
-        "CLICK(R2 ,C2 ) ",
-    ]
-)
+FRAGMENTS = st.sampled_from([*ANSWER_FRAGMENTS, "9" * 30, "\x00", "CLICK(R2 ,C2 ) "])
 NEAR_GRAMMAR = st.lists(FRAGMENTS, max_size=12).map("".join) | st.lists(FRAGMENTS, max_size=8).map("; ".join)
 BINARYISH = st.binary(max_size=200).map(lambda b: b.decode("latin-1"))
 TEXTS = st.none() | st.text(max_size=300) | BINARYISH | NEAR_GRAMMAR
