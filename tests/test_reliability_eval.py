@@ -27,6 +27,12 @@ def split_dir(tmp_path_factory) -> Path:
     return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke")
 
 
+def eval_command(base_url: str, data: Path, out: Path, *options: str, model: str = "fake") -> list[str]:
+    """`rosetrain eval` flags (without the command's name) against an OpenAI-style endpoint."""
+    command = ["--runner", "openai", "--base-url", base_url, "--model", model, "--data", str(data)]
+    return [*command, "--out", str(out), "--no-progress", *options]
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -115,21 +121,7 @@ def test_eval_cli_against_a_flaky_endpoint_exits_non_zero_in_one_line(split_dir,
     with serve_in_subprocess(split_dir, fail_every=3) as base_url:
         args = [
             "eval",
-            "--runner",
-            "openai",
-            "--base-url",
-            base_url,
-            "--model",
-            "fake",
-            "--data",
-            str(split_dir),
-            "--out",
-            str(out),
-            "--max-retries",
-            "1",
-            "--request-timeout",
-            "5",
-            "--no-progress",
+            *eval_command(base_url, split_dir, out, "--max-retries", "1", "--request-timeout", "5"),
         ]
         assert cli_main(args) == 2
         captured = capsys.readouterr()
@@ -145,22 +137,7 @@ def test_eval_cli_against_a_flaky_endpoint_exits_non_zero_in_one_line(split_dir,
 
 def test_an_unreachable_endpoint_fails_at_once_in_one_line(split_dir, tmp_path, capsys):
     base_url = f"http://127.0.0.1:{free_port()}/v1"
-    code = cli_main(
-        [
-            "eval",
-            "--runner",
-            "openai",
-            "--base-url",
-            base_url,
-            "--model",
-            "m",
-            "--data",
-            str(split_dir),
-            "--out",
-            str(tmp_path / "run"),
-            "--no-progress",
-        ]
-    )
+    code = cli_main(["eval", *eval_command(base_url, split_dir, tmp_path / "run", model="m")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "cannot reach 127.0.0.1" in err and "connection refused" in err
@@ -299,29 +276,8 @@ def test_compare_refuses_runs_of_other_data(split_dir, other_split_dir, tmp_path
 def test_a_second_eval_into_the_same_folder_is_refused(split_dir, tmp_path):
     out = tmp_path / "run"
     with serve_in_subprocess(split_dir, delay_s=0.2) as base_url:
-        args = [
-            sys.executable,
-            "-m",
-            "rosetrain",
-            "eval",
-            "--runner",
-            "openai",
-            "--base-url",
-            base_url,
-            "--model",
-            "fake",
-            "--data",
-            str(split_dir),
-            "--out",
-            str(out),
-            "--concurrency",
-            "1",
-            "--request-timeout",
-            "5",
-            "--no-progress",
-            "--max-error-rate",
-            "0.05",
-        ]
+        options = ("--concurrency", "1", "--request-timeout", "5", "--max-error-rate", "0.05")
+        args = [sys.executable, "-m", "rosetrain", "eval", *eval_command(base_url, split_dir, out, *options)]
         first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         try:
             wait_for_lines(out / "predictions.jsonl", 1, first)
@@ -452,25 +408,7 @@ def test_disk_full_while_saving_predictions(split_dir, tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(rosetrain.evaluation.predictions.os, "fsync", disk_full)
     with serve_in_subprocess(split_dir) as base_url:
-        assert (
-            cli_main(
-                [
-                    "eval",
-                    "--runner",
-                    "openai",
-                    "--base-url",
-                    base_url,
-                    "--model",
-                    "m",
-                    "--data",
-                    str(split_dir),
-                    "--out",
-                    str(tmp_path / "run"),
-                    "--no-progress",
-                ]
-            )
-            == 2
-        )
+        assert cli_main(["eval", *eval_command(base_url, split_dir, tmp_path / "run", model="m")]) == 2
     assert "No space left on device" in one_line_error(capsys, "eval")
 
 
@@ -565,26 +503,8 @@ def endpoint(split_dir):
         yield base_url
 
 
-def eval_command(base_url: str, data: Path, out: Path) -> list[str]:
-    return [
-        "--runner",
-        "openai",
-        "--base-url",
-        base_url,
-        "--model",
-        "fake",
-        "--data",
-        str(data),
-        "--out",
-        str(out),
-        "--concurrency",
-        "3",
-        "--request-timeout",
-        "5",
-        "--no-progress",
-        "--max-error-rate",
-        "0.05",
-    ]  # the item the endpoint always refuses
+# eval_command options of the SIGKILL runs: 0.05 allows the item the endpoint always refuses
+KILLED_RUN_OPTIONS = ("--concurrency", "3", "--request-timeout", "5", "--max-error-rate", "0.05")
 
 
 @pytest.mark.parametrize(
@@ -608,11 +528,18 @@ def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint,
     (tmp_path / "bystander.txt").write_text("must not change")
     env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
     reference, out = tmp_path / "reference" / "run", tmp_path / "killed" / "run"
-    assert cli_main(["eval", *eval_command(endpoint, data, reference)]) == 0
+    assert cli_main(["eval", *eval_command(endpoint, data, reference, *KILLED_RUN_OPTIONS)]) == 0
     before = {k: v for k, v in tree(tmp_path).items() if not k.startswith("killed/")}
 
     killed = subprocess.run(
-        [sys.executable, str(KILLER), kind, which, "--", *eval_command(endpoint, data, out)],
+        [
+            sys.executable,
+            str(KILLER),
+            kind,
+            which,
+            "--",
+            *eval_command(endpoint, data, out, *KILLED_RUN_OPTIONS),
+        ],
         check=False,
         capture_output=True,
         text=True,
@@ -621,7 +548,7 @@ def test_sigkilled_eval_resumes_to_the_uninterrupted_result(split_dir, endpoint,
     )
     assert killed.returncode == -9, killed.stderr  # the kill point was reached
     rerun = subprocess.run(
-        [sys.executable, "-m", "rosetrain", "eval", *eval_command(endpoint, data, out)],
+        [sys.executable, "-m", "rosetrain", "eval", *eval_command(endpoint, data, out, *KILLED_RUN_OPTIONS)],
         check=False,
         capture_output=True,
         text=True,
@@ -665,7 +592,7 @@ def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(spli
 
 def test_resuming_with_settings_that_change_answers_is_refused(split_dir, endpoint, tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["eval", *eval_command(endpoint, split_dir, out), "--limit", "3"]
+    args = ["eval", *eval_command(endpoint, split_dir, out, *KILLED_RUN_OPTIONS), "--limit", "3"]
     assert cli_main(args + ["--max-new-tokens", "64"]) == 0
     assert json.loads((out / "eval_run.json").read_text())["finished"] is True
     capsys.readouterr()
@@ -685,21 +612,16 @@ def test_an_endpoint_that_never_answers_stops_the_run(split_dir, tmp_path, capsy
         code = cli_main(
             [
                 "eval",
-                "--runner",
-                "openai",
-                "--base-url",
-                base_url,
-                "--model",
-                "m",
-                "--data",
-                str(split_dir),
-                "--out",
-                str(tmp_path / "run"),
-                "--concurrency",
-                "2",
-                "--request-timeout",
-                "0.2",
-                "--no-progress",
+                *eval_command(
+                    base_url,
+                    split_dir,
+                    tmp_path / "run",
+                    "--concurrency",
+                    "2",
+                    "--request-timeout",
+                    "0.2",
+                    model="m",
+                ),
             ]
         )
     assert code == 2
