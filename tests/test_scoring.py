@@ -5,6 +5,7 @@ summary's aggregation."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -39,6 +40,7 @@ from rosetrain.scoring import (
     score_predictions,
     summarize,
 )
+from rosetrain.scoring.grammar import HUGE_NUMBER
 
 ROSE_DIR = Path(__file__).resolve().parent / "data" / "rose-v0.1"
 ROSE_FILES = sorted(ROSE_DIR.glob("*.jsonl"))
@@ -149,6 +151,34 @@ def test_huge_numbers_never_build_giant_integers():
     assert row["pass"] and row["pred_count"] == 1
     row = score_item(gold(T3, clicks=[(1, 1)]), "CLICK(R" + "7" * 6000 + ",C1); DONE")
     assert row["format_valid"] and not row["pass"] and row["invalid_coordinate_count"] == 1
+
+
+HUGE_DIGITS = "9" * 400  # a count error this large overflowed float() in count_soft
+HUGE_ANSWERS = {
+    T2: f"COUNT({HUGE_DIGITS})",
+    T3: f"CLICK(R{HUGE_DIGITS},C1); DONE",
+    T5: f"CLICK(R1,C1); SUBMIT({HUGE_DIGITS})",
+}
+
+
+def test_numbers_from_10_to_the_300_are_huge_number():
+    assert parse_answer(f"COUNT({10**300 - 1})", COUNT).count == 10**300 - 1  # exact, as official
+    assert parse_answer(f"COUNT({10**300})", COUNT).count == HUGE_NUMBER
+    assert parse_answer("COUNT(" + "0" * 5000 + "9" * 299 + ")", COUNT).count == 10**299 - 1
+    assert parse_answer("COUNT(" + "0" * 5000 + "1" + "0" * 300 + ")", COUNT).count == HUGE_NUMBER
+    assert parse_answer(f"CLICK(R{10**300},C{10**300}); DONE", CLICK).clicks == ((HUGE_NUMBER, HUGE_NUMBER),)
+
+
+@pytest.mark.parametrize("template", sorted(HUGE_ANSWERS))
+def test_huge_numbers_score_as_huge_number(template):
+    row = score_item(gold(template, clicks=[(1, 1)]), HUGE_ANSWERS[template])
+    assert row["format_valid"] and not row["pass"]
+    if template == T3:
+        assert row["pred_clicks_invalid"] == [f"R{HUGE_NUMBER},C1"] and row["unified_soft"] == 0.0
+        return
+    assert row["pred_count" if template == T2 else "submit_count"] == HUGE_NUMBER
+    assert isinstance(row["count_soft"], float) and 0.0 < row["count_soft"] < 1e-17
+    assert math.isfinite(row["unified_soft"])
 
 
 # ---- PASS / SOFT rules -----------------------------------------------------
@@ -649,3 +679,31 @@ def test_score_command_reports_missing_predictions(tmp_path, capsys):
     assert main(args + ["--allow-partial"]) == 0
     summary = json.loads((tmp_path / "run" / "evaluation_summary.json").read_text())
     assert summary["coverage_rate"] == pytest.approx(1 / 3)
+
+
+def _no_constants(name):
+    raise ValueError(f"{name} in JSON")
+
+
+def test_score_command_scores_huge_numbers(tmp_path, capsys):
+    from rosetrain.cli import main
+
+    items = [x for k in range(2) for x in _scene(f"s{k}", "S", True, True)]
+    golds, answers = (list(x) for x in zip(*items))
+    for index, record in enumerate(golds[:5]):  # the first scene answers with huge numbers
+        answers[index] = HUGE_ANSWERS.get(record["task_template"], answers[index])
+    preds = _write_split(tmp_path / "data", golds, answers)
+    out = tmp_path / "run"
+    args = ["score", "--data", str(tmp_path / "data"), "--predictions", str(preds), "--out", str(out)]
+    assert main(args) == 0, capsys.readouterr().err
+    rows = {
+        r["task_template"]: r
+        for r in map(json.loads, (out / "per_item_eval.jsonl").open())
+        if r["scene_id"] == "s0"
+    }
+    assert rows[T2]["pred_count"] == HUGE_NUMBER and rows[T5]["submit_count"] == HUGE_NUMBER
+    assert rows[T3]["pred_clicks_invalid"] == [f"R{HUGE_NUMBER},C1"]
+    for row in rows.values():
+        assert row["count_soft"] is None or math.isfinite(row["count_soft"])
+    summary = json.loads((out / "evaluation_summary.json").read_text(), parse_constant=_no_constants)
+    assert summary["coverage_rate"] == 1.0

@@ -23,9 +23,13 @@ was a valid ``SUBMIT(n)``. Error codes are the official ones: ``empty``,
 ``expected_COUNT_only``, ``missing_DONE``, ``missing_SUBMIT``,
 ``invalid_CLICK_token``; ``detail`` says the same in words.
 
-A number past Python's int-string limit (4300 digits), where the official
-evaluator fails, is kept as ``HUGE_NUMBER`` (never a valid count or cell). Every pattern is linear in
-the input: each ``\\s*`` sits between fixed characters whitespace cannot match.
+A number of 10**300 or more is kept as ``HUGE_NUMBER`` (never a valid count
+or cell), so that no count error overflows a float: the official evaluator
+fails on such numbers (from about 1.8 * 10**308 the float of its count score
+overflows; past 4300 digits, Python's int-string limit, it cannot read them).
+Smaller numbers keep their exact value, as the official evaluator keeps them.
+Every pattern is linear in the input: each ``\\s*`` sits between fixed
+characters whitespace cannot match.
 """
 
 from __future__ import annotations
@@ -76,12 +80,17 @@ class ParsedAnswer(NamedTuple):
     detail: str | None = None
 
 
+HUGE_FROM = 10**300  # numbers from here on are HUGE_NUMBER: float(count error) must not overflow
+_HUGE_DIGITS = 300  # a number of more digits (no leading zeros) is at least HUGE_FROM
+
+
 def _number(digits: str) -> int:
     try:
-        return int(digits)
-    except ValueError:  # past Python's int-string limit (the official evaluator fails here)
+        value = int(digits)
+    except ValueError:  # past Python's int-string limit: read the digits without int()
         digits = "".join(str(unicodedata.decimal(d)) for d in digits).lstrip("0")
-        return int(digits or "0") if len(digits) <= 18 else HUGE_NUMBER
+        return int(digits or "0") if len(digits) <= _HUGE_DIGITS else HUGE_NUMBER
+    return value if value < HUGE_FROM else HUGE_NUMBER
 
 
 def _snippet(token: str) -> str:
