@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from rosetrain.core.protocol import (
     ACTION_TEMPLATES,
     COUNTING_TEMPLATES,
@@ -37,10 +39,16 @@ from rosetrain.core.protocol import (
     TEMPLATES,
 )
 from rosetrain.scoring.errored import error_examples
+from rosetrain.scoring.frame import (
+    Frame,
+    first_use_order,
+    group_counts,
+    group_means,
+    is_set,
+    mean_of,
+)
 from rosetrain.scoring.gold import Gold
-from rosetrain.scoring.official import COLUMNS as OFFICIAL_COLUMNS
-from rosetrain.scoring.official import Columns, take_at
-from rosetrain.scoring.official_files import RunInfo, expected_items, official_summary
+from rosetrain.scoring.official_files import Expected, RunInfo, expected_items, official_summary
 
 Row = Mapping[str, Any]
 
@@ -65,13 +73,14 @@ DIAGNOSTICS: dict[str, tuple[str, Callable[[str], bool] | None, str]] = {
 }
 
 
-def _diagnostic_column(columns: Columns, field: str, applies, how: str) -> Sequence:
-    """One value per row (None where it does not apply), computed once for all groups."""
-    values = columns[field]
+def _diagnostic_column(frame: Frame, field: str, applies, how: str) -> np.ndarray:
+    """One value per row (NaN where it does not apply), computed once for all groups."""
+    values = frame[field]
     if how == "positive":
-        values = [None if v is None else v > 0 for v in values]
+        values = np.where(is_set(values), values > 0, np.nan)
     if applies is not None:
-        values = [v if applies(region) else None for v, region in zip(values, columns["region_type"])]
+        keep = np.fromiter(map(applies, frame.label("region_type")), dtype=bool, count=frame.n)
+        values = np.where(keep, values, np.nan)
     return values
 
 
@@ -79,13 +88,6 @@ def mean(values: Iterable[Any]) -> float | None:
     """Mean of the non-None values (bools count as 0/1); None when there are none."""
     kept = [value for value in values if value is not None]
     return sum(kept) / len(kept) if kept else None
-
-
-def group_by(rows: Iterable[Row], key: Callable[[Row], Any]) -> dict[Any, list[Row]]:
-    groups: dict[Any, list[Row]] = defaultdict(list)
-    for row in rows:
-        groups[key(row)].append(row)
-    return dict(groups)
 
 
 def group_by_field(rows: Iterable[Row], field: str) -> dict[Any, list[Row]]:
@@ -102,12 +104,14 @@ def subset_macro(rows: Sequence[Row], field: str) -> float | None:
     return mean([mean([r[field] for r in subset_rows]) for subset_rows in per_subset.values()])
 
 
-def _subset_macro(columns: Columns, at: Sequence[int], values: Sequence) -> float | None:
-    """``subset_macro`` of the rows at ``at``, one value per row in ``values``."""
-    per_subset: dict[Any, list] = defaultdict(list)
-    for subset, value in zip(map(columns["rose_subset"].__getitem__, at), map(values.__getitem__, at)):
-        per_subset[subset].append(value)
-    return mean([mean(group) for group in per_subset.values()])
+def _subset_macro(frame: Frame, values: np.ndarray, rows: np.ndarray | None = None) -> float | None:
+    """``subset_macro`` of ``values`` over the rows where ``rows`` is true (all: None),
+    subsets taken in order of first appearance."""
+    codes, names = frame.codes("rose_subset")
+    if rows is not None:
+        codes, values = codes[rows], values[rows]
+    means = group_means(values, codes, len(names))
+    return mean([means[code] for code in first_use_order(codes)])
 
 
 def template_order(templates: Iterable[str]) -> list[str]:
@@ -116,19 +120,22 @@ def template_order(templates: Iterable[str]) -> list[str]:
     return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
 
 
-def template_table(columns: Columns) -> dict[str, dict[str, Any]]:
-    groups = columns.positions("task_template")
-    diagnostics = {name: _diagnostic_column(columns, *how) for name, how in DIAGNOSTICS.items()}
+def template_table(frame: Frame) -> dict[str, dict[str, Any]]:
+    templates = frame.codes("task_template")[1]
+    diagnostics = {
+        name: frame.derived(("diagnostic", name), lambda f, how=how: _diagnostic_column(f, *how))
+        for name, how in DIAGNOSTICS.items()
+    }
     table = {}
-    for template in template_order(groups):
-        at = groups[template]
+    for template in template_order(templates):
+        rows = frame.rows_of("task_template", template)
         table[template] = {
             "short": SHORT_NAME.get(template, template),
-            "n": len(at),
-            "pass": _subset_macro(columns, at, columns["pass"]),
-            "valid": _subset_macro(columns, at, columns["format_valid"]),
-            "soft": _subset_macro(columns, at, columns["unified_soft"]),
-            "diagnostics": {name: mean(take_at(values, at)) for name, values in diagnostics.items()},
+            "n": int(rows.sum()),
+            "pass": _subset_macro(frame, frame["pass"], rows),
+            "valid": _subset_macro(frame, frame["format_valid"], rows),
+            "soft": _subset_macro(frame, frame["unified_soft"], rows),
+            "diagnostics": {name: mean_of(values[rows]) for name, values in diagnostics.items()},
         }
     return table
 
@@ -150,36 +157,36 @@ def headline(table: Mapping[str, Mapping]) -> dict[str, Any]:
     }
 
 
-def _overall(columns: Columns) -> dict[str, Any]:
+def _overall(frame: Frame) -> dict[str, Any]:
     """VALID and SOFT as Table 1 (item means per subset, then over subsets), C-F1 and
     R-OK as Table 2 (all click rows per subset, then over subsets), on the main
     templates (all rows when there is none)."""
     main_templates = frozenset(MAIN_TEMPLATES)
-    main = [i for i, t in enumerate(columns["task_template"]) if t in main_templates] or range(columns.n)
-    clicked = columns["click_applicable"]
-    clicks = [i for i in main if clicked[i] == 1]
+    main = np.fromiter((t in main_templates for t in frame.label("task_template")), dtype=bool, count=frame.n)
+    if not main.any():
+        main = np.ones(frame.n, dtype=bool)
+    clicks = main & (frame["click_applicable"] == 1)
     return {
-        "valid": _subset_macro(columns, main, columns["format_valid"]),
-        "soft": _subset_macro(columns, main, columns["unified_soft"]),
-        "c_f1": _subset_macro(columns, clicks, columns["click_f1_strict"]),
-        "r_ok": _subset_macro(columns, clicks, columns["region_ok"]),
+        "valid": _subset_macro(frame, frame["format_valid"], main),
+        "soft": _subset_macro(frame, frame["unified_soft"], main),
+        "c_f1": _subset_macro(frame, frame["click_f1_strict"], clicks),
+        "r_ok": _subset_macro(frame, frame["region_ok"], clicks),
     }
 
 
-def group_stats(columns: Columns, at: Sequence[int]) -> dict[str, Any]:
-    """Plain item means inside one breakdown group, and its Avg over main templates."""
-    passes = take_at(columns["pass"], at)
-    per_template: dict[str, list] = defaultdict(list)
-    for template, passed in zip(map(columns["task_template"].__getitem__, at), passes):
-        per_template[template].append(passed)
-    templates = {
-        t: {"n": len(per_template[t]), "pass": mean(per_template[t])} for t in template_order(per_template)
-    }
+def group_stats(frame: Frame, rows: np.ndarray) -> dict[str, Any]:
+    """Plain item means inside one breakdown group (the rows where ``rows`` is
+    true), and its Avg over main templates."""
+    codes, names = frame.codes("task_template")
+    codes, passes = codes[rows], frame["pass"][rows]
+    sizes, means = group_counts(codes, len(names)), group_means(passes, codes, len(names))
+    present = {names[code]: code for code in first_use_order(codes)}
+    templates = {t: {"n": sizes[present[t]], "pass": means[present[t]]} for t in template_order(present)}
     return {
-        "n": len(at),
-        "pass": mean(passes),
-        "valid": mean(take_at(columns["format_valid"], at)),
-        "soft": mean(take_at(columns["unified_soft"], at)),
+        "n": int(rows.sum()),
+        "pass": mean_of(passes),
+        "valid": mean_of(frame["format_valid"][rows]),
+        "soft": mean_of(frame["unified_soft"][rows]),
         "avg_pass": mean(templates[t]["pass"] for t in MAIN_TEMPLATES if t in templates),
         "templates": templates,
     }
@@ -208,99 +215,88 @@ def _sort_key(key: str) -> tuple:
     return (0, int(key), "") if key.isdigit() else (1, 0, key)
 
 
-def breakdowns(columns: Columns) -> dict[str, dict[str, Any]]:
+def _part_of(label: Callable[[Any], str], keep: Callable[[str], bool]) -> Callable[[tuple], str | None]:
+    """(value, region type) -> the row's group in a breakdown, None if it takes no part."""
+    return lambda pair: label(pair[0]) if keep(pair[1]) else None
+
+
+def breakdowns(frame: Frame) -> dict[str, dict[str, Any]]:
     result = {}
     for name, (field, label, keep) in BREAKDOWNS.items():
         if label is str and keep is _every_row:  # shared with the official figures' groups
-            groups = columns.positions(field, text=True)
-        else:
-            groups = defaultdict(list)
-            for index, (value, region) in enumerate(zip(columns[field], columns["region_type"])):
-                if keep(region):
-                    groups[label(value)].append(index)
-        result[name] = {k: group_stats(columns, groups[k]) for k in sorted(groups, key=_sort_key)}
+            codes, groups = frame.codes(field, key=str)
+        else:  # None: the row takes no part
+            codes, groups = frame.codes(field, "region_type", key=_part_of(label, keep))
+        numbered = {group: i for i, group in enumerate(groups) if group is not None}  # None: no part
+        result[name] = {
+            group: group_stats(frame, codes == number)
+            for group, number in sorted(numbered.items(), key=lambda item: _sort_key(item[0]))
+        }
     return result
 
 
-def action_retention(columns: Columns) -> dict[str, Any] | None:
+def action_retention(frame: Frame) -> dict[str, Any] | None:
     """T2..T5 PASS on the scenes whose T1 (global count) passed; None without T1 rows."""
-    rows = list(zip(columns["task_template"], columns["scene_id"], columns["pass"]))
-    t1_rows = [(scene, passed) for template, scene, passed in rows if template == T1]
-    if not t1_rows:
+    t1 = frame.rows_of("task_template", T1)
+    if not t1.any():
         return None
-    passed_scenes = {scene for scene, passed in t1_rows if passed}
+    scenes, names = frame.codes("scene_id")
+    passes = frame["pass"]
+    passed = np.zeros(len(names), dtype=bool)
+    passed[scenes[t1 & (passes != 0)]] = True
+    on_passed_scene = passed[scenes]
     templates = {}
     for wanted in (T2, T3, T4, T5):
-        kept = [passed for template, scene, passed in rows if template == wanted and scene in passed_scenes]
-        templates[wanted] = {"n": len(kept), "pass": mean(kept)}
+        rows = frame.rows_of("task_template", wanted) & on_passed_scene
+        templates[wanted] = {"n": int(rows.sum()), "pass": mean_of(passes[rows])}
     return {
-        "n_scenes": len(passed_scenes),
+        "n_scenes": int(passed.sum()),
         "templates": templates,
         "action_avg": mean(templates[t]["pass"] for t in ACTION_TEMPLATES),
     }
 
 
-def _matched_t3(t2b_row: Row, t3_by_id: Mapping, t3_by_scene: Mapping) -> Row | None:
-    """The T3 item whose region a T2B row counts: by its source id, else the scene's only T3."""
-    paired = t3_by_id.get(t2b_row.get("paired_item_id"))
-    if paired is not None:
-        return paired
-    candidates = t3_by_scene.get(t2b_row["scene_id"], ())
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def bridge_figures(rows: Sequence[Row], columns: Columns) -> dict[str, Any] | None:
+def bridge_figures(frame: Frame) -> dict[str, Any] | None:
     """G-Clk, Card, Loc|Card and L-Clk given its own correct click count; None without bridges.
 
     - g_clk: T1B PASS (click every target of the whole grid).
     - card: T2B PASS (count inside exactly T3's region).
     - loc_given_card: T3 PASS on the items whose matched T2B count was correct
-      (L-Clk given a correct matched count).
+      (L-Clk given a correct matched count): the T3 item the T2B row names, else
+      the scene's only T3 item.
     - lclk_given_own_count: T3 PASS on the answers whose number of distinct
       clicks equals the gold count (localisation once the cardinality is right).
     """
-    positions = columns.positions("task_template")
-    if T1B not in positions and T2B not in positions:
+    t1b, t2b = frame.rows_of("task_template", T1B), frame.rows_of("task_template", T2B)
+    if not t1b.any() and not t2b.any():
         return None
-    by_template = {template: [rows[i] for i in positions[template]] for template in positions}
-    t3_rows = by_template.get(T3, [])
-    t3_by_id = {r["item_id"]: r for r in t3_rows}
-    t3_by_scene = group_by(t3_rows, lambda r: r["scene_id"])
-    given_card = [_matched_t3(r, t3_by_id, t3_by_scene) for r in by_template.get(T2B, []) if r["pass"]]
-    given_card = [r["pass"] for r in given_card if r is not None]
-    own_count = [
-        r["pass"] for r in t3_rows if r["format_valid"] and r["pred_click_count_unique"] == r["gt_count"]
-    ]
+    t3 = np.flatnonzero(frame.rows_of("task_template", T3)).tolist()
+    ids, scenes, paired = (frame.label(f) for f in ("item_id", "scene_id", "paired_item_id"))
+    passes = frame["pass"].tolist()
+    t3_by_id = {ids[i]: i for i in t3}
+    t3_by_scene: dict[Any, list[int]] = defaultdict(list)
+    for i in t3:
+        t3_by_scene[scenes[i]].append(i)
+    given_card = []
+    for i in np.flatnonzero(t2b).tolist():
+        if passes[i]:
+            match = t3_by_id.get(paired[i])
+            if match is None and len(t3_by_scene.get(scenes[i], ())) == 1:
+                match = t3_by_scene[scenes[i]][0]
+            if match is not None:
+                given_card.append(passes[match])
+    own_count = frame["format_valid"].astype(bool) & (frame["pred_click_count_unique"] == frame["gt_count"])
+    t3_rows = frame.rows_of("task_template", T3)
     return {
-        "g_clk": subset_macro(by_template[T1B], "pass") if T1B in by_template else None,
-        "g_clk_n": len(by_template.get(T1B, [])),
-        "card": subset_macro(by_template[T2B], "pass") if T2B in by_template else None,
-        "card_n": len(by_template.get(T2B, [])),
+        "g_clk": _subset_macro(frame, frame["pass"], t1b) if t1b.any() else None,
+        "g_clk_n": int(t1b.sum()),
+        "card": _subset_macro(frame, frame["pass"], t2b) if t2b.any() else None,
+        "card_n": int(t2b.sum()),
         "loc_given_card": mean(given_card),
         "loc_given_card_n": len(given_card),
-        "lclk_given_own_count": mean(own_count),
-        "lclk_given_own_count_n": len(own_count),
+        "lclk_given_own_count": mean_of(frame["pass"][t3_rows & own_count]),
+        "lclk_given_own_count_n": int((t3_rows & own_count).sum()),
     }
-
-
-# every field the summary reads (the official figures' first)
-COLUMNS = (
-    *OFFICIAL_COLUMNS,
-    "api_error",
-    "item_id",
-    "scene_id",
-    "rose_subset",
-    "task_template",
-    "region_type",
-    "pass",
-    "format_valid",
-    "unified_soft",
-    "click_applicable",
-    "click_f1_strict",
-    "region_ok",
-    *(field for field, _, _ in DIAGNOSTICS.values()),
-    *(field for field, _, _ in BREAKDOWNS.values()),
-)
 
 
 def summarize(
@@ -315,29 +311,32 @@ def summarize(
     leave out rows whose request failed (``rosetrain.scoring.errored``), counted
     in ``n_errors``: ``n`` and ``coverage_rate`` count answered items.
     """
-    every = Columns(results, COLUMNS)  # the one pass over the row dicts
-    answered = [i for i, error in enumerate(every["api_error"]) if not error]
-    errored = [results[i] for i, error in enumerate(every["api_error"]) if error]
-    columns = every.take(answered) if errored else every
-    results = [results[i] for i in answered] if errored else results
-    expected = expected_items(golds)
+    return summarize_frame(expected_items(golds), Frame.from_rows(results), run)
+
+
+def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None) -> dict[str, Any]:
+    """``summarize`` of the expected items and the rows of a frame."""
+    api_errors = every["api_error"]
+    errored = np.flatnonzero(is_set(api_errors) & (api_errors != 0)).tolist()
+    frame = every.take(np.flatnonzero(~np.isin(np.arange(every.n), errored))) if errored else every
     expected_ids = set(map(str, expected["item_id"]))
-    scored_ids = set(map(str, columns["item_id"]))
-    table = template_table(columns)
+    scored_ids = set(map(str, frame.label("item_id")))
+    ids, texts = every.label("item_id"), every.label("api_error_text")
+    table = template_table(frame)
     summary: dict[str, Any] = {
         **official_summary(expected, every, run),
-        "n": len(results),
+        "n": frame.n,
         "n_expected": len(expected_ids),
         "coverage_rate": (len(scored_ids & expected_ids) / len(expected_ids) if expected_ids else None),
         "n_errors": len(errored),
-        "error_examples": error_examples(errored),
+        "error_examples": error_examples({"item_id": ids[i], "api_error_text": texts[i]} for i in errored),
         "templates": table,
         **headline(table),
-        **_overall(columns),
-        "action_retention": action_retention(columns),
-        **breakdowns(columns),
+        **_overall(frame),
+        "action_retention": action_retention(frame),
+        **breakdowns(frame),
     }
-    bridges = bridge_figures(results, columns)
+    bridges = bridge_figures(frame)
     if bridges is not None:
         summary["bridges"] = bridges
     return summary

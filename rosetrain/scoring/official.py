@@ -16,20 +16,21 @@ with the official names, orders and aggregation:
   then over subsets.
 
 Only rows of the five ROSE subsets (``ROSE_SUBSETS``) enter the paper tables;
-other subsets leave their cells at ``--``.
+other subsets leave their cells at ``--``. The rows come sorted by item id, the
+official evaluator's order of addition, so every mean is its float exactly
+(``rosetrain.scoring.frame``).
 """
 
 from __future__ import annotations
 
-import functools
-import operator
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rosetrain.core.protocol import MAIN_TEMPLATES, T1, T3, T4, T5
+import numpy as np
 
-Row = Mapping[str, Any]
+from rosetrain.core.protocol import MAIN_TEMPLATES, T1, T3, T4, T5
+from rosetrain.scoring.frame import Frame, group_counts, group_means, is_set, mean_of
 
 ROSE_SUBSETS = (
     "ROSE-ChineseGlyph",
@@ -89,207 +90,73 @@ FIGURES = (
     ("n_exclusion", "exclusion_failure", "n"),
     ("exclusion_failure_rate", "exclusion_failure", "mean"),
 )
-_FIELDS = tuple(dict.fromkeys(field for _, field, _ in FIGURES))
-_COUNTED = frozenset(field for _, field, how in FIGURES if how == "any")
-# Fields set on every row but counted by the official evaluator on some rows only.
-_ONLY = {
-    "global_default_error": lambda key: key[1] != T1,
-    "exclusion_failure": lambda key: key[3] == "EXCLUSION",
-}
-
-Key = tuple  # (rose_subset, task_template, task_mode, region_type): every grouping is a union
-# Float-valued fields: their sums depend on the order of addition, so a group's
-# mean of them adds its rows one by one in the official order (rows sorted by
-# item id), never cell by cell; integer sums are exact in any order.
-FLOAT_FIELDS = frozenset(
-    {
-        "unified_soft",
-        "count_soft",
-        "click_precision",
-        "click_recall",
-        "click_f1",
-        "click_f1_strict",
-        "click_iou",
-        "click_iou_strict",
-        "near_miss_rate",
-    }
-)
 
 
-_IS_SET = functools.partial(operator.is_not, None)
+def _counted(frame: Frame, field: str) -> np.ndarray:
+    """``field`` as the official figures count it: NaN (not counted) on the rows
+    a field set on every row does not apply to (the official evaluator's
+    global default error is a local task's, its exclusion failure an exclusion's)."""
+    values = frame[field]
+    if field == "global_default_error":
+        return np.where(frame.rows_of("task_template", T1), np.nan, values)
+    if field == "exclusion_failure":
+        return np.where(frame.rows_of("region_type", "EXCLUSION"), values, np.nan)
+    return values
 
 
-def take_at(values: Sequence, at: Sequence[int]) -> Sequence:
-    """The values at positions ``at``, in that order (one C call: itemgetter)."""
-    if len(at) > 1:
-        return operator.itemgetter(*at)(values)
-    return [values[i] for i in at]
-
-
-class Columns:
-    """Rows read field by field in one pass: every figure of every group then loops
-    over short lists at C speed, never over the row dicts again (a summary has
-    hundreds of figures over tens of thousands of rows)."""
-
-    __slots__ = ("n", "fields", "_positions")
-
-    def __init__(self, rows: Sequence[Row], fields: Sequence[str]):
-        self.n = len(rows)
-        self._positions: dict[tuple, dict[Any, list[int]]] = {}
-        fields = tuple(dict.fromkeys(fields))
-        if not rows:
-            self.fields: dict[str, Sequence] = {field: () for field in fields}
-            return
-        try:
-            self.fields = dict(zip(fields, zip(*map(operator.itemgetter(*fields), rows), strict=True)))
-        except KeyError:  # rows without some field: it reads as None there
-            self.fields = {field: [row.get(field) for row in rows] for field in fields}
-
-    def __getitem__(self, field: str) -> Sequence:
-        return self.fields[field]
-
-    def take(self, at: Sequence[int]) -> Columns:
-        """The rows at positions ``at``, in that order."""
-        taken = Columns((), ())
-        taken.n = len(at)
-        taken._positions = {}
-        taken.fields = {field: take_at(column, at) for field, column in self.fields.items()}
-        return taken
-
-    def set_values(self, field: str, at: Sequence[int] | None = None) -> list:
-        """The values of ``field`` that are set (not None), in row order, at the
-        row positions ``at`` (all rows when None)."""
-        column = self.fields[field]
-        return list(filter(_IS_SET, column if at is None else take_at(column, at)))
-
-    def mean(self, field: str, at: Sequence[int] | None = None) -> float | None:
-        """Mean of ``field`` over the rows where it is set, added in row order."""
-        values = self.set_values(field, at)
-        return sum(values) / len(values) if values else None
-
-    def positions(self, *fields: str, text: bool = False) -> dict[Any, list[int]]:
-        """Row positions per value of ``fields`` (a tuple of values for several
-        fields; ``str()`` of the value with ``text``), in order of first use.
-        Computed once per Columns (the lists are shared: do not change them)."""
-        known = self._positions.get((fields, text))
-        if known is not None:
-            return known
-        keys: Iterable = zip(*(self.fields[f] for f in fields)) if len(fields) > 1 else self.fields[fields[0]]
-        if text:
-            keys = map(str, keys)
-        groups: dict[Any, list[int]] = defaultdict(list)
-        for index, key in enumerate(keys):
-            groups[key].append(index)
-        self._positions[(fields, text)] = groups
-        return groups
-
-
-class Sums:
-    """Per field: the sum of its set values, how many were set, and how many were > 0."""
-
-    __slots__ = ("n", "sums")
-
-    def __init__(self):
-        self.n = 0
-        self.sums = {field: [0.0, 0, 0] for field in _FIELDS}
-
-    def add_rows(self, key: Key, columns: Columns, at: Sequence[int]) -> None:
-        self.n += len(at)
-        for field in _FIELDS:
-            only = _ONLY.get(field)
-            if only is not None and not only(key):
-                continue
-            values = columns.set_values(field, at)
-            total = self.sums[field]
-            total[0] += sum(values)
-            total[1] += len(values)
-            if field in _COUNTED:  # non-negative counts: truthy means > 0
-                total[2] += len(list(filter(None, values)))
-
-    def add(self, other: Sums) -> None:
-        self.n += other.n
-        for field, (total, count, positive) in other.sums.items():
-            mine = self.sums[field]
-            mine[0] += total
-            mine[1] += count
-            mine[2] += positive
-
-    def mean(self, field: str, columns: Columns, at: Sequence[int] | None) -> float | None:
-        """The group's mean of ``field``; ``at`` are the group's rows (None: all)."""
-        if field in FLOAT_FIELDS:
-            return columns.mean(field, at)
-        total, count, _ = self.sums[field]
-        return total / count if count else None
-
-    def figures(self, columns: Columns, at: Sequence[int] | None = None) -> dict[str, Any]:
-        """The official figures of the group whose rows (``at``; None: all) these sum."""
-        if not self.n:
-            return {"n": 0}
-        out: dict[str, Any] = {"n": self.n}
-        for name, field, how in FIGURES:
-            total, count, positive = self.sums[field]
+def figures(frame: Frame, codes: np.ndarray, groups: int) -> list[dict[str, Any]]:
+    """The official figures of each group (rows numbered by ``codes``); a group
+    without rows is ``{"n": 0}``."""
+    sizes = group_counts(codes, groups)
+    out: list[dict[str, Any]] = [{"n": size} for size in sizes]
+    for name, field, how in FIGURES:
+        values = frame.derived(("official", field), lambda f: _counted(f, field))
+        if how == "mean":
+            results: list = group_means(values, codes, groups)
+        else:
+            counts = group_counts(codes, groups, is_set(values))
             if how == "n":
-                out[name] = count
-            elif how == "any":
-                out[name] = positive / count if count else None
-            else:
-                out[name] = self.mean(field, columns, at)
-        return out
+                results = counts
+            else:  # non-negative counts: > 0 means not 0
+                positive = group_counts(codes, groups, is_set(values) & (values != 0))
+                results = [p / c if c else None for p, c in zip(positive, counts)]
+        for figures_of, size, result in zip(out, sizes, results):
+            if size:
+                figures_of[name] = result
+    return out
 
 
-KEY_FIELDS = ("rose_subset", "task_template", "task_mode", "region_type")
-# every field the official figures read
-COLUMNS = (*KEY_FIELDS, "item_id", "scene_id", *_FIELDS)
-
-
-def cell_sums(columns: Columns) -> dict[Key, Sums]:
-    """The rows' sums per (subset, template, mode, region type), in one pass each."""
-    cells = {}
-    for key, at in columns.positions(*KEY_FIELDS).items():
-        cells[key] = Sums()
-        cells[key].add_rows(key, columns, at)
-    return cells
-
-
-def total(cells: Mapping[Key, Sums], keep: Callable[[Key], bool] = lambda key: True) -> Sums:
-    result = Sums()
-    for key, sums in cells.items():
-        if keep(key):
-            result.add(sums)
+def overall(frame: Frame) -> dict[str, Any]:
+    (result,) = figures(frame, np.zeros(frame.n, dtype=np.intp), 1)
     return result
 
 
-def group_figures(rows: Sequence[Row]) -> dict[str, Any]:
-    """The official figures of one group of rows (``{"n": 0}`` for none)."""
-    columns = Columns(rows, COLUMNS)
-    return total(cell_sums(columns)).figures(columns)
-
-
-GROUP_KEYS = {"rose_subset": 0, "task_template": 1, "task_mode": 2, "region_type": 3}
-
-
-def grouped(cells: Mapping[Key, Sums], columns: Columns, field: str) -> dict[str, dict]:
+def grouped(frame: Frame, field: str) -> dict[str, dict]:
     """The official figures per value of ``field`` (as text, sorted)."""
-    at = GROUP_KEYS[field]
-    groups = columns.positions(field, text=True)
-    return {
-        value: total(cells, lambda key: str(key[at]) == value).figures(columns, groups[value])
-        for value in sorted(groups)
-    }
+    codes, names = frame.codes(field, key=str)
+    per_group = figures(frame, codes, len(names))
+    return {name: per_group[names.index(name)] for name in sorted(names)}
 
 
-def table1(
-    cells: Mapping[Key, Sums], columns: Columns, by_subset_at: Mapping[str, list[int]]
-) -> dict[str, Any]:
-    by_subset = {}
-    for subset in ROSE_SUBSETS:
-        sums, at = total(cells, lambda key: key[0] == subset), by_subset_at.get(subset, [])
-        by_subset[subset] = {
-            "n": sums.n,
-            "PASS": sums.mean("pass", columns, at),
-            "SOFT": sums.mean("unified_soft", columns, at),
-            "VALID": sums.mean("format_valid", columns, at),
+def _per_subset(frame: Frame, field: str, where: np.ndarray | None = None) -> dict[str, float | None]:
+    """The mean of ``field`` per ROSE subset (over the rows ``where`` is true)."""
+    codes, names = frame.codes("rose_subset", key=str)
+    values = frame[field] if where is None else np.where(where, frame[field], np.nan)
+    means = group_means(values, codes, len(names))
+    return {subset: means[names.index(subset)] if subset in names else None for subset in ROSE_SUBSETS}
+
+
+def table1(frame: Frame) -> dict[str, Any]:
+    codes, names = frame.codes("rose_subset", key=str)
+    sizes = group_counts(codes, len(names))
+    figures_of = {key: _per_subset(frame, field) for key, field in TABLE1_FIGURES.items()}
+    by_subset = {
+        subset: {
+            "n": sizes[names.index(subset)] if subset in names else 0,
+            **{key: figures_of[key][subset] for key in TABLE1_FIGURES},
         }
+        for subset in ROSE_SUBSETS
+    }
     return {
         "by_subset": by_subset,
         "Avg. PASS": mean(s["PASS"] for s in by_subset.values()),
@@ -298,50 +165,38 @@ def table1(
     }
 
 
-def table2(
-    cells: Mapping[Key, Sums], columns: Columns, by_subset_at: Mapping[str, list[int]]
-) -> dict[str, Any]:
-    def over_subsets(field, keep=lambda key: True):
-        return mean(
-            total(cells, lambda key, s=subset: key[0] == s and keep(key)).mean(
-                field, columns, by_subset_at.get(subset, [])
-            )
-            for subset in ROSE_SUBSETS
-        )
+TABLE1_FIGURES = {"PASS": "pass", "SOFT": "unified_soft", "VALID": "format_valid"}
 
-    passes = {
-        short: over_subsets("pass", lambda key, t=template: key[1] == t)
-        for template, short in TABLE_SHORT.items()
-    }
+
+def table2(frame: Frame) -> dict[str, Any]:
+    passes = {}
+    for template, short in TABLE_SHORT.items():
+        passes[short] = mean(_per_subset(frame, "pass", frame.rows_of("task_template", template)).values())
     # click_f1_strict and region_ok are set on click rows only: over a subset's
     # rows they are the mean over its click rows
     return {
         **passes,
-        "C-F1": over_subsets("click_f1_strict"),
-        "R-OK": over_subsets("region_ok"),
+        "C-F1": mean(_per_subset(frame, "click_f1_strict").values()),
+        "R-OK": mean(_per_subset(frame, "region_ok").values()),
         "Avg. PASS": mean(passes.values()),
     }
 
 
-_CONDITIONED = frozenset({T1, T3, T4, T5})
-
-
-def scene_conditioned(columns: Columns) -> dict[str, Any]:
+def scene_conditioned(frame: Frame) -> dict[str, Any]:
     """T3-T5 PASS on the scenes whose T1 passed (rows present in this run only)."""
+    scenes, names = frame.codes("scene_id", key=str)
+    passes = frame["pass"]
     by_subset = {}
-    groups: dict[str, list[tuple]] = {name: [] for name in ROSE_SUBSETS}
-    for subset, template, scene, passed in zip(
-        columns["rose_subset"], columns["task_template"], columns["scene_id"], columns["pass"]
-    ):
-        if template in _CONDITIONED and subset in groups:
-            groups[subset].append((template, str(scene), passed))
-    for name, group in groups.items():
-        scenes = {scene for template, scene, passed in group if template == T1 and passed == 1}
-        record: dict[str, Any] = {"n_t1_correct_scenes": len(scenes)}
+    for subset in ROSE_SUBSETS:
+        in_subset = frame.rows_of("rose_subset", subset)
+        passed = np.zeros(len(names), dtype=bool)
+        passed[scenes[in_subset & frame.rows_of("task_template", T1) & (passes == 1)]] = True
+        record: dict[str, Any] = {"n_t1_correct_scenes": int(passed.sum())}
+        on_passed_scene = in_subset & passed[scenes]
         for wanted in (T3, T4, T5):
-            kept = [passed for template, scene, passed in group if template == wanted and scene in scenes]
-            record[TABLE_SHORT[wanted]] = {"n": len(kept), "pass_rate": mean(kept)}
-        by_subset[name] = record
+            kept = passes[on_passed_scene & frame.rows_of("task_template", wanted)]
+            record[TABLE_SHORT[wanted]] = {"n": len(kept), "pass_rate": mean_of(kept)}
+        by_subset[subset] = record
     macro = {
         TABLE_SHORT[t]: mean(s[TABLE_SHORT[t]]["pass_rate"] for s in by_subset.values()) for t in (T3, T4, T5)
     }
@@ -371,11 +226,12 @@ def in_percent(value: Any) -> Any:
     return out
 
 
-def coverage(expected: Columns, evaluated: Columns) -> tuple[list[dict], list[dict]]:
-    """Expected and evaluated items per ROSE subset and per main template."""
+def coverage(expected: Mapping[str, Sequence], evaluated: Frame) -> tuple[list[dict], list[dict]]:
+    """Expected items (``expected[field]``: one value per item) and evaluated
+    rows per ROSE subset and per main template."""
 
     def entries(field, names, extra):
-        want, got = Counter(map(str, expected[field])), Counter(map(str, evaluated[field]))
+        want, got = Counter(map(str, expected[field])), Counter(map(str, evaluated.label(field)))
         return [
             {
                 field: name,

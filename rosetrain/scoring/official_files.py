@@ -17,6 +17,7 @@ from typing import Any
 
 from rosetrain.core.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES
 from rosetrain.scoring import official as O
+from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
 
 Row = Mapping[str, Any]
@@ -58,27 +59,34 @@ class RunInfo:
 
 
 EXPECTED_FIELDS = ("item_id", "rose_subset", "task_template")
+Expected = dict[str, list]  # field -> one value per expected item
 
 
-def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> O.Columns:
+def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> Expected:
     """The id, subset and template of each gold item (release record, HF row or Gold)."""
-    return O.Columns([_expected(g) if isinstance(g, Gold) else g for g in golds], EXPECTED_FIELDS)
+    items = [
+        _expected(g)
+        if isinstance(g, Gold)
+        else (g.get("item_id"), g.get("rose_subset"), g.get("task_template"))
+        for g in golds
+    ]
+    return {field: [item[i] for item in items] for i, field in enumerate(EXPECTED_FIELDS)}
 
 
-def _expected(gold: Gold) -> dict[str, Any]:
-    # these three fields alone: merging each Gold's whole official row cost more
-    return {"item_id": gold.item_id, "rose_subset": gold.head["rose_subset"], "task_template": gold.template}
+def _expected(gold: Gold) -> tuple:
+    return gold.item_id, gold.head["rose_subset"], gold.template
 
 
-def _paper_items(expected: O.Columns) -> O.Columns:
+def _paper_items(expected: Expected) -> Expected:
     """The expected items the official figures cover: the main tasks (all if none)."""
-    templates = expected["task_template"]
-    main = [i for i, t in enumerate(templates) if t not in BRIDGE_TEMPLATES]
-    return expected.take(main) if main else expected
+    main = [i for i, t in enumerate(expected["task_template"]) if t not in BRIDGE_TEMPLATES]
+    if not main:
+        return expected
+    return {field: [values[i] for i in main] for field, values in expected.items()}
 
 
-def _coverage(golds: O.Columns, rows: O.Columns, info: RunInfo) -> dict[str, Any]:
-    expected_ids, scored_ids = set(map(str, golds["item_id"])), set(map(str, rows["item_id"]))
+def _coverage(golds: Expected, rows: Frame, info: RunInfo) -> dict[str, Any]:
+    expected_ids, scored_ids = set(map(str, golds["item_id"])), set(map(str, rows.label("item_id")))
     missing, extra = sorted(expected_ids - scored_ids), sorted(scored_ids - expected_ids)
     by_subset, by_template = O.coverage(golds, rows)
     return {
@@ -97,21 +105,20 @@ def _coverage(golds: O.Columns, rows: O.Columns, info: RunInfo) -> dict[str, Any
     }
 
 
-def official_summary(expected: O.Columns, every: O.Columns, info: RunInfo | None = None) -> dict[str, Any]:
+def official_summary(expected: Expected, every: Frame, info: RunInfo | None = None) -> dict[str, Any]:
     """The official keys of ``evaluation_summary.json`` (figures as fractions), from
-    the expected items and every per-item row (``O.COLUMNS`` of them)."""
+    the expected items and every per-item row."""
     info = info or RunInfo()
-    templates, ids = every["task_template"], every["item_id"]
+    templates, ids = every.label("task_template"), every.label("item_id")
     main = [i for i, t in enumerate(templates) if t not in BRIDGE_TEMPLATES] or range(every.n)
     # the official order of addition: rows sorted by item id
     order = sorted(main, key=lambda i: str(ids[i]))
-    columns = every if len(order) == every.n and order == list(range(every.n)) else every.take(order)
-    coverage = _coverage(_paper_items(expected), columns, info)
-    cells, by_subset_at = O.cell_sums(columns), columns.positions("rose_subset", text=True)
+    rows = every if len(order) == every.n and order == list(range(every.n)) else every.take(order)
+    coverage = _coverage(_paper_items(expected), rows, info)
     paper = {
-        "table1": O.table1(cells, columns, by_subset_at),
-        "table2": O.table2(cells, columns, by_subset_at),
-        "scene_conditioned_action_available_rows": O.scene_conditioned(columns),
+        "table1": O.table1(rows),
+        "table2": O.table2(rows),
+        "scene_conditioned_action_available_rows": O.scene_conditioned(rows),
     }
     return {
         "evaluator": EVALUATOR,
@@ -122,11 +129,11 @@ def official_summary(expected: O.Columns, every: O.Columns, info: RunInfo | None
         "metadata_jsonl": info.metadata_jsonl,
         "predictions_jsonl": info.predictions_jsonl,
         "coverage": coverage,
-        "overall": O.total(cells).figures(columns),
-        "by_subset": O.grouped(cells, columns, "rose_subset"),
-        "by_template": O.grouped(cells, columns, "task_template"),
-        "by_task_mode": O.grouped(cells, columns, "task_mode"),
-        "by_region_type": O.grouped(cells, columns, "region_type"),
+        "overall": O.overall(rows),
+        "by_subset": O.grouped(rows, "rose_subset"),
+        "by_template": O.grouped(rows, "task_template"),
+        "by_task_mode": O.grouped(rows, "task_mode"),
+        "by_region_type": O.grouped(rows, "region_type"),
         "paper_metrics": paper,
         "paper_metrics_percent": O.in_percent(paper),
         "metric_notes": {
