@@ -130,6 +130,9 @@ def test_the_official_release_files_load(rose_sample_dir):
         ({"rows": True}, "rows: expected an integer"),
         ({"ground_truth_clicks": "R1,C1"}, "ground_truth_clicks: a string that is not a JSON list"),
         ({"region_target_cells": []}, None),
+        ({"task_mode": "COUNT"}, "task_mode: 'COUNT' contradicts task_template T3_CLICK_LOCAL_NUMERIC"),
+        ({"image": ["images/a.png"]}, "image: expected a relative path"),
+        ({"ground_truth_clicks": "[" * 5000 + "]" * 5000}, "ground_truth_clicks: a string that is not"),
     ],
 )
 def test_a_gold_record_that_contradicts_itself_names_file_line_and_field(

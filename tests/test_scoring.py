@@ -369,6 +369,15 @@ def test_hf_row_with_region_params_json_and_list_cells():
         ("region_type", "CIRCLE"),
         ("region_params", {"r1": 1}),
         ("task_mode", "SCROLL"),
+        # fields the summary groups by: unhashable, NaN (a group per row), lone surrogates
+        ("rose_subset", ["A"]),
+        ("rose_subset", float("nan")),
+        ("scene_id", {"id": 1}),
+        ("scene_id", "s\ud800"),
+        ("grid_size_profile", "\udfff"),
+        ("region_case", "partial\ud800"),
+        ("ground_truth_clicks", "[" * 5000 + "]" * 5000),  # deeper than json.loads recurses
+        ("region_params", "[" * 5000 + "]" * 5000),
     ],
 )
 def test_bad_gold_is_an_error_naming_the_field(field, value):

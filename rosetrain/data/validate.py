@@ -48,6 +48,12 @@ def check_record(
         raise RosetrainError(
             f"{where}: task_template: unknown template {template!r}; known: {', '.join(P.TEMPLATES)}"
         )
+    mode = record.get("task_mode")
+    if mode is not None and mode != P.TASK_MODE[template]:  # the scorer would grade it in that mode
+        raise RosetrainError(
+            f"{where}: task_mode: {mode!r:.100} contradicts task_template {template} "
+            f"(a {P.TASK_MODE[template]} task)"
+        )
     rows, cols = (_whole(record, field, where, minimum=1) for field in ("rows", "cols"))
     count = _whole(record, "ground_truth_count", where, minimum=0)
     clicks = _cells(record, "ground_truth_clicks", where, rows, cols)
@@ -60,7 +66,10 @@ def check_record(
     region = _check_region(record, where, rows, cols, clicks, targets)
     for field in IMAGE_FIELDS:
         image = record.get(field)
-        if image is not None and (images_checked is None or image not in images_checked):
+        # a path not yet checked (a list or an object is no path: check_confined says so)
+        if image is not None and (
+            images_checked is None or type(image) is not str or image not in images_checked
+        ):
             check_confined(str(path.parent), image, f"{where}: {field}")
             if images_checked is not None:
                 images_checked.add(image)
@@ -118,7 +127,7 @@ def _parse_cells(value: object, field: str, where: str) -> list[P.Cell]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep: no JSON we read
             raise RosetrainError(f"{where}: {field}: a string that is not a JSON list") from None
     if not isinstance(value, list):
         raise RosetrainError(f"{where}: {field}: expected a list of cells like 'R4,C11', got {value!r:.100}")
@@ -158,7 +167,7 @@ def _check_region(
     if isinstance(params, str):
         try:
             params = json.loads(params) if params.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep: no JSON we read
             raise RosetrainError(f"{where}: region_params_json: not valid JSON") from None
     if not isinstance(params, (dict, Mapping)):  # dict first: the abc check is slow
         raise RosetrainError(f"{where}: region_params: expected an object, got {params!r:.100}")

@@ -94,7 +94,7 @@ def _cell_set(gold: Mapping, field: str, item_id: object) -> frozenset[Cell]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep: no JSON we read
             raise _fail(item_id, field, "is a string but not a JSON list") from None
     if value is None:
         raise _fail(item_id, field, "is missing")
@@ -118,7 +118,7 @@ def _region_params(gold: Mapping, item_id: object) -> dict:
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep: no JSON we read
             raise _fail(item_id, "region_params_json", "is not valid JSON") from None
     if value is None:
         value = {}
@@ -127,13 +127,38 @@ def _region_params(gold: Mapping, item_id: object) -> dict:
     return dict(value)
 
 
-def _paired_item_id(gold: Mapping, template: str) -> str | None:
+def _paired_item_id(gold: Mapping, template: str, item_id: object) -> str | int | None:
     """The main item a bridge row controls: T3 for T2B, T1 for T1B."""
     if template == T2B:
-        return gold.get("source_click_item_id") or gold.get("source_item_id")
-    if template == T1B:
-        return gold.get("source_item_id")
-    return None
+        field = "source_click_item_id" if gold.get("source_click_item_id") else "source_item_id"
+    elif template == T1B:
+        field = "source_item_id"
+    else:
+        return None
+    return _group_key(gold, field, item_id)
+
+
+def _group_key(gold: Mapping, field: str, item_id: object) -> str | int | None:
+    """A field the summary groups rows by (scene, subset, bridge pair): a string,
+    an integer or None. A list or an object cannot key a group, and a NaN
+    equals nothing, itself included (each row would be a group of its own)."""
+    value = gold.get(field)
+    if value is None or type(value) is int:
+        return value
+    if isinstance(value, str):
+        return _text(value, field, item_id)
+    raise _fail(item_id, field, f"must be a string, got {value!r:.100}")
+
+
+def _text(value: str, field: str, item_id: object) -> str:
+    """``value``, which the summary shows; evaluation_summary.json is UTF-8,
+    which cannot hold a lone surrogate (``"\\ud800"`` in JSON)."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _fail(item_id, field, "holds a lone surrogate, which UTF-8 text cannot hold") from None
+    return value
 
 
 class Gold:
@@ -176,7 +201,7 @@ class Gold:
         mode = gold.get("task_mode") or TASK_MODE.get(template)
         if mode not in TASK_MODES:
             raise _fail(item_id, "task_mode", f"must be one of {TASK_MODES}, got {mode!r}")
-        self.item_id = str(item_id)
+        self.item_id = _text(str(item_id), "item_id", item_id)
         self.mode = mode
         self.region_type = str(gold["region_type"])
         if checked is None:
@@ -198,11 +223,11 @@ class Gold:
         # names, in the three runs a row shows them in (score_parsed)
         self.first = {
             "item_id": self.item_id,
-            "scene_id": gold.get("scene_id"),
+            "scene_id": _group_key(gold, "scene_id", item_id),
             "image_id": gold.get("image_id"),
         }
         self.head = {
-            "rose_subset": gold.get("rose_subset"),
+            "rose_subset": _group_key(gold, "rose_subset", item_id),
             "rose_split": gold.get("split"),
             "primitive_type": gold.get("primitive_type"),
             "task_template": template,
@@ -254,11 +279,15 @@ class Gold:
         return {
             "template_short": SHORT_NAME.get(self.template, self.template),
             "bridge": self.template in BRIDGE_TEMPLATES,
-            "paired_item_id": _paired_item_id(gold, self.template),
+            "paired_item_id": _paired_item_id(gold, self.template, self.item_id),
             "family": gold.get("family"),
             "heldout_family": None if heldout is None else bool(heldout),
-            "region_case_group": normalize_region_case(gold.get("region_case")),
-            "grid_size_profile": str(gold.get("grid_size_profile") or "unknown"),
+            "region_case_group": _text(
+                normalize_region_case(gold.get("region_case")), "region_case", self.item_id
+            ),
+            "grid_size_profile": _text(
+                str(gold.get("grid_size_profile") or "unknown"), "grid_size_profile", self.item_id
+            ),
             "target_count": self.global_count,
         }
 
