@@ -43,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="name at the start of table1_row.txt / table2_row.txt (default: the model name)",
     )
     parser.add_argument("--digits", type=int, default=1, help="decimals of the LaTeX table rows (default: 1)")
+    parser.add_argument(
+        "--num-proc",
+        type=int,
+        default=None,
+        help="processes that read and score the split (default: the CPUs this process may "
+        "use); files are cut into chunks of at least 8 MB, one process per chunk at most",
+    )
     add_bridges_flags(parser, "read")
 
 
@@ -58,22 +65,26 @@ def _run(args: argparse.Namespace) -> int:
 
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import output_lock, remove_atomic_temps
-    from rosetrain.data.release import load_split, read_predictions, split_files, split_fingerprint
+    from rosetrain.data.release import read_predictions, split_files, split_fingerprint
     from rosetrain.evaluation.predictions import check_same_data
     from rosetrain.reports.console import print_summary
-    from rosetrain.scoring.batch import run_model, score_predictions, write_scored_run
-    from rosetrain.scoring.gold import GOLD_FIELDS, Gold
+    from rosetrain.scoring.batch import run_model, write_run_files
+    from rosetrain.scoring.metrics import summarize_frame
     from rosetrain.scoring.official_files import RunInfo
+    from rosetrain.scoring.split import available_cpus, score_split
 
-    # each record is checked and made a Gold in one pass, its cells parsed once
-    golds = load_split(args.data, args.split, bridges=args.bridges, fields=GOLD_FIELDS, build=Gold)
     fingerprint = split_fingerprint(args.data, args.split, bridges=args.bridges)
     predictions = read_predictions(args.predictions)
     check_same_data(
         predictions, fingerprint, Path(args.predictions), f"--data {args.data} (split {args.split})"
     )
     model = args.model or run_model(predictions, Path(args.predictions).stem)
-    rows = score_predictions(golds, predictions, allow_partial=args.allow_partial, model=model)
+    if args.num_proc is not None and args.num_proc < 1:
+        raise RosetrainError(f"--num-proc must be at least 1, got {args.num_proc}")
+    num_proc = args.num_proc or available_cpus()
+    scored = score_split(
+        args.data, args.split, args.bridges, predictions, model, args.allow_partial, num_proc
+    )
     run_info = RunInfo(
         model=model,
         display_name=args.display_name,
@@ -87,7 +98,8 @@ def _run(args: argparse.Namespace) -> int:
     with output_lock(args.out, "this scored run"):
         remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
-            summary = write_scored_run(args.out, golds, rows, run_info, data_fingerprint=fingerprint)
+            summary = summarize_frame(scored.expected, scored.frame, run_info)
+            summary = write_run_files(args.out, summary, scored.frame, scored.lines, run_info, fingerprint)
         except OSError as err:  # a folder we may not write, a full disk
             raise RosetrainError(
                 f"--out {err.filename or args.out}: cannot write ({err.strerror or err})"

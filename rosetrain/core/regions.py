@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.memo import memo_table
 from rosetrain.core.protocol import COL_RANGE, EXCLUSION, GLOBAL, RECTANGLE, ROW_RANGE, VISUAL_REGION, Cell
 
 _UNBOUNDED = (1, 10**9)
@@ -102,7 +103,7 @@ class Box(NamedTuple):
         return rows * cols - height * width if self.outside else height * width
 
 
-_BOXES: dict[tuple, Box] = {}  # (type, params) -> Box: a split repeats a few hundred regions
+_BOXES: dict[tuple, Box] = memo_table()  # (type, params) -> Box: a split repeats a few hundred regions
 
 
 def region_box(region_type: str, region_params: Mapping) -> Box:

@@ -13,6 +13,7 @@ asked for (``bridges=True``), or when the folder holds only them. A path to a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -141,20 +142,74 @@ def _fields_decoder(fields: frozenset[str]) -> Any:
     return msgspec.json.Decoder(record)
 
 
-def _read_fields(path: Path, fields: Collection[str]) -> list[dict[str, Any]]:
-    """The records of a JSONL file, with only ``fields`` (and those the checks read),
-    decoded by msgspec, which skips the other fields without building them. Any
-    problem is a RosetrainError without a line number: read the file in full then."""
+def _read_fields(
+    path: Path, fields: Collection[str], start: int = 0, end: int | None = None
+) -> list[dict[str, Any]]:
+    """The records of a JSONL file (of its bytes ``start`` to ``end``: whole
+    lines), with only ``fields`` (and those the checks read), decoded by
+    msgspec, which skips the other fields without building them. Any problem is
+    a RosetrainError without a line number: read the file in full then."""
     import msgspec
 
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read() if end is None else handle.read(end - start)
         if not data.isascii():
             data.decode("utf-8")  # a skipped field is not decoded, but must be UTF-8 too
         decoded = _fields_decoder(frozenset(fields) | frozenset(CHECKED_FIELDS)).decode_lines(data)
     except (OSError, ValueError, msgspec.MsgspecError) as err:
         raise RosetrainError(f"{path}: {err}") from None
     return msgspec.to_builtins(decoded)  # dicts without the absent fields
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    """Whole lines of a metadata file: its bytes ``start`` to ``end``."""
+
+    path: Path
+    start: int
+    end: int
+
+
+CHUNK_BYTES = 8 << 20  # a chunk worth handing to another process
+
+
+def line_chunks(paths: Sequence[Path], chunk_bytes: int | None = CHUNK_BYTES) -> list[Chunk]:
+    """The files cut into chunks of whole lines of about ``chunk_bytes`` (in
+    file order; None: one chunk per file)."""
+    chunks = []
+    for path in paths:
+        size = path.stat().st_size
+        cuts = [0]
+        if chunk_bytes is not None:
+            with open(path, "rb") as handle:
+                while (cut := _line_start(handle, cuts[-1] + chunk_bytes)) < size:
+                    cuts.append(cut)
+        cuts.append(size)
+        chunks += [Chunk(path, a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    return chunks
+
+
+def _line_start(handle: Any, offset: int) -> int:
+    """The offset of the first line that starts after ``offset`` (the file's size if none)."""
+    handle.seek(offset)
+    while block := handle.read(1 << 16):
+        newline = block.find(b"\n")
+        if newline >= 0:
+            return offset + newline + 1
+        offset += len(block)
+    return offset
+
+
+def read_chunk(
+    chunk: Chunk, fields: Collection[str], build: Callable[[dict[str, Any], CheckedRecord], Any]
+) -> list[Any]:
+    """``load_split(..., fields, build)`` of one chunk's records. Any problem is a
+    RosetrainError without a useful line number: ``load_split`` the split in full
+    for the error that names the file, line and field."""
+    records = _read_fields(chunk.path, fields, chunk.start, chunk.end)
+    return _checked_records([(chunk.path, enumerate(records, start=1))], build)
 
 
 def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: bool | None = None) -> str:

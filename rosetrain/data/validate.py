@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.memo import memo_table
 from rosetrain.core.regions import Box, region_box
 from rosetrain.data.paths import check_confined
 
@@ -86,7 +87,7 @@ def _whole(record: Mapping[str, Any], field: str, where: str, minimum: int) -> i
 # cell list -> (its cells, no cell twice, lowest and highest row, lowest and
 # highest column): a split repeats the same lists (a scene's targets) in every
 # task of the scene, so each is parsed once
-_PARSED: dict[tuple, tuple[frozenset[P.Cell], bool, int, int, int, int]] = {}
+_PARSED: dict[tuple, tuple[frozenset[P.Cell], bool, int, int, int, int]] = memo_table()
 _PARSED_MAX = 200_000
 
 

@@ -13,10 +13,11 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write
 from rosetrain.core.jsonio import json_line, json_text
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
+from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold, prepare_gold
 from rosetrain.scoring.item import score_item
-from rosetrain.scoring.metrics import summarize
-from rosetrain.scoring.official_files import ERROR_CASES_FILE, RunInfo, official_files
+from rosetrain.scoring.metrics import summarize_frame
+from rosetrain.scoring.official_files import ERROR_CASES_FILE, RunInfo, expected_items, official_files
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 
 MISSING_SHOWN = 10
@@ -50,20 +51,10 @@ def run_model(predictions: Mapping[str, Mapping], fallback: str | None) -> str |
     return ",".join(names) if names else fallback
 
 
-def score_predictions(
-    golds: Sequence[Mapping[str, Any] | Gold],
-    predictions: Mapping[str, Mapping],
-    allow_partial: bool = False,
-    model: str | None = None,
-) -> list[dict[str, Any]]:
-    """Per-item rows, in split order, for every gold item that has a prediction.
-
-    A gold item without a prediction is an error listing the first missing ids,
-    unless ``allow_partial``. Predictions for ids outside the split are an error
-    too (they usually mean the wrong split or file). A prediction without a
-    ``model`` key gets ``model`` (the official evaluator's default).
-    """
-    gold_ids = [g.item_id if isinstance(g, Gold) else str(g["item_id"]) for g in golds]
+def check_coverage(gold_ids: Sequence[str], predictions: Mapping[str, Any], allow_partial: bool) -> None:
+    """A gold item without a prediction is an error listing the first missing
+    ids, unless ``allow_partial``; a prediction for an id outside the split is
+    an error too (it usually means the wrong split or file)."""
     missing = [i for i in gold_ids if i not in predictions]
     if missing and not allow_partial:
         shown = ", ".join(missing[:MISSING_SHOWN])
@@ -77,20 +68,31 @@ def score_predictions(
             f"{len(unknown)} predictions name items not in the split "
             f"(first: {', '.join(unknown[:MISSING_SHOWN])})"
         )
-    rows = []
-    for gold, item_id in zip(golds, gold_ids):
-        prediction = predictions.get(item_id)
-        if prediction is None:
-            continue
-        rows.append(
-            score_item(
-                prepare_gold(gold),
-                prediction.get("raw_text"),
-                prediction.get("model", model),
-                prediction.get("error"),
-            )
-        )
-    return rows
+
+
+def score_prediction(gold: Gold, prediction: Mapping[str, Any], model: str | None) -> dict[str, Any]:
+    """The per-item row of one prediction row (``model``: the row's when it has none)."""
+    return score_item(
+        gold, prediction.get("raw_text"), prediction.get("model", model), prediction.get("error")
+    )
+
+
+def score_predictions(
+    golds: Sequence[Mapping[str, Any] | Gold],
+    predictions: Mapping[str, Mapping],
+    allow_partial: bool = False,
+    model: str | None = None,
+) -> list[dict[str, Any]]:
+    """Per-item rows, in split order, for every gold item that has a prediction
+    (``check_coverage`` first). A prediction without a ``model`` key gets
+    ``model`` (the official evaluator's default)."""
+    gold_ids = [g.item_id if isinstance(g, Gold) else str(g["item_id"]) for g in golds]
+    check_coverage(gold_ids, predictions, allow_partial)
+    return [
+        score_prediction(prepare_gold(gold), predictions[item_id], model)
+        for gold, item_id in zip(golds, gold_ids)
+        if item_id in predictions
+    ]
 
 
 def write_scored_run(
@@ -103,20 +105,36 @@ def write_scored_run(
     """Write every file of the official evaluator (per_item_eval.jsonl,
     error_cases.jsonl, evaluation_summary.json, summary_by_subset.csv,
     summary_by_template.csv, coverage_by_subset_template.csv, table1_row.txt,
-    table2_row.txt) and rosetrain's own (summary.md, CSV breakdowns).
+    table2_row.txt) and rosetrain's own (summary.md, CSV breakdowns); return
+    the summary.
 
-    Per-item rows are written sorted by item id, as the official files are.
     ``data_fingerprint`` (of the split scored) goes into the summary, so that
     ``rosetrain compare`` can refuse runs of different data.
     """
+    frame = Frame.from_rows(rows)
+    summary = summarize_frame(expected_items(golds), frame, run)
+    lines = [json_line(row) + b"\n" for row in rows]
+    return write_run_files(out_dir, summary, frame, lines, run, data_fingerprint)
+
+
+def write_run_files(
+    out_dir: str | os.PathLike,
+    summary: Mapping[str, Any],
+    frame: Frame,
+    lines: Sequence[bytes],
+    run: RunInfo | None = None,
+    data_fingerprint: str | None = None,
+) -> dict[str, Any]:
+    """``write_scored_run`` of a run summarized already: ``lines`` are the JSON
+    lines of the frame's rows, in its order. Per-item rows are written sorted by
+    item id, as the official files are."""
     out = Path(out_dir)
-    summary = {**summarize(golds, rows, run), "data_fingerprint": data_fingerprint}
-    ordered = sorted(rows, key=lambda r: str(r["item_id"]))
-    lines = [json_line(row) + b"\n" for row in ordered]  # each row encoded once, for both files
-    atomic_write(out / PER_ITEM_FILE, b"".join(lines))
-    atomic_write(
-        out / ERROR_CASES_FILE, b"".join([line for line, r in zip(lines, ordered) if r["pass"] != 1])
-    )
+    summary = {**summary, "data_fingerprint": data_fingerprint}
+    ids = list(map(str, frame.label("item_id")))
+    order = sorted(range(frame.n), key=ids.__getitem__)
+    failed = (frame["pass"] != 1).tolist()
+    atomic_write(out / PER_ITEM_FILE, [lines[i] for i in order])
+    atomic_write(out / ERROR_CASES_FILE, [lines[i] for i in order if failed[i]])
     atomic_write(out / SUMMARY_FILE, json_text(summary))
     for name, text in official_files(summary, run).items():
         atomic_write(out / name, text)

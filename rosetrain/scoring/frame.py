@@ -14,7 +14,7 @@ plain loops (and the official evaluator) give, bit for bit.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,12 +74,12 @@ _ROW = {field: i for i, field in enumerate(NUMBER_FIELDS)}
 Codes = tuple[np.ndarray, list]  # (group number of each row, the group keys in order of first use)
 
 
-def _numbers(rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """A (field, row) float array; a row without a field reads as NaN there."""
-    try:
-        table = list(map(operator.itemgetter(*NUMBER_FIELDS), rows))
-    except KeyError:
-        table = [tuple(row.get(field) for field in NUMBER_FIELDS) for row in rows]
+NUMBERS_OF = operator.itemgetter(*NUMBER_FIELDS)  # a scored row -> its numbers, as a tuple
+LABELS_OF = operator.itemgetter(*LABEL_FIELDS)
+
+
+def _numbers(table: Sequence[Sequence]) -> np.ndarray:
+    """A (field, row) float array of rows of numbers (None -> NaN)."""
     try:
         return np.array(table, dtype=np.float64).T.copy()
     except OverflowError:  # an integer past float range (no scored row has one)
@@ -107,14 +107,20 @@ class Frame:
 
     @classmethod
     def from_rows(cls, rows: Sequence[Mapping[str, Any]]) -> Frame:
-        if not rows:
-            return cls(np.zeros((len(NUMBER_FIELDS), 0)), {field: [] for field in LABEL_FIELDS})
-        labels: Iterable[Sequence]
         try:
-            labels = zip(*map(operator.itemgetter(*LABEL_FIELDS), rows), strict=True)
+            return cls.from_tuples(list(map(NUMBERS_OF, rows)), list(map(LABELS_OF, rows)))
         except KeyError:  # rows without some field: it reads as None there
-            labels = ([row.get(field) for row in rows] for field in LABEL_FIELDS)
-        return cls(_numbers(rows), dict(zip(LABEL_FIELDS, labels)))
+            return cls.from_tuples(
+                [tuple(row.get(f) for f in NUMBER_FIELDS) for row in rows],
+                [tuple(row.get(f) for f in LABEL_FIELDS) for row in rows],
+            )
+
+    @classmethod
+    def from_tuples(cls, numbers: Sequence[Sequence], labels: Sequence[Sequence]) -> Frame:
+        """Rows given as ``NUMBERS_OF(row)`` and ``LABELS_OF(row)``."""
+        if not labels:
+            return cls(np.zeros((len(NUMBER_FIELDS), 0)), {field: [] for field in LABEL_FIELDS})
+        return cls(_numbers(numbers), dict(zip(LABEL_FIELDS, zip(*labels, strict=True))))
 
     def __getitem__(self, field: str) -> np.ndarray:
         """A number field's values (NaN where not set)."""

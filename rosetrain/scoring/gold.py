@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.memo import memo_table
 from rosetrain.core.protocol import (
     BRIDGE_TEMPLATES,
     EXCLUSION,
@@ -292,7 +293,7 @@ class Gold:
         }
 
 
-CELL_LABELS: dict = {}  # cell -> "R4,C11": a split spells the same few hundred cells
+CELL_LABELS: dict = memo_table()  # cell -> "R4,C11": a split spells the same few hundred cells
 
 
 def cell_label(cell) -> str:
@@ -312,7 +313,7 @@ def sorted_labels(cells) -> list[str]:
 # A split repeats the same cell lists (a scene's targets in each of its tasks):
 # each distinct list is parsed and labelled once. The label lists are shared by
 # the rows that show them, as the rows of one Gold always shared them.
-_LABELED: dict[Any, tuple[frozenset[Cell], list[str]]] = {}
+_LABELED: dict[Any, tuple[frozenset[Cell], list[str]]] = memo_table()
 _LABELED_MAX = 200_000
 
 
@@ -332,7 +333,7 @@ def _labeled_cells(gold: Mapping, field: str, item_id: object) -> tuple[frozense
     return known
 
 
-_LABELS: dict[frozenset[Cell], list[str]] = {}  # a frozenset keeps its hash: a cheap key
+_LABELS: dict[frozenset[Cell], list[str]] = memo_table()  # a frozenset keeps its hash: a cheap key
 
 
 def labels_of(cells: frozenset[Cell]) -> list[str]:

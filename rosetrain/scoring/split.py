@@ -1,0 +1,137 @@
+"""Scoring a whole split from its metadata files, in several processes.
+
+``rosetrain score`` cuts the split's files into chunks of whole lines. Each
+chunk is read (only the fields the scorer needs), checked, scored against the
+predictions and encoded (one JSON line per item) by one process, which keeps
+only the lines and the summary's columns of its rows, never the row dicts.
+The chunks come back in file order, so the run writes the same bytes whatever
+the number of processes.
+
+Any problem with the split (a bad line, a record that contradicts itself, an
+item id given twice) sends the run to ``load_split``'s full reading, whose
+error names the file, line and field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.jsonio import json_line
+from rosetrain.core.memo import clear_memos
+from rosetrain.data.release import CHUNK_BYTES, Chunk, line_chunks, load_split, read_chunk, split_files
+from rosetrain.scoring.batch import check_coverage, score_prediction
+from rosetrain.scoring.frame import LABELS_OF, NUMBERS_OF, Frame, concat
+from rosetrain.scoring.gold import GOLD_FIELDS, Gold
+from rosetrain.scoring.official_files import Expected, expected_items
+
+
+@dataclasses.dataclass
+class ScoredSplit:
+    """A split's scored rows: the expected items (every gold item), the
+    summary's columns of the scored rows and their JSON lines, in split order."""
+
+    expected: Expected
+    frame: Frame
+    lines: list[bytes]
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# What the chunks are scored against (predictions, model): set before the
+# worker processes fork, so they inherit the predictions instead of a copy.
+_JOB: tuple[Mapping[str, Mapping], str | None] | None = None
+
+
+def score_split(
+    root: str | os.PathLike,
+    split: str,
+    bridges: bool | None,
+    predictions: Mapping[str, Mapping],
+    model: str | None = None,
+    allow_partial: bool = False,
+    num_proc: int = 1,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> ScoredSplit:
+    """Score every gold item of the split that has a prediction (see
+    ``check_coverage`` for items without one), in ``num_proc`` processes that
+    take chunks of about ``chunk_bytes`` of the metadata files."""
+    parallel = num_proc > 1 and _can_fork()
+    chunks = line_chunks(split_files(root, split, bridges), chunk_bytes if parallel else None)
+    try:
+        scored = _score_chunks(chunks, predictions, model, num_proc)
+        ids = scored.expected["item_id"]
+        if len(set(ids)) != len(ids):
+            raise RosetrainError("an item id given twice")
+    except RosetrainError:  # read it in full: that error names the file, line and field
+        golds = load_split(root, split, bridges=bridges, build=Gold)
+        scored = _score_golds(golds, predictions, model)
+    clear_memos()  # this run's parsed cells and labels
+    check_coverage(scored.expected["item_id"], predictions, allow_partial)
+    return scored
+
+
+def _score_chunks(
+    chunks: Sequence[Chunk], predictions: Mapping[str, Mapping], model: str | None, num_proc: int
+) -> ScoredSplit:
+    """The chunks scored here (``num_proc`` 1) or in ``num_proc`` forked processes,
+    which send each chunk back as they finish it. This process only gathers:
+    scoring here too would keep the gathering thread from the interpreter lock,
+    and a worker stalls until its result is read."""
+    global _JOB
+    _JOB = (predictions, model)
+    try:
+        if num_proc < 2 or len(chunks) < 2:
+            parts = [_score_chunk(chunk) for chunk in chunks]
+        else:
+            processes = min(num_proc, len(chunks))
+            with multiprocessing.get_context("fork").Pool(processes, initializer=_leave_interrupts) as pool:
+                parts = list(pool.imap(_score_chunk, chunks))
+    finally:
+        _JOB = None
+    return ScoredSplit(
+        expected={field: [v for part in parts for v in part.expected[field]] for field in parts[0].expected},
+        frame=concat([part.frame for part in parts]),
+        lines=[line for part in parts for line in part.lines],
+    )
+
+
+def _can_fork() -> bool:
+    # fork is fast and shares the predictions; elsewhere each process would
+    # get a pickled copy of them, which costs more than the work it splits
+    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _leave_interrupts() -> None:
+    # Ctrl-C reaches the whole process group: this process stops the workers
+    # (the pool's exit terminates them), without a traceback from each
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _score_chunk(chunk: Chunk) -> ScoredSplit:
+    assert _JOB is not None
+    predictions, model = _JOB
+    return _score_golds(read_chunk(chunk, GOLD_FIELDS, build=Gold), predictions, model)
+
+
+def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], model: str | None) -> ScoredSplit:
+    """Score the golds that have a prediction, keeping each row's line and columns."""
+    lines, numbers, labels = [], [], []
+    for gold in golds:
+        prediction = predictions.get(gold.item_id)
+        if prediction is not None:
+            row = score_prediction(gold, prediction, model)
+            lines.append(json_line(row) + b"\n")
+            numbers.append(NUMBERS_OF(row))
+            labels.append(LABELS_OF(row))
+    return ScoredSplit(expected_items(golds), Frame.from_tuples(numbers, labels), lines)

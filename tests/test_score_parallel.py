@@ -1,0 +1,110 @@
+"""Scoring a split in several processes gives the bytes one process gives, and
+the same errors (naming the file and line), whatever the chunks."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import generate_smoke_split
+
+from rosetrain.cli import main as cli_main
+from rosetrain.core.errors import RosetrainError
+from rosetrain.data.release import line_chunks, read_predictions
+from rosetrain.scoring.split import score_split
+
+SPLIT_FILES = ("per_item_eval.jsonl", "error_cases.jsonl", "evaluation_summary.json", "table1_row.txt")
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory) -> tuple[Path, Path]:
+    """A smoke split and predictions: gold, wrong, prose, empty and API errors."""
+    data = generate_smoke_split(tmp_path_factory.mktemp("parallel") / "data", scenes=12)
+    rng = random.Random(0)
+    rows = []
+    for line in (data / "metadata_test.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        answer = rng.choice([record["answer"], "COUNT(1)", "CLICK(R1,C1); DONE", "I see five.", ""])
+        error = "HTTP 500" if rng.random() < 0.05 else None
+        rows.append({"item_id": record["item_id"], "raw_text": answer, "model": "m", "error": error})
+    predictions = data / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data, predictions
+
+
+def test_chunks_cut_whole_lines_and_cover_the_file(split):
+    data, _ = split
+    path = data / "metadata_test.jsonl"
+    chunks = line_chunks([path], 5000)
+    assert len(chunks) > 5
+    body = path.read_bytes()
+    assert b"".join(body[c.start : c.end] for c in chunks) == body
+    assert all(body[c.end - 1 : c.end] == b"\n" for c in chunks)
+    assert line_chunks([path], None) == [chunks[0].__class__(path, 0, len(body))]
+
+
+def test_many_processes_give_one_process_bytes(split, tmp_path):
+    data, predictions = split
+    preds = read_predictions(predictions)
+    one = score_split(data, "test", None, preds, "m", num_proc=1)
+    many = score_split(data, "test", None, preds, "m", num_proc=3, chunk_bytes=5000)
+    assert many.lines == one.lines
+    assert many.expected == one.expected
+    assert many.frame.numbers.tobytes() == one.frame.numbers.tobytes()
+    assert {k: list(v) for k, v in many.frame.labels.items()} == {k: list(v) for k, v in one.frame.labels.items()}
+    for n in (1, 3):  # the command, end to end (one chunk: the split is under 8 MB)
+        args = ["score", "--data", str(data), "--predictions", str(predictions), "--out", str(tmp_path / str(n))]
+        assert cli_main([*args, "--num-proc", str(n)]) == 0
+    for name in SPLIT_FILES:
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "3" / name).read_bytes(), name
+
+
+def _broken_copy(data: Path, out: Path, line: int, change) -> Path:
+    out.mkdir()
+    lines = (data / "metadata_test.jsonl").read_text().splitlines()
+    lines[line - 1] = change(lines[line - 1], lines)
+    (out / "metadata_test.jsonl").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _with(field, value):
+    return lambda line, lines: json.dumps({**json.loads(line), field: value})
+
+
+@pytest.mark.parametrize(
+    "line, change, message",
+    [
+        (40, _with("rows", 0), r"metadata_test.jsonl:40: rows: expected an integer >= 1"),
+        (41, lambda line, lines: line[:-5], r"metadata_test.jsonl:41"),
+        (45, lambda line, lines: lines[2], r"metadata_test.jsonl:45: item_id .* already at metadata_test.jsonl:3"),
+    ],
+)
+def test_a_bad_line_in_a_later_chunk_is_named_as_one_process_names_it(split, tmp_path, line, change, message):
+    data, predictions = split
+    broken = _broken_copy(data, tmp_path / "broken", line, change)
+    preds = read_predictions(predictions)
+    for num_proc in (1, 3):
+        with pytest.raises(RosetrainError, match=message):
+            score_split(broken, "test", None, preds, "m", num_proc=num_proc, chunk_bytes=5000)
+
+
+def test_missing_and_unknown_predictions_are_errors_in_parallel_too(split, tmp_path):
+    data, predictions = split
+    preds = read_predictions(predictions)
+    fewer = dict(list(preds.items())[:-3])
+    with pytest.raises(RosetrainError, match="3 of .* items have no prediction"):
+        score_split(data, "test", None, fewer, "m", num_proc=3, chunk_bytes=5000)
+    partial = score_split(data, "test", None, fewer, "m", allow_partial=True, num_proc=3, chunk_bytes=5000)
+    assert partial.frame.n == len(fewer) and len(partial.expected["item_id"]) == len(preds)
+    extra = {**preds, "nope": {"item_id": "nope", "raw_text": ""}}
+    with pytest.raises(RosetrainError, match="1 predictions name items not in the split"):
+        score_split(data, "test", None, extra, "m", num_proc=3, chunk_bytes=5000)
+
+
+def test_num_proc_below_one_is_refused(split, tmp_path, capsys):
+    data, predictions = split
+    args = ["score", "--data", str(data), "--predictions", str(predictions), "--out", str(tmp_path / "o")]
+    assert cli_main([*args, "--num-proc", "0"]) != 0
+    assert "--num-proc must be at least 1" in capsys.readouterr().err
