@@ -150,6 +150,12 @@ def test_read_predictions(tmp_path):
     )
     predictions = read_predictions(path)
     assert list(predictions) == ["a", "b"] and predictions["b"]["error"] == "timeout"
+    # whatever a model wrote is scored: NaN and lone surrogates in raw_text too
+    path.write_text(
+        '{"item_id": "a", "raw_text": NaN, "model": "m\u00e9", "error": {"code": 1}}\n'
+        '{"item_id": "b", "raw_text": "\\ud800", "data_fingerprint": "sha256:0"}\n'
+    )
+    assert read_predictions(path)["b"]["raw_text"] == "\ud800"
 
 
 @pytest.mark.parametrize(
@@ -163,6 +169,10 @@ def test_read_predictions(tmp_path):
             '{"item_id": "a", "raw_text": "COUNT(2)"}',
             r"p.jsonl:2: duplicate prediction for item_id 'a' \(first at line 1\)",
         ),
+        ('{"item_id": "b", "data_fingerprint": 7}', r"p.jsonl:2: field 'data_fingerprint' must be a string"),
+        ('{"item_id": "b", "model": -Infinity}', r"p.jsonl:2: field 'model' holds NaN or Infinity"),
+        ('{"item_id": "b", "error": ["\\ud800"]}', r"p.jsonl:2: field 'error' holds a lone surrogate"),
+        ('{"item_id": "b", "raw_text": ' + "[" * 2000 + "]" * 2000 + "}", r"p.jsonl:2: not valid JSON"),
     ],
 )
 def test_bad_prediction_lines_fail_with_their_line(tmp_path, bad_line, message):

@@ -265,6 +265,25 @@ def test_undecodable_predictions_and_metadata_name_the_line(tmp_path, split, cap
     assert "not UTF-8" in one_error_line(capsys)
 
 
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ('"model": NaN', "field 'model' holds NaN or Infinity"),
+        ('"error": "\\ud800"', "field 'error' holds a lone surrogate"),
+        ('"error": {"detail": ["\\udfff"]}', "field 'error' holds a lone surrogate"),
+        ('"data_fingerprint": ["sha256:0"]', "field 'data_fingerprint' must be a string"),
+        ('"raw_text": ' + "[" * 5000 + "]" * 5000, "not valid JSON (depth limit exceeded"),
+    ],
+)
+def test_prediction_fields_a_run_cannot_write_name_the_line(tmp_path, split, capsys, fields, message):
+    # these went on to a traceback (writing evaluation_summary.json, reading the line)
+    item_id = json.loads((split / "metadata_test.jsonl").read_text().splitlines()[0])["item_id"]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(f'{{"item_id": "{item_id}", "raw_text": "COUNT(1)", {fields}}}\n')
+    assert score(split, tmp_path) == 2
+    assert f"{predictions}:1: {message}" in one_error_line(capsys)
+
+
 def test_score_inputs_and_output_in_the_wrong_shape(tmp_path, split, capsys):
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text('{"item_id": "test-0000000-T1", "raw_text": "COUNT(1)"}\n')

@@ -46,8 +46,11 @@ def _loads(data: bytes) -> Any:
     the same files. Text that is not UTF-8 raises UnicodeDecodeError."""
     try:
         return orjson.loads(data)
-    except ValueError:
-        return json.loads(data.decode("utf-8"))
+    except ValueError as err:
+        try:
+            return json.loads(data.decode("utf-8"))
+        except RecursionError:  # nested too deep for the standard library too: orjson's reason
+            raise err from None
 
 
 _ATOMIC_TEMP = re.compile(r"^\..+\.\d+-\d+\.tmp$")  # the temp names atomic_write uses

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -268,7 +269,10 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """``item_id -> row`` of a predictions JSONL (rows ``{"item_id", "raw_text", "model", "error"}``).
 
     A line that is not a JSON object with a string ``item_id`` fails with its
-    line number; an item id given twice fails naming the id and both lines.
+    line number; an item id given twice fails naming the id and both lines; so
+    does a ``data_fingerprint`` that is not a string, and a ``model`` or
+    ``error`` that the run's JSON files could not hold (see
+    :func:`_check_written_fields`).
     """
     path = Path(path)
     if path.is_dir():
@@ -284,6 +288,7 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         item_id = row.get("item_id")
         if not isinstance(item_id, str) or not item_id:
             raise RosetrainError(f"{path}:{number}: a prediction needs a string 'item_id'")
+        _check_written_fields(row, f"{path}:{number}")
         if item_id in rows:
             raise RosetrainError(
                 f"{path}:{number}: duplicate prediction for item_id "
@@ -292,3 +297,30 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         rows[item_id] = row
         lines[item_id] = number
     return rows
+
+
+def _check_written_fields(row: Mapping[str, Any], where: str) -> None:
+    """Refuse the prediction fields a scored run writes as they are into
+    evaluation_summary.json (the model's name, error examples) when strict
+    UTF-8 JSON cannot hold them: NaN or Infinity (read from a ``NaN`` token), a
+    lone surrogate (``"\\ud800"``), nesting too deep to write. A fingerprint
+    that is not a string would be no fingerprint."""
+    fingerprint = row.get("data_fingerprint")
+    if fingerprint is not None and type(fingerprint) is not str:
+        raise RosetrainError(f"{where}: field 'data_fingerprint' must be a string, got {fingerprint!r:.100}")
+    for field in ("model", "error"):
+        value = row.get(field)
+        if value is None or (type(value) is str and value.isascii()):  # the usual rows, at once
+            continue
+        try:
+            json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise RosetrainError(
+                f"{where}: field {field!r} holds a lone surrogate, which UTF-8 text cannot hold"
+            ) from None
+        except ValueError:
+            raise RosetrainError(
+                f"{where}: field {field!r} holds NaN or Infinity, which JSON cannot hold"
+            ) from None
+        except RecursionError:
+            raise RosetrainError(f"{where}: field {field!r} is nested too deeply to write") from None
