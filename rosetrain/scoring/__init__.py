@@ -16,17 +16,11 @@ and fields come after, under their own names).
 """
 
 from rosetrain.scoring.batch import score_predictions, write_scored_run
+from rosetrain.scoring.fields import EXTRA_FIELDS, OFFICIAL_FIELDS, RESULT_FIELDS
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE, read_scored_rows
 from rosetrain.scoring.gold import Gold, normalize_region_case, prepare_gold
 from rosetrain.scoring.grammar import ParsedAnswer, parse_answer
-from rosetrain.scoring.item import (
-    EXTRA_FIELDS,
-    OFFICIAL_FIELDS,
-    RESULT_FIELDS,
-    score_item,
-    score_many,
-    score_parsed,
-)
+from rosetrain.scoring.item import score_item, score_many, score_parsed
 from rosetrain.scoring.metrics import summarize
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 

@@ -26,6 +26,7 @@ from rosetrain.core.protocol import (
     parse_cell_str,
 )
 from rosetrain.core.regions import region_box
+from rosetrain.scoring.fields import EMPTY_ROW
 
 if TYPE_CHECKING:
     from rosetrain.data.validate import CheckedRecord
@@ -181,11 +182,7 @@ class Gold:
         "is_local",
         "is_exclusion",
         "global_count",
-        "first",
-        "head",
-        "gt_labels",
-        "tail",
-        "extras",
+        "row",
     )
 
     def __init__(self, gold: Mapping[str, Any], checked: CheckedRecord | None = None):
@@ -220,35 +217,31 @@ class Gold:
         self.is_exclusion = self.region_type == EXCLUSION
         self.global_count = len(self.all_targets)
         self.template = template
-        # the item's own fields of an official per-item row, by the official
-        # names, in the three runs a row shows them in (score_parsed)
-        self.first = {
-            "item_id": self.item_id,
-            "scene_id": _group_key(gold, "scene_id", item_id),
-            "image_id": gold.get("image_id"),
-        }
-        self.head = {
-            "rose_subset": _group_key(gold, "rose_subset", item_id),
-            "rose_split": gold.get("split"),
-            "primitive_type": gold.get("primitive_type"),
-            "task_template": template,
-            "task_mode": mode,
-            "region_type": self.region_type,
-            "region_case": gold.get("region_case"),
-            "cue_type": gold.get("cue_type"),
-            "difficulty": gold.get("difficulty"),
-            "rows": self.rows,
-            "cols": self.cols,
-            "region_cell_count": self.region.size(self.rows, self.cols),
-        }
-        self.gt_labels = gold_labels
-        self.tail = {
-            "all_target_cells": all_labels,
-            "region_target_cells": region_labels,
-            "out_region_target_cells": out_labels,
-            "ground_truth_formal_answer": gold.get("ground_truth_formal_answer"),
-        }
-        self.extras = self._extra_fields(gold)
+        # the item's own fields of its per-item row (score_parsed copies the
+        # row and fills in the answer's fields)
+        row = self.row = EMPTY_ROW.copy()
+        row["item_id"] = self.item_id
+        row["scene_id"] = _group_key(gold, "scene_id", item_id)
+        row["image_id"] = gold.get("image_id")
+        row["rose_subset"] = _group_key(gold, "rose_subset", item_id)
+        row["rose_split"] = gold.get("split")
+        row["primitive_type"] = gold.get("primitive_type")
+        row["task_template"] = template
+        row["task_mode"] = mode
+        row["region_type"] = self.region_type
+        row["region_case"] = gold.get("region_case")
+        row["cue_type"] = gold.get("cue_type")
+        row["difficulty"] = gold.get("difficulty")
+        row["rows"] = self.rows
+        row["cols"] = self.cols
+        row["region_cell_count"] = self.region.size(self.rows, self.cols)
+        row["gt_count"] = self.gold_count
+        row["gt_clicks"] = gold_labels
+        row["all_target_cells"] = all_labels
+        row["region_target_cells"] = region_labels
+        row["out_region_target_cells"] = out_labels
+        row["ground_truth_formal_answer"] = gold.get("ground_truth_formal_answer")
+        self._extra_fields(gold, row)
 
     def _parse(self, gold: Mapping[str, Any], item_id: object) -> tuple[list[str], list[str], list[str]]:
         """Sizes, cell sets and region of a record nothing has checked; returns the
@@ -274,23 +267,21 @@ class Gold:
         )
         return gold_labels, all_labels, region_labels
 
-    def _extra_fields(self, gold: Mapping[str, Any]) -> dict[str, Any]:
+    def _extra_fields(self, gold: Mapping[str, Any], row: dict[str, Any]) -> None:
         """rosetrain's own descriptive fields (names the official rows do not use)."""
         heldout = gold.get("heldout_family")
-        return {
-            "template_short": SHORT_NAME.get(self.template, self.template),
-            "bridge": self.template in BRIDGE_TEMPLATES,
-            "paired_item_id": _paired_item_id(gold, self.template, self.item_id),
-            "family": gold.get("family"),
-            "heldout_family": None if heldout is None else bool(heldout),
-            "region_case_group": _text(
-                normalize_region_case(gold.get("region_case")), "region_case", self.item_id
-            ),
-            "grid_size_profile": _text(
-                str(gold.get("grid_size_profile") or "unknown"), "grid_size_profile", self.item_id
-            ),
-            "target_count": self.global_count,
-        }
+        row["template_short"] = SHORT_NAME.get(self.template, self.template)
+        row["bridge"] = self.template in BRIDGE_TEMPLATES
+        row["paired_item_id"] = _paired_item_id(gold, self.template, self.item_id)
+        row["family"] = gold.get("family")
+        row["heldout_family"] = None if heldout is None else bool(heldout)
+        row["region_case_group"] = _text(
+            normalize_region_case(gold.get("region_case")), "region_case", self.item_id
+        )
+        row["grid_size_profile"] = _text(
+            str(gold.get("grid_size_profile") or "unknown"), "grid_size_profile", self.item_id
+        )
+        row["target_count"] = self.global_count
 
 
 CELL_LABELS: dict = memo_table()  # cell -> "R4,C11": a split spells the same few hundred cells

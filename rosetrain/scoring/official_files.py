@@ -74,7 +74,7 @@ def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> Expected:
 
 
 def _expected(gold: Gold) -> tuple:
-    return gold.item_id, gold.head["rose_subset"], gold.template
+    return gold.item_id, gold.row["rose_subset"], gold.template
 
 
 def _paper_items(expected: Expected) -> Expected:
