@@ -53,9 +53,19 @@ def test_many_processes_give_one_process_bytes(split, tmp_path):
     assert many.lines == one.lines
     assert many.expected == one.expected
     assert many.frame.numbers.tobytes() == one.frame.numbers.tobytes()
-    assert {k: list(v) for k, v in many.frame.labels.items()} == {k: list(v) for k, v in one.frame.labels.items()}
+    assert {k: list(v) for k, v in many.frame.labels.items()} == {
+        k: list(v) for k, v in one.frame.labels.items()
+    }
     for n in (1, 3):  # the command, end to end (one chunk: the split is under 8 MB)
-        args = ["score", "--data", str(data), "--predictions", str(predictions), "--out", str(tmp_path / str(n))]
+        args = [
+            "score",
+            "--data",
+            str(data),
+            "--predictions",
+            str(predictions),
+            "--out",
+            str(tmp_path / str(n)),
+        ]
         assert cli_main([*args, "--num-proc", str(n)]) == 0
     for name in SPLIT_FILES:
         assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "3" / name).read_bytes(), name
@@ -78,7 +88,11 @@ def _with(field, value):
     [
         (40, _with("rows", 0), r"metadata_test.jsonl:40: rows: expected an integer >= 1"),
         (41, lambda line, lines: line[:-5], r"metadata_test.jsonl:41"),
-        (45, lambda line, lines: lines[2], r"metadata_test.jsonl:45: item_id .* already at metadata_test.jsonl:3"),
+        (
+            45,
+            lambda line, lines: lines[2],
+            r"metadata_test.jsonl:45: item_id .* already at metadata_test.jsonl:3",
+        ),
     ],
 )
 def test_a_bad_line_in_a_later_chunk_is_named_as_one_process_names_it(split, tmp_path, line, change, message):

@@ -68,8 +68,7 @@ def _run(args: argparse.Namespace) -> int:
     from rosetrain.data.release import read_predictions, split_files, split_fingerprint
     from rosetrain.evaluation.predictions import check_same_data
     from rosetrain.reports.console import print_summary
-    from rosetrain.scoring.batch import run_model, write_run_files
-    from rosetrain.scoring.metrics import summarize_frame
+    from rosetrain.scoring.batch import run_model, write_scored_split
     from rosetrain.scoring.official_files import RunInfo
     from rosetrain.scoring.split import available_cpus, score_split
 
@@ -98,8 +97,9 @@ def _run(args: argparse.Namespace) -> int:
     with output_lock(args.out, "this scored run"):
         remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
-            summary = summarize_frame(scored.expected, scored.frame, run_info)
-            summary = write_run_files(args.out, summary, scored.frame, scored.lines, run_info, fingerprint)
+            summary = write_scored_split(
+                args.out, scored.expected, scored.frame, scored.lines, run_info, fingerprint
+            )
         except OSError as err:  # a folder we may not write, a full disk
             raise RosetrainError(
                 f"--out {err.filename or args.out}: cannot write ({err.strerror or err})"

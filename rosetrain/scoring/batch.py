@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import gc
 import os
@@ -17,7 +18,13 @@ from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold, prepare_gold
 from rosetrain.scoring.item import score_item
 from rosetrain.scoring.metrics import summarize_frame
-from rosetrain.scoring.official_files import ERROR_CASES_FILE, RunInfo, expected_items, official_files
+from rosetrain.scoring.official_files import (
+    ERROR_CASES_FILE,
+    Expected,
+    RunInfo,
+    expected_items,
+    official_files,
+)
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 
 MISSING_SHOWN = 10
@@ -111,30 +118,29 @@ def write_scored_run(
     ``data_fingerprint`` (of the split scored) goes into the summary, so that
     ``rosetrain compare`` can refuse runs of different data.
     """
-    frame = Frame.from_rows(rows)
-    summary = summarize_frame(expected_items(golds), frame, run)
     lines = [json_line(row) + b"\n" for row in rows]
-    return write_run_files(out_dir, summary, frame, lines, run, data_fingerprint)
+    return write_scored_split(
+        out_dir, expected_items(golds), Frame.from_rows(rows), lines, run, data_fingerprint
+    )
 
 
-def write_run_files(
+def write_scored_split(
     out_dir: str | os.PathLike,
-    summary: Mapping[str, Any],
+    expected: Expected,
     frame: Frame,
     lines: Sequence[bytes],
     run: RunInfo | None = None,
     data_fingerprint: str | None = None,
 ) -> dict[str, Any]:
-    """``write_scored_run`` of a run summarized already: ``lines`` are the JSON
-    lines of the frame's rows, in its order. Per-item rows are written sorted by
-    item id, as the official files are."""
+    """``write_scored_run`` of scored rows given as a frame and their JSON lines
+    (in the frame's order). The per-item files (rows sorted by item id, as the
+    official files are) are written by a thread while the summary is computed:
+    the writing is mostly the system's, outside the interpreter lock."""
     out = Path(out_dir)
-    summary = {**summary, "data_fingerprint": data_fingerprint}
-    ids = list(map(str, frame.label("item_id")))
-    order = sorted(range(frame.n), key=ids.__getitem__)
-    failed = (frame["pass"] != 1).tolist()
-    atomic_write(out / PER_ITEM_FILE, [lines[i] for i in order])
-    atomic_write(out / ERROR_CASES_FILE, [lines[i] for i in order if failed[i]])
+    with concurrent.futures.ThreadPoolExecutor(1) as writer:
+        written = writer.submit(_write_rows, out, frame, lines)
+        summary = {**summarize_frame(expected, frame, run), "data_fingerprint": data_fingerprint}
+        written.result()
     atomic_write(out / SUMMARY_FILE, json_text(summary))
     for name, text in official_files(summary, run).items():
         atomic_write(out / name, text)
@@ -142,3 +148,9 @@ def write_run_files(
     for name, text in csv_tables(summary).items():
         atomic_write(out / name, text)
     return summary
+
+
+def _write_rows(out: Path, frame: Frame, lines: Sequence[bytes]) -> None:
+    order, failed = frame.id_order(), (frame["pass"] != 1).tolist()
+    atomic_write(out / PER_ITEM_FILE, b"".join([lines[i] for i in order]))
+    atomic_write(out / ERROR_CASES_FILE, b"".join([lines[i] for i in order if failed[i]]))

@@ -103,7 +103,7 @@ class Frame:
         self.numbers = numbers
         self.labels = dict(labels)
         self._codes: dict[tuple, Codes] = {}
-        self._derived: dict[Hashable, np.ndarray] = {}
+        self._derived: dict[Hashable, Any] = {}
 
     @classmethod
     def from_rows(cls, rows: Sequence[Mapping[str, Any]]) -> Frame:
@@ -162,12 +162,21 @@ class Frame:
         codes, keys = self.codes(field)
         return codes == keys.index(value) if value in keys else np.zeros(self.n, dtype=bool)
 
-    def derived(self, key: Hashable, make) -> np.ndarray:
-        """A column computed from this frame once (``make(frame)``), kept under ``key``."""
+    def id_order(self) -> list[int]:
+        """Row positions sorted by item id (as text): the official files' order."""
+        return self.derived("id_order", _id_order)
+
+    def derived(self, key: Hashable, make: Callable[[Frame], Any]) -> Any:
+        """A value computed from this frame once (``make(frame)``), kept under ``key``."""
         column = self._derived.get(key)
         if column is None:
             column = self._derived[key] = make(self)
         return column
+
+
+def _id_order(frame: Frame) -> list[int]:
+    ids = list(map(str, frame.labels["item_id"]))
+    return sorted(range(frame.n), key=ids.__getitem__)
 
 
 def factorize(keys: Sequence[Hashable]) -> Codes:

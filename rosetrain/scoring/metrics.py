@@ -16,6 +16,7 @@ Every figure is None when nothing defines it (no such rows), never NaN.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -73,10 +74,12 @@ DIAGNOSTICS: dict[str, tuple[str, Callable[[str], bool] | None, str]] = {
 }
 
 
-def _diagnostic_column(frame: Frame, field: str, applies, how: str) -> np.ndarray:
-    """One value per row (NaN where it does not apply), computed once for all groups."""
+def _diagnostic_column(frame: Frame, how: tuple[str, Callable[[str], bool] | None, str]) -> np.ndarray:
+    """One value per row (NaN where it does not apply), computed once for all groups:
+    ``how`` is a ``DIAGNOSTICS`` entry."""
+    field, applies, kind = how
     values = frame[field]
-    if how == "positive":
+    if kind == "positive":
         values = np.where(is_set(values), values > 0, np.nan)
     if applies is not None:
         keep = np.fromiter(map(applies, frame.label("region_type")), dtype=bool, count=frame.n)
@@ -123,7 +126,7 @@ def template_order(templates: Iterable[str]) -> list[str]:
 def template_table(frame: Frame) -> dict[str, dict[str, Any]]:
     templates = frame.codes("task_template")[1]
     diagnostics = {
-        name: frame.derived(("diagnostic", name), lambda f, how=how: _diagnostic_column(f, *how))
+        name: frame.derived(("diagnostic", name), functools.partial(_diagnostic_column, how=how))
         for name, how in DIAGNOSTICS.items()
     }
     table = {}

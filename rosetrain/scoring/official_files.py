@@ -109,10 +109,9 @@ def official_summary(expected: Expected, every: Frame, info: RunInfo | None = No
     """The official keys of ``evaluation_summary.json`` (figures as fractions), from
     the expected items and every per-item row."""
     info = info or RunInfo()
-    templates, ids = every.label("task_template"), every.label("item_id")
-    main = [i for i, t in enumerate(templates) if t not in BRIDGE_TEMPLATES] or range(every.n)
+    templates = every.label("task_template")
     # the official order of addition: rows sorted by item id
-    order = sorted(main, key=lambda i: str(ids[i]))
+    order = [i for i in every.id_order() if templates[i] not in BRIDGE_TEMPLATES] or every.id_order()
     rows = every if len(order) == every.n and order == list(range(every.n)) else every.take(order)
     coverage = _coverage(_paper_items(expected), rows, info)
     paper = {
