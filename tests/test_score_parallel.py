@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,17 @@ from conftest import generate_smoke_split
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
 from rosetrain.data.release import line_chunks, read_predictions
+from rosetrain.scoring import split as split_module
+from rosetrain.scoring.batch import check_coverage
 from rosetrain.scoring.split import score_split
 
 SPLIT_FILES = ("per_item_eval.jsonl", "error_cases.jsonl", "evaluation_summary.json", "table1_row.txt")
+
+
+@pytest.fixture(autouse=True)
+def parallel_at_any_size(monkeypatch):
+    """Small splits are scored in one process; these tests want the processes."""
+    monkeypatch.setattr(split_module, "PARALLEL_BYTES", 0)
 
 
 @pytest.fixture(scope="module")
@@ -104,21 +113,70 @@ def test_a_bad_line_in_a_later_chunk_is_named_as_one_process_names_it(split, tmp
             score_split(broken, "test", None, preds, "m", num_proc=num_proc, chunk_bytes=5000)
 
 
-def test_missing_and_unknown_predictions_are_errors_in_parallel_too(split, tmp_path):
+def test_scored_split_carries_the_fingerprint_and_every_expected_item(split):
+    from rosetrain.data.release import split_fingerprint
+
     data, predictions = split
     preds = read_predictions(predictions)
     fewer = dict(list(preds.items())[:-3])
-    with pytest.raises(RosetrainError, match="3 of .* items have no prediction"):
-        score_split(data, "test", None, fewer, "m", num_proc=3, chunk_bytes=5000)
-    partial = score_split(data, "test", None, fewer, "m", allow_partial=True, num_proc=3, chunk_bytes=5000)
-    assert partial.frame.n == len(fewer) and len(partial.expected["item_id"]) == len(preds)
-    extra = {**preds, "nope": {"item_id": "nope", "raw_text": ""}}
-    with pytest.raises(RosetrainError, match="1 predictions name items not in the split"):
-        score_split(data, "test", None, extra, "m", num_proc=3, chunk_bytes=5000)
+    for num_proc in (1, 3):
+        scored = score_split(data, "test", None, fewer, "m", num_proc=num_proc, chunk_bytes=5000)
+        assert scored.fingerprint == split_fingerprint(data, "test")
+        assert scored.frame.n == len(fewer) and len(scored.expected["item_id"]) == len(preds)
+        with pytest.raises(RosetrainError, match="3 of .* items have no prediction"):
+            check_coverage(scored.expected["item_id"], fewer, allow_partial=False)
+        check_coverage(scored.expected["item_id"], fewer, allow_partial=True)
 
 
-def test_num_proc_below_one_is_refused(split, tmp_path, capsys):
+def test_the_command_names_missing_unknown_and_other_data_predictions(split, tmp_path, capsys):
+    data, predictions = split
+    rows = predictions.read_text().splitlines()
+    args = ["score", "--data", str(data), "--out", str(tmp_path / "o"), "--num-proc", "2"]
+    cases = {
+        "fewer.jsonl": ("\n".join(rows[:-3]), "3 of .* items have no prediction"),
+        "extra.jsonl": (
+            "\n".join([*rows, '{"item_id": "nope", "raw_text": ""}']),
+            "1 predictions name items",
+        ),
+        "other.jsonl": (
+            "\n".join(json.dumps({**json.loads(r), "data_fingerprint": "sha256:" + "0" * 64}) for r in rows),
+            "holds predictions made on data 000000000000",
+        ),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text + "\n")
+        assert cli_main([*args, "--predictions", str(tmp_path / name)]) != 0
+        assert re.search(message, capsys.readouterr().err), name
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--num-proc", "0"], "--num-proc must be at least 1"),
+        (["--digits", "-1"], "--digits must be 0 to 10"),
+        (["--model", "m\udcff"], "--model: .* is not printable text"),
+        (["--display-name", "a\nb"], "--display-name: .* is not printable text"),
+    ],
+)
+def test_bad_flags_are_refused(split, tmp_path, capsys, flags, message):
     data, predictions = split
     args = ["score", "--data", str(data), "--predictions", str(predictions), "--out", str(tmp_path / "o")]
-    assert cli_main([*args, "--num-proc", "0"]) != 0
-    assert "--num-proc must be at least 1" in capsys.readouterr().err
+    assert cli_main([*args, *flags]) != 0
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_empty_split_is_an_error(tmp_path, capsys):
+    (tmp_path / "metadata_test.jsonl").write_text("")
+    (tmp_path / "p.jsonl").write_text("")
+    args = [
+        "score",
+        "--data",
+        str(tmp_path),
+        "--predictions",
+        str(tmp_path / "p.jsonl"),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert cli_main(args) != 0
+    assert "has no items" in capsys.readouterr().err

@@ -47,10 +47,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--num-proc",
         type=int,
         default=None,
-        help="processes that read and score the split (default: the CPUs this process may "
-        "use); files are cut into chunks of at least 8 MB, one process per chunk at most",
+        help="processes that read and score the split, in chunks of 2 MB of lines (default: "
+        "the CPUs this process may use; a split under 16 MB is scored in one)",
     )
     add_bridges_flags(parser, "read")
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    from rosetrain.core.errors import RosetrainError
+
+    if args.num_proc is not None and args.num_proc < 1:
+        raise RosetrainError(f"--num-proc must be at least 1, got {args.num_proc}")
+    if not 0 <= args.digits <= 10:
+        raise RosetrainError(f"--digits must be 0 to 10, got {args.digits}")
+    for flag, value in (("--model", args.model), ("--display-name", args.display_name)):
+        if value is not None and not value.isprintable():
+            raise RosetrainError(f"{flag}: {value!r} is not printable text")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,30 +77,33 @@ def _run(args: argparse.Namespace) -> int:
 
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import output_lock, remove_atomic_temps
-    from rosetrain.data.release import read_predictions, split_files, split_fingerprint
+    from rosetrain.data.release import read_predictions, split_files
     from rosetrain.evaluation.predictions import check_same_data
     from rosetrain.reports.console import print_summary
-    from rosetrain.scoring.batch import run_model, write_scored_split
+    from rosetrain.scoring.batch import check_coverage, run_model, write_scored_split
     from rosetrain.scoring.official_files import RunInfo
     from rosetrain.scoring.split import available_cpus, score_split
 
-    fingerprint = split_fingerprint(args.data, args.split, bridges=args.bridges)
+    _check_flags(args)
+    metadata = split_files(args.data, args.split, args.bridges)[0]
     predictions = read_predictions(args.predictions)
-    check_same_data(
-        predictions, fingerprint, Path(args.predictions), f"--data {args.data} (split {args.split})"
-    )
     model = args.model or run_model(predictions, Path(args.predictions).stem)
-    if args.num_proc is not None and args.num_proc < 1:
-        raise RosetrainError(f"--num-proc must be at least 1, got {args.num_proc}")
-    num_proc = args.num_proc or available_cpus()
     scored = score_split(
-        args.data, args.split, args.bridges, predictions, model, args.allow_partial, num_proc
+        args.data, args.split, args.bridges, predictions, model, args.num_proc or available_cpus()
     )
+    # after scoring, which hashed the files meanwhile: data that is not the
+    # predictions' is named as such before any coverage error
+    check_same_data(
+        predictions, scored.fingerprint, Path(args.predictions), f"--data {args.data} (split {args.split})"
+    )
+    if not scored.expected["item_id"]:
+        raise RosetrainError(f"--data {args.data}: split {args.split!r} has no items")
+    check_coverage(scored.expected["item_id"], predictions, args.allow_partial)
     run_info = RunInfo(
         model=model,
         display_name=args.display_name,
         split=args.split,
-        metadata_jsonl=str(split_files(args.data, args.split, args.bridges)[0].resolve()),
+        metadata_jsonl=str(metadata.resolve()),
         predictions_jsonl=str(Path(args.predictions).resolve()),
         allow_partial=args.allow_partial,
         num_prediction_rows=len(predictions),
@@ -98,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
         remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
             summary = write_scored_split(
-                args.out, scored.expected, scored.frame, scored.lines, run_info, fingerprint
+                args.out, scored.expected, scored.frame, scored.lines, run_info, scored.fingerprint
             )
         except OSError as err:  # a folder we may not write, a full disk
             raise RosetrainError(

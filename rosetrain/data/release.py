@@ -159,7 +159,7 @@ def _read_fields(
         if not data.isascii():
             data.decode("utf-8")  # a skipped field is not decoded, but must be UTF-8 too
         decoded = _fields_decoder(frozenset(fields) | frozenset(CHECKED_FIELDS)).decode_lines(data)
-    except (OSError, ValueError, msgspec.MsgspecError) as err:
+    except (OSError, ValueError, RecursionError, msgspec.MsgspecError) as err:  # too deep: no JSON we read
         raise RosetrainError(f"{path}: {err}") from None
     return msgspec.to_builtins(decoded)  # dicts without the absent fields
 
@@ -173,7 +173,7 @@ class Chunk:
     end: int
 
 
-CHUNK_BYTES = 8 << 20  # a chunk worth handing to another process
+CHUNK_BYTES = 2 << 20  # small enough that no process idles long at the end, large enough to be worth sending
 
 
 def line_chunks(paths: Sequence[Path], chunk_bytes: int | None = CHUNK_BYTES) -> list[Chunk]:

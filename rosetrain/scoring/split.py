@@ -24,8 +24,16 @@ from collections.abc import Mapping, Sequence
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.jsonio import json_line
 from rosetrain.core.memo import clear_memos
-from rosetrain.data.release import CHUNK_BYTES, Chunk, line_chunks, load_split, read_chunk, split_files
-from rosetrain.scoring.batch import check_coverage, score_prediction
+from rosetrain.data.release import (
+    CHUNK_BYTES,
+    Chunk,
+    line_chunks,
+    load_split,
+    read_chunk,
+    split_files,
+    split_fingerprint,
+)
+from rosetrain.scoring.batch import score_prediction
 from rosetrain.scoring.frame import LABELS_OF, NUMBERS_OF, Frame, concat
 from rosetrain.scoring.gold import GOLD_FIELDS, Gold
 from rosetrain.scoring.official_files import Expected, expected_items
@@ -39,6 +47,10 @@ class ScoredSplit:
     expected: Expected
     frame: Frame
     lines: list[bytes]
+    fingerprint: str = ""  # split_fingerprint of the files scored
+
+
+PARALLEL_BYTES = 16 << 20  # a smaller split is scored sooner than worker processes start
 
 
 def available_cpus() -> int:
@@ -59,50 +71,60 @@ def score_split(
     bridges: bool | None,
     predictions: Mapping[str, Mapping],
     model: str | None = None,
-    allow_partial: bool = False,
     num_proc: int = 1,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> ScoredSplit:
-    """Score every gold item of the split that has a prediction (see
-    ``check_coverage`` for items without one), in ``num_proc`` processes that
-    take chunks of about ``chunk_bytes`` of the metadata files."""
-    parallel = num_proc > 1 and _can_fork()
-    chunks = line_chunks(split_files(root, split, bridges), chunk_bytes if parallel else None)
+    """Score every gold item of the split that has a prediction (``check_coverage``
+    says whether that is all of them), in ``num_proc`` processes that
+    take chunks of about ``chunk_bytes`` of the metadata files (in this process
+    alone when the files hold less than ``PARALLEL_BYTES``)."""
+    paths = split_files(root, split, bridges)
+    parallel = num_proc > 1 and _can_fork() and sum(p.stat().st_size for p in paths) >= PARALLEL_BYTES
+    chunks = line_chunks(paths, chunk_bytes if parallel else None)
     try:
-        scored = _score_chunks(chunks, predictions, model, num_proc)
+        scored = _score_chunks(chunks, predictions, model, num_proc, (root, split, bridges))
         ids = scored.expected["item_id"]
         if len(set(ids)) != len(ids):
             raise RosetrainError("an item id given twice")
     except RosetrainError:  # read it in full: that error names the file, line and field
         golds = load_split(root, split, bridges=bridges, build=Gold)
         scored = _score_golds(golds, predictions, model)
+        scored.fingerprint = split_fingerprint(root, split, bridges)
     clear_memos()  # this run's parsed cells and labels
-    check_coverage(scored.expected["item_id"], predictions, allow_partial)
     return scored
 
 
 def _score_chunks(
-    chunks: Sequence[Chunk], predictions: Mapping[str, Mapping], model: str | None, num_proc: int
+    chunks: Sequence[Chunk],
+    predictions: Mapping[str, Mapping],
+    model: str | None,
+    num_proc: int,
+    split: tuple[str | os.PathLike, str, bool | None],
 ) -> ScoredSplit:
     """The chunks scored here (``num_proc`` 1) or in ``num_proc`` forked processes,
-    which send each chunk back as they finish it. This process only gathers:
+    which send each chunk back as they finish it, and the split's fingerprint
+    (one of them hashes the files meanwhile). This process only gathers:
     scoring here too would keep the gathering thread from the interpreter lock,
     and a worker stalls until its result is read."""
     global _JOB
     _JOB = (predictions, model)
     try:
         if num_proc < 2 or len(chunks) < 2:
-            parts = [_score_chunk(chunk) for chunk in chunks]
+            parts = [_score_chunk(chunk) for chunk in chunks] or [_score_golds([], predictions, model)]
+            fingerprint = split_fingerprint(*split)
         else:
             processes = min(num_proc, len(chunks))
             with multiprocessing.get_context("fork").Pool(processes, initializer=_leave_interrupts) as pool:
+                hashed = pool.apply_async(split_fingerprint, split)
                 parts = list(pool.imap(_score_chunk, chunks))
+                fingerprint = hashed.get()
     finally:
         _JOB = None
     return ScoredSplit(
         expected={field: [v for part in parts for v in part.expected[field]] for field in parts[0].expected},
         frame=concat([part.frame for part in parts]),
         lines=[line for part in parts for line in part.lines],
+        fingerprint=fingerprint,
     )
 
 
