@@ -117,22 +117,29 @@ def _checked_records(
     build: Callable[[dict[str, Any], CheckedRecord], Any] | None,
 ) -> list[Any]:
     records: list[Any] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[Path, int]] = {}  # item id -> its file and line
     for path, numbered in files:
         images: set[str] = set()
         for number, record in numbered:
-            missing = [f for f in REQUIRED_FIELDS if record.get(f) is None]
-            if "region_params" not in record and "region_params_json" not in record:
-                missing.append("region_params")
-            if missing:
-                raise RosetrainError(f"{path}:{number}: record lacks required field(s) {', '.join(missing)}")
+            if None in map(record.get, REQUIRED_FIELDS) or (
+                "region_params" not in record and "region_params_json" not in record
+            ):
+                _lacking(record, path, number)
             checked = check_record(record, path, number, images)
             item_id = str(record["item_id"])
             if item_id in seen:
-                raise RosetrainError(f"{path}:{number}: item_id {item_id!r} already at {seen[item_id]}")
-            seen[item_id] = f"{path.name}:{number}"
+                first, line = seen[item_id]
+                raise RosetrainError(f"{path}:{number}: item_id {item_id!r} already at {first.name}:{line}")
+            seen[item_id] = (path, number)
             records.append(record if build is None else build(record, checked))
     return records
+
+
+def _lacking(record: Mapping[str, Any], path: Path, number: int) -> None:
+    missing = [f for f in REQUIRED_FIELDS if record.get(f) is None]
+    if "region_params" not in record and "region_params_json" not in record:
+        missing.append("region_params")
+    raise RosetrainError(f"{path}:{number}: record lacks required field(s) {', '.join(missing)}")
 
 
 @functools.lru_cache(maxsize=8)

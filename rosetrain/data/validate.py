@@ -176,7 +176,7 @@ def _check_region(
         region = region_box(str(record.get("region_type")), params)
     except RosetrainError as err:
         raise RosetrainError(f"{where}: region_type/region_params: {err}") from None
-    expected = {cell for cell in targets if region.contains(cell)}
+    expected = region.holds(targets)
     if clicks != expected:
         wrong = sorted(clicks ^ expected)[0]
         raise RosetrainError(
