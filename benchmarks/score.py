@@ -12,10 +12,14 @@ do: start Python, read both JSONL files with orjson, compare each raw answer
 with the gold answer string, and write one orjson line per item.
 
 Prints the wall and CPU seconds of each process (best of --repeat, the three
-alternated so machine load hits them alike), rosetrain's ratio to the floor,
-and the official evaluator's time over rosetrain's (the target: >= 5).
+alternated so machine load hits them alike; CPU seconds count rosetrain's
+worker processes too), rosetrain's ratio to the floor, and the official
+evaluator's time over rosetrain's. The target (>= 5) is on whole-process wall
+time: `rosetrain score` reads and scores the split in as many processes as it
+may use CPUs (`--num-proc`, printed), the official evaluator and the floor in
+one. The CPU ratio says what the same work costs on one core.
 
-    python benchmarks/score.py [--items 51000] [--repeat 3] [--official PATH/evaluate_rose.py]
+    python benchmarks/score.py [--items 51000] [--repeat 3] [--num-proc N] [--official PATH/evaluate_rose.py]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from rosetrain.core.protocol import BRIDGE_TEMPLATES, COUNT, format_answer  # noqa: E402
 from rosetrain.generators.records import build_records  # noqa: E402
 from rosetrain.generators.spec import load_spec  # noqa: E402
+from rosetrain.scoring.split import available_cpus  # noqa: E402
 
 FLOOR = """
 import sys, orjson
@@ -132,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--num-proc", type=int, default=None, help="rosetrain score --num-proc (default: its own, the CPUs)"
+    )
+    parser.add_argument(
         "--official",
         type=Path,
         default=None,
@@ -139,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    num_proc = args.num_proc or available_cpus()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         metadata, predictions = build_split(folder, args.items, args.seed)
@@ -156,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 str(predictions),
                 "--out",
                 str(folder / "rosetrain"),
+                "--num-proc",
+                str(num_proc),
             ],
         }
         if args.official is not None:
@@ -178,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
                 took = timed(command)
                 wall[name], cpu[name] = min(wall[name], took[0]), min(cpu[name], took[1])
     print(f"items: {args.items:,} (whole processes, best of {args.repeat}; wall s / CPU s)")
-    print(f"figure: rosetrain score {wall['rosetrain']:.2f} / {cpu['rosetrain']:.2f}")
+    print(
+        f"figure: rosetrain score {wall['rosetrain']:.2f} / {cpu['rosetrain']:.2f} "
+        f"(--num-proc {num_proc}, {available_cpus()} CPUs available)"
+    )
     print(
         f"floor:  {wall['floor']:.2f} / {cpu['floor']:.2f} "
         f"(start, orjson read of both files, one line per item)"
@@ -191,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"official evaluator: {wall['official']:.2f} / {cpu['official']:.2f}; speed-up "
             f"{wall['official'] / wall['rosetrain']:.2f}x wall, "
-            f"{cpu['official'] / cpu['rosetrain']:.2f}x CPU (target >= 5)"
+            f"{cpu['official'] / cpu['rosetrain']:.2f}x CPU (target: >= 5x wall)"
         )
     return 0
 
