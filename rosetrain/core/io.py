@@ -1,6 +1,6 @@
 """Files every part of rosetrain writes and reads: atomic writes, JSONL, YAML
-mappings. Standard library and orjson only (``yaml`` is imported when a YAML file
-is read), so the fast commands can use it."""
+mappings. Standard library, msgspec and orjson only (``yaml`` is imported when
+a YAML file is read), so the fast commands can use it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from rosetrain.core.errors import RosetrainError
 
@@ -41,15 +41,19 @@ def atomic_write(path: str | os.PathLike, data: str | bytes | Iterable[bytes]) -
 
 
 def _loads(data: bytes) -> Any:
-    """orjson's fast reading (of the bytes: no decoding pass of our own); the
-    standard library's where orjson refuses (NaN, lone surrogates), so both read
-    the same files. Text that is not UTF-8 raises UnicodeDecodeError."""
+    """msgspec's fast reading (of the bytes: no decoding pass of our own); the
+    standard library's where msgspec refuses (NaN, lone surrogates), so both
+    read the same files, integers past 64 bits exactly as the standard library
+    (orjson would read them as floats). Text that is not UTF-8 raises
+    UnicodeDecodeError."""
     try:
-        return orjson.loads(data)
-    except ValueError as err:
+        return msgspec.json.decode(data)
+    except RecursionError:
+        raise ValueError("depth limit exceeded: nested too deep") from None
+    except ValueError as err:  # msgspec.DecodeError is one
         try:
             return json.loads(data.decode("utf-8"))
-        except RecursionError:  # nested too deep for the standard library too: orjson's reason
+        except RecursionError:  # nested too deep for the standard library too: msgspec's reason
             raise err from None
 
 

@@ -289,6 +289,37 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         )
     if not path.is_file():
         raise RosetrainError(f"{path}: no such predictions file")
+    rows = _read_predictions_at_once(path)
+    return rows if rows is not None else _read_predictions_by_line(path)
+
+
+def _read_predictions_at_once(path: Path) -> dict[str, dict[str, Any]] | None:
+    """``read_predictions`` of a file without a blank or bad line, decoded in
+    one call; None at the first doubt (read it line by line then: its error
+    names the line)."""
+    import msgspec
+
+    try:
+        data = path.read_bytes()
+        decoded = msgspec.json.Decoder().decode_lines(data)
+    except (OSError, ValueError, RecursionError, msgspec.MsgspecError):
+        return None
+    if len(decoded) != data.count(b"\n") + (not data.endswith(b"\n")):
+        return None  # blank lines: the line numbers would not be the rows'
+    rows: dict[str, dict[str, Any]] = {}
+    for row in decoded:
+        item_id = row.get("item_id") if type(row) is dict else None
+        if type(item_id) is not str or not item_id or item_id in rows:
+            return None
+        try:
+            _check_written_fields(row, "")
+        except RosetrainError:
+            return None
+        rows[item_id] = row
+    return rows
+
+
+def _read_predictions_by_line(path: Path) -> dict[str, dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     lines: dict[str, int] = {}
     for number, row in iter_jsonl(path):
