@@ -12,7 +12,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write
-from rosetrain.core.jsonio import json_line, json_text
+from rosetrain.core.jsonio import json_text, jsonl_line
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold, prepare_gold
@@ -118,7 +118,7 @@ def write_scored_run(
     ``data_fingerprint`` (of the split scored) goes into the summary, so that
     ``rosetrain compare`` can refuse runs of different data.
     """
-    lines = [json_line(row) + b"\n" for row in rows]
+    lines = [jsonl_line(row) for row in rows]
     return write_scored_split(
         out_dir, expected_items(golds), Frame.from_rows(rows), lines, run, data_fingerprint
     )

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.jsonio import json_line
+from rosetrain.core.jsonio import jsonl_line
 from rosetrain.core.memo import clear_memos
 from rosetrain.data.release import (
     CHUNK_BYTES,
@@ -153,7 +153,7 @@ def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], mode
         prediction = predictions.get(gold.item_id)
         if prediction is not None:
             row = score_prediction(gold, prediction, model)
-            lines.append(json_line(row) + b"\n")
+            lines.append(jsonl_line(row))
             numbers.append(NUMBERS_OF(row))
             labels.append(LABELS_OF(row))
     return ScoredSplit(expected_items(golds), Frame.from_tuples(numbers, labels), lines)
