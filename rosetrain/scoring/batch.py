@@ -1,4 +1,5 @@
-"""Scoring a whole split's predictions: coverage checks and the scored-run folder."""
+"""Scoring predictions against golds held in memory, the coverage checks, and
+writing a scored run's folder (``split.py`` scores a split from its files)."""
 
 from __future__ import annotations
 

@@ -168,10 +168,10 @@ class Frame:
 
     def derived(self, key: Hashable, make: Callable[[Frame], Any]) -> Any:
         """A value computed from this frame once (``make(frame)``), kept under ``key``."""
-        column = self._derived.get(key)
-        if column is None:
-            column = self._derived[key] = make(self)
-        return column
+        value = self._derived.get(key)
+        if value is None:
+            value = self._derived[key] = make(self)
+        return value
 
 
 def _id_order(frame: Frame) -> list[int]:
