@@ -4,8 +4,10 @@ the same errors (naming the file and line), whatever the chunks."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -180,3 +182,14 @@ def test_an_empty_split_is_an_error(tmp_path, capsys):
     ]
     assert cli_main(args) != 0
     assert "has no items" in capsys.readouterr().err
+
+
+def _killed(chunk):
+    os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
+
+
+def test_a_worker_that_dies_fails_the_run_with_one_error(split, monkeypatch):
+    data, predictions = split
+    monkeypatch.setattr(split_module, "_score_chunk", _killed)
+    with pytest.raises(RosetrainError, match="a scoring worker process died"):
+        score_split(data, "test", None, read_predictions(predictions), "m", num_proc=2, chunk_bytes=5000)

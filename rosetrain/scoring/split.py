@@ -14,6 +14,7 @@ error names the file, line and field.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import multiprocessing
 import os
@@ -86,6 +87,11 @@ def score_split(
         ids = scored.expected["item_id"]
         if len(set(ids)) != len(ids):
             raise RosetrainError("an item id given twice")
+    except concurrent.futures.process.BrokenProcessPool:
+        raise RosetrainError(
+            "a scoring worker process died (killed, or out of memory?); run again, "
+            "with --num-proc 1 to score in this process alone"
+        ) from None
     except RosetrainError:  # read it in full: that error names the file, line and field
         golds = load_split(root, split, bridges=bridges, build=Gold)
         scored = _score_golds(golds, predictions, model)
@@ -113,11 +119,7 @@ def _score_chunks(
             parts = [_score_chunk(chunk) for chunk in chunks] or [_score_golds([], predictions, model)]
             fingerprint = split_fingerprint(*split)
         else:
-            processes = min(num_proc, len(chunks))
-            with multiprocessing.get_context("fork").Pool(processes, initializer=_leave_interrupts) as pool:
-                hashed = pool.apply_async(split_fingerprint, split)
-                parts = list(pool.imap(_score_chunk, chunks))
-                fingerprint = hashed.get()
+            parts, fingerprint = _in_workers(chunks, min(num_proc, len(chunks)), split)
     finally:
         _JOB = None
     return ScoredSplit(
@@ -126,6 +128,22 @@ def _score_chunks(
         lines=[line for part in parts for line in part.lines],
         fingerprint=fingerprint,
     )
+
+
+def _in_workers(
+    chunks: Sequence[Chunk], processes: int, split: tuple[str | os.PathLike, str, bool | None]
+) -> tuple[list[ScoredSplit], str]:
+    """The chunks scored by ``processes`` forked workers, in order, and the
+    split's fingerprint. A worker that dies (killed, out of memory) fails the
+    run at once, and an interrupt cancels the chunks not yet begun."""
+    context = multiprocessing.get_context("fork")
+    workers = concurrent.futures.ProcessPoolExecutor(processes, context, initializer=_leave_interrupts)
+    try:
+        hashed = workers.submit(split_fingerprint, *split)
+        parts = list(workers.map(_score_chunk, chunks))
+        return parts, hashed.result()
+    finally:
+        workers.shutdown(wait=True, cancel_futures=True)
 
 
 def _can_fork() -> bool:
