@@ -8,7 +8,8 @@ release keeps its bridge controls in separate files beside the main one
 ``metadata_<split>_matched_local_count_bridge.jsonl``); they are read when
 asked for (``bridges=True``), or when the folder holds only them. A path to a
 ``.jsonl`` file reads just that file. Only the standard library, orjson and
-(to read some fields only) msgspec are imported.
+msgspec are imported. A split can also be read in chunks of whole lines
+(``line_chunks``, ``read_chunk``), one process each.
 """
 
 from __future__ import annotations
