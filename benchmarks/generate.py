@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rosetrain.core.cpus import available_cpus  # noqa: E402
 from rosetrain.data.hf import png_bytes  # noqa: E402  (the writer's own encoder and settings)
 from rosetrain.generators.records import build_records  # noqa: E402
 from rosetrain.generators.spec import load_spec  # noqa: E402
@@ -87,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default=str(ROOT / "generators" / "rose-protocol.yaml"))
     parser.add_argument("--scenes", type=int, default=300)
-    parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--num-proc", type=int, default=available_cpus())
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     spec = load_spec(args.spec)

@@ -37,10 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rosetrain.core.cpus import available_cpus  # noqa: E402
 from rosetrain.core.protocol import BRIDGE_TEMPLATES, COUNT, format_answer  # noqa: E402
 from rosetrain.generators.records import build_records  # noqa: E402
 from rosetrain.generators.spec import load_spec  # noqa: E402
-from rosetrain.scoring.split import available_cpus  # noqa: E402
 
 FLOOR = """
 import sys, orjson

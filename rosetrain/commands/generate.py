@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
+
+from rosetrain.core.cpus import available_cpus
 
 
 def add_arguments(parser) -> None:
@@ -17,7 +18,12 @@ def add_arguments(parser) -> None:
         "--scenes", type=int, required=True, help="number of scenes (tasks = scenes x templates)"
     )
     parser.add_argument("--seed", type=int, default=None, help="generator seed (default: the spec's)")
-    parser.add_argument("--num-proc", type=int, default=os.cpu_count() or 1, help="worker processes")
+    parser.add_argument(
+        "--num-proc",
+        type=int,
+        default=available_cpus(),
+        help="worker processes (default: the CPUs this process may use)",
+    )
     parser.add_argument("--formats", default="release,hf", help="comma list of: release, hf")
     parser.add_argument("--shard-size", type=int, default=None, help="scenes per shard (default: automatic)")
     parser.add_argument(

@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from rosetrain.core.cpus import available_cpus
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import output_lock, remove_atomic_temps
     from rosetrain.data.release import read_predictions, split_files
@@ -84,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
     from rosetrain.reports.console import print_summary
     from rosetrain.scoring.batch import check_coverage, run_model, write_scored_split
     from rosetrain.scoring.official_files import RunInfo
-    from rosetrain.scoring.split import available_cpus, score_split
+    from rosetrain.scoring.split import score_split
 
     _check_flags(args)
     metadata = split_files(args.data, args.split, args.bridges)[0]

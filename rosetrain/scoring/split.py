@@ -54,13 +54,6 @@ class ScoredSplit:
 PARALLEL_BYTES = 16 << 20  # a smaller split is scored sooner than worker processes start
 
 
-def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 # What the chunks are scored against (predictions, model): set before the
 # worker processes fork, so they inherit the predictions instead of a copy.
 _JOB: tuple[Mapping[str, Mapping], str | None] | None = None
