@@ -220,9 +220,9 @@ def write_shard(job: GenerateJob, shard: int) -> int:
     lines: list[str] = []
     pending: list[dict[str, Any]] = []
     pending_bytes = 0
-    writer = tmp_parquet = None
+    writer = None
+    tmp_parquet = job.parquet_path(shard).with_suffix(f".tmp{os.getpid()}")
     if "hf" in job.formats:
-        tmp_parquet = job.parquet_path(shard).with_suffix(f".tmp{os.getpid()}")
         tmp_parquet.parent.mkdir(parents=True, exist_ok=True)
         writer = pq.ParquetWriter(tmp_parquet, SCHEMA)
     try:
@@ -286,7 +286,8 @@ def finish(job: GenerateJob) -> tuple[int, int]:
     release's bridge files); returns the numbers of rows and scenes. The list comes first, so
     a kill in between never leaves an output that no manifest claims."""
     bridges = bridge_paths(job.out_dir, job.split) if job.spec.layout == "rose" else {}
-    finals = {None: job.metadata_path, **bridges}
+    finals: dict[str | None, Path] = {None: job.metadata_path}  # None: the main metadata file
+    finals.update(bridges)
     files = _shard_files(job) | {path.name for path in finals.values()}
     atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
     return _join_parts(job, finals)
@@ -430,9 +431,8 @@ def _warm_up_before_fork(job: GenerateJob) -> None:
 
 
 def read_fingerprints(metadata: Path) -> set[str]:
-    fingerprints = {row.get("scene_fingerprint") for _, row in iter_jsonl(metadata)}
-    fingerprints.discard(None)
-    return fingerprints
+    rows = (row for _, row in iter_jsonl(metadata))
+    return {found for row in rows if (found := row.get("scene_fingerprint")) is not None}
 
 
 def make_job(
@@ -482,7 +482,7 @@ def make_job(
         shard_size=shard_size,
         exclude=frozenset(exclude),
         heldout_family_name=heldout_family_name,
-        shard_of=parse_shard(shard),
+        shard_of=None if shard is None else parse_shard(shard),
         engine=engine,
     )
     if job.shard_of and job.shard_of[1] > job.num_shards:  # a job with nothing to do is a mistake
@@ -494,11 +494,9 @@ def make_job(
     return job
 
 
-def parse_shard(text: str | None) -> tuple[int, int] | None:
+def parse_shard(text: str) -> tuple[int, int]:
     """``--shard K/N`` (job K of N, counted from 0, as Slurm's and Kubernetes'
     array indices are) -> (K, N)."""
-    if text is None:
-        return None
     k, slash, n = str(text).partition("/")
     if not (slash and k.isdigit() and n.isdigit() and int(k) < int(n)):
         raise RosetrainError(f"--shard must be K/N with 0 <= K < N (job K of N, from 0), got {text!r}")

@@ -88,7 +88,7 @@ def hf_row(record: Mapping[str, Any], image: Any) -> dict[str, Any]:
     """A release record -> a TRL-ready row. ``image`` is PNG bytes (Parquet) or
     a PIL image (streaming)."""
     prefix, sentence = split_prompt(record)
-    row = {name: record.get(name) for name in COLUMNS if name in record}
+    row: dict[str, Any] = {name: record.get(name) for name in COLUMNS if name in record}
     row.update(
         prompt=user_messages(prefix, sentence),
         completion=assistant_messages(record["answer"]),

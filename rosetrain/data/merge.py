@@ -70,12 +70,12 @@ def shard_owners(job: GenerateJob, folders: list[Path]) -> dict[int, Path]:
     if not folders:
         raise RosetrainError("--merge: name the folders of the --shard K/N jobs")
     jobs: dict[int, Path] = {}
-    total = None
+    total = 0  # the number of jobs, as the first folder says
     for folder in folders:
         if folder.resolve() == job.out_dir.resolve():  # --overwrite would delete what it merges
             raise RosetrainError(f"--merge: {folder} is also --out; merge into a folder of its own")
         k, n = _finished_shard_job(job, folder)
-        if total not in (None, n):
+        if jobs and n != total:
             raise RosetrainError(f"--merge: {folder} is job {k}/{n}, the others are of {total} jobs")
         if k in jobs:
             raise RosetrainError(f"--merge: {jobs[k]} and {folder} are both job {k}/{n}")

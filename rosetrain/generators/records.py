@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from PIL import Image
 
@@ -19,12 +19,14 @@ from rosetrain.generators.scene import Scene, sample_scene
 from rosetrain.generators.spec import LevelSpec, Spec
 from rosetrain.generators.tasks import scene_tasks
 
+ImageT = TypeVar("ImageT", Image.Image, bytes)
+
 
 @dataclasses.dataclass
-class SceneRecords:
+class SceneRecords(Generic[ImageT]):
     scene: Scene
     level: LevelSpec
-    images: dict[str, Image.Image]  # image_id -> image
+    images: dict[str, ImageT]  # image_id -> image (or its bytes: build_records' ``encode``)
     records: list[dict[str, Any]]
 
     layout: str = "rosetrain"
@@ -57,6 +59,34 @@ def subset_name(family: str, config: dict | None = None, layout: str = "rosetrai
     return f"rosetrain-{family}"
 
 
+@overload
+def build_records(
+    spec: Spec,
+    seed: int,
+    index: int,
+    split: str,
+    *,
+    heldout_family_name: str | None = ...,
+    render: bool = ...,
+    encode: None = ...,
+    scene: Scene | None = ...,
+) -> SceneRecords[Image.Image]: ...
+
+
+@overload
+def build_records(
+    spec: Spec,
+    seed: int,
+    index: int,
+    split: str,
+    *,
+    heldout_family_name: str | None = ...,
+    render: bool = ...,
+    encode: Callable[[Image.Image], bytes],
+    scene: Scene | None = ...,
+) -> SceneRecords[bytes]: ...
+
+
 def build_records(
     spec: Spec,
     seed: int,
@@ -67,7 +97,7 @@ def build_records(
     render: bool = True,
     encode: Callable[[Image.Image], bytes] | None = None,
     scene: Scene | None = None,
-) -> SceneRecords:
+) -> SceneRecords[Any]:
     """``encode`` (e.g. PNG): ``images`` holds each image's bytes, not the image;
     the writers need nothing else, and the last cue is then drawn on the base
     image itself once the base is encoded, sparing a copy of the grid.
