@@ -52,7 +52,7 @@ def _heart() -> list[tuple[float, float]]:
 
 
 # name -> (unit outline with circumradius about 1, rotational symmetry period in degrees or None)
-SHAPES = {
+SHAPES: dict[str, tuple[list[tuple[float, float]], float | None]] = {
     "circle": (_regular(72), None),
     "triangle": (_regular(3), 120.0),
     "square": (_regular(4, math.pi / 4), 90.0),
@@ -135,7 +135,7 @@ def draw_shape(spec: dict[str, Any], cell_size: int) -> Image.Image:
     )
     canvas = Image.new("RGB", (big, big), (255, 255, 255))
     ImageDraw.Draw(canvas).polygon(points, fill=colour)
-    return canvas.resize((cell_size, cell_size), Image.BOX)
+    return canvas.resize((cell_size, cell_size), Image.Resampling.BOX)
 
 
 def draw_attribute_cells(item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
@@ -194,6 +194,7 @@ class AttributeFamily(VisualFamily):
     name = "attribute"
     primitive_type = "ATTRIBUTE"
     config_class = AttributeConfig
+    config: AttributeConfig
 
     def __init__(self, config: AttributeConfig | None = None):
         super().__init__(config)
@@ -204,7 +205,7 @@ class AttributeFamily(VisualFamily):
         attribute = rng.choice(self.config.attributes)
         rotatable = [shape for shape in self.config.shapes if SHAPES[shape][1] is not None]
         shape = rng.choice(rotatable if attribute == "rotation" else self.config.shapes)
-        base = {
+        base: dict[str, Any] = {
             "shape": shape,
             "size": BASE_SIZE,
             "rotation": round(rng.uniform(-20, 20), 2),
@@ -215,6 +216,7 @@ class AttributeFamily(VisualFamily):
         if SHAPES[shape][1] is None:
             base["rotation"] = 0.0
         other, sign = dict(base), rng.choice((-1, 1))
+        amount: float | str  # how far the exception's attribute is from the majority's
         if attribute == "hue":
             amount = round(lerp(150, 10, s), 2)
             other["hue"] = round((base["hue"] + sign * amount) % 360, 2)
@@ -222,7 +224,9 @@ class AttributeFamily(VisualFamily):
             amount = round(lerp(0.55, 0.9, s), 3)
             other["size"] = round(BASE_SIZE * amount, 4)
         elif attribute == "rotation":
-            amount = round(lerp(min(SHAPES[shape][1] / 2, 90), 5, s), 2)
+            period = SHAPES[shape][1]
+            assert period is not None  # the shape was drawn from the rotatable ones
+            amount = round(lerp(min(period / 2, 90), 5, s), 2)
             other["rotation"] = round(base["rotation"] + sign * amount, 2)
         else:
             pair = list(pick_by_subtlety(rng, ranked_shape_pairs(self.config.shapes), s))
@@ -230,10 +234,10 @@ class AttributeFamily(VisualFamily):
             amount = "__".join(sorted(pair))
             base["shape"], other["shape"] = pair
             base["rotation"] = other["rotation"] = 0.0
-        pair = [base, other]
+        looks = [base, other]
         if self.config.swap_roles:
-            rng.shuffle(pair)  # the changed look may be the majority or the exception
-        return {"attribute": attribute, "amount": amount, "majority": pair[0], "target": pair[1]}
+            rng.shuffle(looks)  # the changed look may be the majority or the exception
+        return {"attribute": attribute, "amount": amount, "majority": looks[0], "target": looks[1]}
 
     def draw_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
         return self._draw(item, cell_size)

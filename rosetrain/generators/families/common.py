@@ -55,7 +55,7 @@ def differ(a: Image.Image, b: Image.Image) -> bool:
 def fit_square(image: Image.Image, side: int, background=WHITE) -> Image.Image:
     """Scale an RGBA image (kept square by the caller) to ``side`` and flatten it on
     ``background`` as RGB. LANCZOS is deterministic, so bytes repeat across runs."""
-    scaled = image.resize((side, side), Image.LANCZOS) if image.size != (side, side) else image
+    scaled = image.resize((side, side), Image.Resampling.LANCZOS) if image.size != (side, side) else image
     flat = Image.new("RGBA", (side, side), background + (255,))
     flat.alpha_composite(scaled)
     return flat.convert("RGB")

@@ -193,6 +193,7 @@ class EmojiConfig(FamilyConfig):
 
 class _EmojiFamily(VisualFamily):
     config_class = EmojiConfig
+    config: EmojiConfig
 
     def __init__(self, config: EmojiConfig | None = None):
         super().__init__(config)
@@ -220,11 +221,13 @@ class _EmojiFamily(VisualFamily):
 
     def warm_up(self) -> None:
         self.font  # noqa: B018
-        if hasattr(type(self), "ranked_pairs"):  # emoji_content ranks its pairs once
-            self.ranked_pairs  # noqa: B018
 
     def raw(self, item: dict[str, Any], char: str) -> Image.Image:
         return raw_emoji(item["font_file"], item["font_index"], item["render_size"], char)
+
+    def _render_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
+        """The (majority, exception) cells of ``item``, uncached."""
+        raise NotImplementedError
 
     def font_fields(self) -> dict[str, Any]:
         return {
@@ -281,15 +284,20 @@ class EmojiContentFamily(_EmojiFamily):
                 scored.append((-mean_abs_diff(*cells[-1]), order, pair))
         return tuple(pair for _, _, pair in sorted(scored))
 
+    def warm_up(self) -> None:
+        super().warm_up()
+        self.ranked_pairs  # noqa: B018  (ranked once, before the workers fork)
+
     def sample_item(self, rng: random.Random) -> dict[str, Any]:
         pair = list(pick_by_subtlety(rng, self.ranked_pairs, self.config.subtlety))
         rng.shuffle(pair)
         return {**self.font_fields(), "background_emoji": pair[0], "target_emoji": pair[1]}
 
     def _render_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
-        return tuple(
-            place(self.raw(item, item[key]), cell_size) for key in ("background_emoji", "target_emoji")
-        )
+        def cell(key: str) -> Image.Image:
+            return place(self.raw(item, item[key]), cell_size)
+
+        return cell("background_emoji"), cell("target_emoji")
 
     def describe(self, item: dict[str, Any]) -> dict[str, Any]:
         codes = [f"{ord(item[key]):x}" for key in ("background_emoji", "target_emoji")]
@@ -326,7 +334,9 @@ class EmojiStyleFamily(_EmojiFamily):
             start, end, _ = STYLES[name]
             derived = {"name": name, "amount": round(lerp(start, end, self.config.subtlety), 2)}
             if name == "text":
-                derived.update(font_file=self.text_font.file, font_index=self.text_font.index)
+                font = self.text_font
+                assert font is not None  # _styles_for offers "text" only with a text font
+                derived.update(font_file=font.file, font_index=font.index)
             styles = [{"name": "color"}, derived]
             rng.shuffle(styles)  # the colour rendering may be the majority or the exception
             item = {
@@ -341,10 +351,11 @@ class EmojiStyleFamily(_EmojiFamily):
 
     def _render_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
         raw = self.raw(item, item["emoji"])
-        return tuple(
-            place(styled(raw, item["emoji"], item[key]), cell_size)
-            for key in ("majority_style", "target_style")
-        )
+
+        def cell(key: str) -> Image.Image:
+            return place(styled(raw, item["emoji"], item[key]), cell_size)
+
+        return cell("majority_style"), cell("target_style")
 
     def describe(self, item: dict[str, Any]) -> dict[str, Any]:
         def label(style: dict[str, Any]) -> str:
@@ -377,7 +388,7 @@ def styled(raw: Image.Image, char: str, style: dict[str, Any]) -> Image.Image:
         rgb = ImageOps.posterize(rgb, int(amount))
     elif name == "pixelate":
         blocks = int(amount)
-        return raw.resize((blocks, blocks), Image.BOX).resize(raw.size, Image.NEAREST)
+        return raw.resize((blocks, blocks), Image.Resampling.BOX).resize(raw.size, Image.Resampling.NEAREST)
     elif name == "soft":
         return raw.filter(ImageFilter.GaussianBlur(amount))
     elif name == "flat":

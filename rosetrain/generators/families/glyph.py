@@ -247,14 +247,14 @@ class GlyphFamily(VisualFamily):
     name = "glyph"
     primitive_type = "CHINESE_GLYPH"
     config_class = GlyphConfig
+    config: GlyphConfig
 
     def __init__(self, config: GlyphConfig | None = None):
         super().__init__(config)
         self._draw = CellCache(self.name, draw_glyph_cells)
 
     def _pool(self) -> tuple[tuple[str, ...], bool]:
-        explicit = self.config.fonts is not None
-        if explicit:
+        if self.config.fonts is not None:
             return self.config.fonts, True
         return tuple(dict.fromkeys(f for s in self.config.scripts for f in DEFAULT_FONTS[s])), False
 
@@ -333,9 +333,9 @@ class GlyphFamily(VisualFamily):
 
 
 def draw_glyph_cells(item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
-    return tuple(
-        render_char(item["font_file"], item["font_index"], item[key], cell_size, item["glyph_ratio"]).convert(
-            "RGB"
-        )
-        for key in ("background_char", "target_char")
-    )
+    def cell(key: str) -> Image.Image:
+        return render_char(
+            item["font_file"], item["font_index"], item[key], cell_size, item["glyph_ratio"]
+        ).convert("RGB")
+
+    return cell("background_char"), cell("target_char")

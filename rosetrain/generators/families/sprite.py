@@ -59,7 +59,7 @@ class Genome:
     colour: list[list[float]]
 
     @classmethod
-    def random(cls, rng: random.Random, size: int) -> Genome:
+    def sampled(cls, rng: random.Random, size: int) -> Genome:  # not "random": it would hide the module
         half = (size + 1) // 2
         return cls(size, *([[rng.random() for _ in range(half)] for _ in range(size)] for _ in range(2)))
 
@@ -162,7 +162,7 @@ def draw_sprite(rows: list[str], palette: list[str], cell_size: int) -> Image.Im
     sprite.putdata([colours[int(ch)] for row in rows for ch in row])
     room = int(cell_size * SPRITE_SCALE)
     side = n * (room // n) if room // n >= 3 else max(n, room)
-    sprite = sprite.resize((side, side), Image.NEAREST)
+    sprite = sprite.resize((side, side), Image.Resampling.NEAREST)
     cell = Image.new("RGB", (cell_size, cell_size), colours[BACKGROUND])
     offset = (cell_size - side) // 2
     cell.paste(sprite, (offset, offset))
@@ -170,7 +170,9 @@ def draw_sprite(rows: list[str], palette: list[str], cell_size: int) -> Image.Im
 
 
 def draw_sprite_cells(item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
-    return tuple(draw_sprite(item[key], item["palette"], cell_size) for key in ("majority", "target"))
+    return draw_sprite(item["majority"], item["palette"], cell_size), draw_sprite(
+        item["target"], item["palette"], cell_size
+    )
 
 
 def local_edit(rng: random.Random, rows: list[str], pixels: int) -> list[str]:
@@ -194,6 +196,7 @@ def local_edit(rng: random.Random, rows: list[str], pixels: int) -> list[str]:
 
 class _SpriteFamily(VisualFamily):
     config_class = SpriteConfig
+    config: SpriteConfig
 
     def __init__(self, config: SpriteConfig | None = None):
         super().__init__(config)
@@ -204,7 +207,7 @@ class _SpriteFamily(VisualFamily):
         own = random.Random(seed)  # the sprite depends on its seed alone, so the seed names it
         size = own.randint(*self.config.sizes)
         while True:
-            genome = Genome.random(own, size)
+            genome = Genome.sampled(own, size)
             rows = genome.grid()
             if sum(ch != str(BACKGROUND) for row in rows for ch in row) >= size * size // 5:
                 return seed, own, genome, rows, random_palette(own)  # else too thin: grow another
