@@ -201,7 +201,7 @@ def test_loader_imports_only_the_standard_library():
 def test_integers_past_64_bits_read_exactly_on_both_reading_paths(tmp_path):
     # as the official evaluator's json.loads reads them (orjson made them floats)
     big = 123456789012345678901234567890
-    line = '{"item_id": "a", "raw_text": %d}\n' % big
+    line = f'{{"item_id": "a", "raw_text": {big}}}\n'
     for text in (line, line + "\n"):  # the blank line sends it to the line-by-line reading
         (tmp_path / "p.jsonl").write_text(text)
         assert read_predictions(tmp_path / "p.jsonl")["a"]["raw_text"] == big
