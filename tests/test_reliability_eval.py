@@ -5,6 +5,7 @@ killed eval resumes to the same result."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -626,5 +627,7 @@ def test_an_endpoint_that_never_answers_stops_the_run(split_dir, tmp_path, capsy
         )
     assert code == 2
     err = one_line_error(capsys, "eval")
-    assert "accepted connections but answered none of 3 requests" in err
+    # 3 or more: the requests in flight at once time out together, and which
+    # of them stops the run first depends on the machine's load
+    assert re.search(r"accepted connections but answered none of [3-9] requests", err), err
     assert (tmp_path / "run" / "predictions.jsonl").read_text() == ""
