@@ -212,6 +212,7 @@ def _sentence(rng: random.Random, rows: int, cols: int) -> str:
     from rosetrain.generators.prompts import task_sentence
 
     template = rng.choice(P.TEMPLATES)
+    params: dict
     if template in (P.T1, P.T1B):
         region_type, params = P.GLOBAL, {}
     elif template == P.T4:
@@ -290,7 +291,7 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
 
 
 def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
-    from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
+    from transformers import ProcessorMixin, Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
     spec, family = _check_size(size), _check_family(family)
     pixels = {"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}
@@ -305,9 +306,11 @@ def build_processor(tokenizer, size: str = "tiny", family: str = "qwen2-vl"):
             tokenizer=tokenizer,
             chat_template=CHAT_TEMPLATE,
         )
-    processor_class = Qwen2VLProcessor
+    processor_class: type[ProcessorMixin] = Qwen2VLProcessor
     if family == "qwen2.5-vl":
-        from transformers import Qwen2_5_VLProcessor as processor_class
+        from transformers import Qwen2_5_VLProcessor
+
+        processor_class = Qwen2_5_VLProcessor
     return processor_class(
         image_processor=Qwen2VLImageProcessor(size=pixels),
         # its default budget upscales small frames; keep it as small as the images'
