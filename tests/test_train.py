@@ -210,6 +210,18 @@ def test_a_streamed_training_set_skips_the_heldout_scenes(env):
     assert first == ["train-0000001", "train-0000003", "train-0000004"]
 
 
+def test_a_data_check_on_the_other_source_names_the_unset_field(tmp_path):
+    from rosetrain.train.data import check_folder, check_spec, heldout_records
+    from rosetrain.train.recipe import DataConfig, EvalConfig
+
+    with pytest.raises(RecipeError, match="data.folder: not set"):
+        check_folder(DataConfig(spec=str(tmp_path / "spec.yaml")))
+    with pytest.raises(RecipeError, match="data.spec: not set"):
+        check_spec(DataConfig(folder=str(tmp_path)))
+    with pytest.raises(RecipeError, match="eval.folder: not set"):
+        heldout_records(EvalConfig())
+
+
 def test_heldout_items_cover_the_main_templates_first():
     from rosetrain.train.data import pick_items
 

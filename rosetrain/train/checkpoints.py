@@ -134,8 +134,10 @@ def _load_adapter(model: Any, checkpoint: Path) -> None:
     expected = set(get_peft_model_state_dict(model, adapter_name=adapter))
     _check_same_keys(checkpoint, set(saved), expected, model)
     result = set_peft_model_state_dict(model, saved, adapter_name=adapter)
-    if result.unexpected_keys:  # peft names keys it could not place; none may be left out
+    # peft annotates the result as a bare `namedtuple`; it is torch's _IncompatibleKeys
+    unexpected: list[str] = result.unexpected_keys  # type: ignore[attr-defined]
+    if unexpected:  # peft names keys it could not place; none may be left out
         raise RosetrainError(
-            f"resume: {checkpoint}: {len(result.unexpected_keys)} adapter tensors were "
-            f"not restored (e.g. {result.unexpected_keys[0]})"
+            f"resume: {checkpoint}: {len(unexpected)} adapter tensors were "
+            f"not restored (e.g. {unexpected[0]})"
         )

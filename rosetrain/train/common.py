@@ -207,7 +207,7 @@ def set_pixel_budget(processor: Any, min_pixels: int | None, max_pixels: int | N
         return
     image_processor = getattr(processor, "image_processor", None)
     size = getattr(image_processor, "size", None)
-    if size is None or "longest_edge" not in dict(size):
+    if image_processor is None or size is None or "longest_edge" not in dict(size):
         raise RecipeError(
             f"min_pixels/max_pixels: the processor of this model "
             f"({type(image_processor).__name__}) has no pixel budget to set"

@@ -11,24 +11,35 @@ the stream's own exclusion (``stream_dataset(exclude_fingerprints=...)``).
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rosetrain.core.errors import RosetrainError, first_line
 from rosetrain.core.protocol import TEMPLATES
 from rosetrain.data.manifest import parquet_files
 from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
 
+R = TypeVar("R", bound=Mapping[str, Any])  # a held-out record, of whichever mapping type
+
+
+def required(value: str | None, field: str) -> str:
+    """``value``, which the caller's branch (folder or spec) needs; a recipe
+    reaching it unset is named, not passed on as a None path."""
+    if value is None:
+        raise RecipeError(f"{field}: not set, and this step reads it")
+    return value
+
 
 def check_folder(data: DataConfig) -> None:
-    if not Path(data.folder).is_dir():
-        state = "is a file, not a folder" if Path(data.folder).exists() else "does not exist"
-        raise RecipeError(f"data.folder: {data.folder} {state}")
-    shards = parquet_files(data.folder, data.split)
+    folder = required(data.folder, "data.folder")
+    if not Path(folder).is_dir():
+        state = "is a file, not a folder" if Path(folder).exists() else "does not exist"
+        raise RecipeError(f"data.folder: {folder} {state}")
+    shards = parquet_files(folder, data.split)
     if not shards:
         raise RecipeError(
-            f"data.folder: {data.folder} has no Parquet shards under hf/{data.split}/ "
+            f"data.folder: {folder} has no Parquet shards under hf/{data.split}/ "
             f"(write them with `rosetrain generate ... --formats release,hf`)"
         )
     _check_parquet_footers(shards)
@@ -40,13 +51,14 @@ def _refuse_heldout_folder(data: DataConfig) -> None:
     never training data, whatever the recipe evaluates on."""
     from rosetrain.data.manifest import manifest_path, read_manifest
 
+    folder = required(data.folder, "data.folder")
     try:
-        manifest = read_manifest(manifest_path(Path(data.folder), data.split), data.split)
+        manifest = read_manifest(manifest_path(Path(folder), data.split), data.split)
     except RosetrainError as err:
         raise RecipeError(f"data.folder: {err}") from None
     if manifest is not None and manifest.get("role") == "heldout":
         raise RecipeError(
-            f"data.folder: {data.folder} (split {data.split}) was generated from the "
+            f"data.folder: {folder} (split {data.split}) was generated from the "
             f"held-out spec {manifest.get('spec')} (role: heldout); never train on it"
         )
 
@@ -68,24 +80,26 @@ def _check_parquet_footers(shards: list[str]) -> None:
 
 def check_spec(data: DataConfig) -> None:
     """The spec loads and its first row generates (fonts, families, regions)."""
-    if not Path(data.spec).is_file():
-        state = "is a folder, not a spec file" if Path(data.spec).is_dir() else "does not exist"
-        raise RecipeError(f"data.spec: {data.spec} {state}")
+    spec = required(data.spec, "data.spec")
+    if not Path(spec).is_file():
+        state = "is a folder, not a spec file" if Path(spec).is_dir() else "does not exist"
+        raise RecipeError(f"data.spec: {spec} {state}")
     try:
         next(iter(_stream(data)))
     except RosetrainError as err:
         raise RecipeError(f"data.spec: {err}") from None
     except Exception as err:  # anything the generator raises means this spec cannot be streamed
-        raise RecipeError(
-            f"data.spec: {data.spec} cannot be generated: {type(err).__name__}: {err}"
-        ) from None
+        raise RecipeError(f"data.spec: {spec} cannot be generated: {type(err).__name__}: {err}") from None
 
 
 def _stream(data: DataConfig, exclude_fingerprints: Iterable[str] = ()):
     from rosetrain.data.hf import stream_dataset
 
     return stream_dataset(
-        data.spec, split=data.split, seed=data.seed, exclude_fingerprints=exclude_fingerprints
+        required(data.spec, "data.spec"),
+        split=data.split,
+        seed=data.seed,
+        exclude_fingerprints=exclude_fingerprints,
     )
 
 
@@ -111,14 +125,14 @@ def folder_fingerprints(data: DataConfig) -> set[str]:
     import pyarrow.parquet as pq
 
     found: set[str] = set()
-    for path in parquet_files(data.folder, data.split):
+    for path in parquet_files(required(data.folder, "data.folder"), data.split):
         if "scene_fingerprint" in pq.read_schema(path).names:
             column = pq.read_table(path, columns=["scene_fingerprint"]).column(0)
             found.update(v for v in column.to_pylist() if v)
     return found
 
 
-def check_stream_apart(data: DataConfig, records: list[Mapping[str, Any]], config: EvalConfig) -> None:
+def check_stream_apart(data: DataConfig, records: Sequence[Mapping[str, Any]], config: EvalConfig) -> None:
     """A stream drawn from the held-out split's own random scenes (its spec's
     namespace with the split's seed: the same ``item_seed`` at the same scene
     index) would be the held-out split itself: refused, as an overlapping folder
@@ -126,14 +140,15 @@ def check_stream_apart(data: DataConfig, records: list[Mapping[str, Any]], confi
     from rosetrain.generators.scene import derived_seed
     from rosetrain.generators.spec import load_spec
 
-    spec = load_spec(data.spec, check_fonts=False)
+    spec_path = required(data.spec, "data.spec")
+    spec = load_spec(spec_path, check_fonts=False)
     for record in records:
         index = record.get("scene_index")
         if isinstance(index, int) and record.get("item_seed") == derived_seed(
             spec.namespace, data.seed, index
         ):
             raise RecipeError(
-                f"data.spec: {data.spec} with data.seed {data.seed} streams the scenes of the held-out "
+                f"data.spec: {spec_path} with data.seed {data.seed} streams the scenes of the held-out "
                 f"split {config.folder} ({config.split}), e.g. scene {record.get('scene_id')}; "
                 f"change data.seed, or train on a spec with its own namespace"
             )
@@ -146,25 +161,26 @@ def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
     """Every record of the held-out split, with absolute image paths."""
     from rosetrain.data.release import select_records, with_image_paths
 
-    if not Path(config.folder).is_dir():
-        state = "is a file, not a folder" if Path(config.folder).exists() else "does not exist"
-        raise RecipeError(f"eval.folder: {config.folder} {state}")
+    folder = required(config.folder, "eval.folder")
+    if not Path(folder).is_dir():
+        state = "is a file, not a folder" if Path(folder).exists() else "does not exist"
+        raise RecipeError(f"eval.folder: {folder} {state}")
     try:
         # bridges too, wherever they live (the main file, or the release layout's own files)
-        records, root = select_records(config.folder, config.split, None, bridges=True)
+        records, root = select_records(folder, config.split, None, bridges=True)
     except RosetrainError as err:
         raise RecipeError(f"eval.folder: {err}") from None
     return with_image_paths(records, root)
 
 
-def pick_items(records: list[Mapping[str, Any]], n: int) -> list[Mapping[str, Any]]:
+def pick_items(records: Sequence[R], n: int) -> list[R]:
     """``n`` items spread evenly over templates (round-robin, file order), so a
     small evaluation still shows every template's PASS; the five main templates
     come first in each round, the bridge controls after them."""
-    by_template: dict[str, collections.deque] = collections.defaultdict(collections.deque)
+    by_template: dict[str, collections.deque[R]] = collections.defaultdict(collections.deque)
     for record in records:
         by_template[record["task_template"]].append(record)
-    picked: list[Mapping[str, Any]] = []
+    picked: list[R] = []
     order = [t for t in TEMPLATES if t in by_template] + sorted(set(by_template) - set(TEMPLATES))
     queues = [by_template[t] for t in order]
     while len(picked) < n and any(queues):
@@ -175,7 +191,7 @@ def pick_items(records: list[Mapping[str, Any]], n: int) -> list[Mapping[str, An
 
 
 def check_no_overlap(
-    train_fingerprints: set[str], records: list[Mapping[str, Any]], data: DataConfig, config: EvalConfig
+    train_fingerprints: set[str], records: Sequence[Mapping[str, Any]], data: DataConfig, config: EvalConfig
 ) -> None:
     shared = {r["scene_fingerprint"] for r in records if r.get("scene_fingerprint")} & train_fingerprints
     if shared:
