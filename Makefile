@@ -32,7 +32,7 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
-# ruff (format + lint) over the repository, mypy over the modules [tool.mypy] lists
+# ruff (format + lint) over the repository, mypy over the whole package ([tool.mypy])
 lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
