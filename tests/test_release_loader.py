@@ -184,6 +184,8 @@ def test_bad_prediction_lines_fail_with_their_line(tmp_path, bad_line, message):
 def test_missing_predictions_file(tmp_path):
     with pytest.raises(RosetrainError, match="no such predictions file"):
         read_predictions(tmp_path / "absent.jsonl")
+    with pytest.raises(RosetrainError, match="/dev/null: not a regular file"):
+        read_predictions("/dev/null")
 
 
 def test_loader_imports_only_the_standard_library():

@@ -289,7 +289,8 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
             "(an eval run keeps it as predictions.jsonl)"
         )
     if not path.is_file():
-        raise RosetrainError(f"{path}: no such predictions file")
+        what = "not a regular file (a device or a pipe)" if path.exists() else "no such predictions file"
+        raise RosetrainError(f"{path}: {what}")
     rows = _read_predictions_at_once(path)
     return rows if rows is not None else _read_predictions_by_line(path)
 
