@@ -1,6 +1,6 @@
 """Files every part of rosetrain writes and reads: atomic writes, JSONL, YAML
-mappings. Standard library, msgspec and orjson only (``yaml`` is imported when
-a YAML file is read), so the fast commands can use it."""
+mappings. Standard library and msgspec only (``yaml`` is imported when a YAML
+file is read), so the fast commands can use it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,21 +18,17 @@ import msgspec
 from rosetrain.core.errors import RosetrainError
 
 
-def atomic_write(path: str | os.PathLike, data: str | bytes | Iterable[bytes]) -> Path:
-    """Write ``data`` (text as UTF-8, newlines as given; or pieces of bytes, one
-    after the other) to a temp file beside ``path``, then rename it into place:
-    a reader sees the old file or the new one, never part of one. A failed
-    write leaves no temp file behind."""
+def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8, newlines as given) to a temp file beside
+    ``path``, then rename it into place: a reader sees the old file or the new
+    one, never part of one. A failed write leaves no temp file behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # one temp name per process and thread, so concurrent writers never share one
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
-        with open(tmp, "wb", buffering=1 << 20) as handle:
-            if isinstance(data, (str, bytes)):
-                handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-            else:
-                handle.writelines(data)
+        with open(tmp, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -138,6 +138,7 @@ def write_scored_split(
     official files are) are written by a thread while the summary is computed:
     the writing is mostly the system's, outside the interpreter lock."""
     out = Path(out_dir)
+    frame.id_order()  # both threads use it: computed once, before they start
     with concurrent.futures.ThreadPoolExecutor(1) as writer:
         written = writer.submit(_write_rows, out, frame, lines)
         summary = {**summarize_frame(expected, frame, run), "data_fingerprint": data_fingerprint}

@@ -320,8 +320,9 @@ def summarize(
 def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None) -> dict[str, Any]:
     """``summarize`` of the expected items and the rows of a frame."""
     api_errors = every["api_error"]
-    errored = np.flatnonzero(is_set(api_errors) & (api_errors != 0)).tolist()
-    frame = every.take(np.flatnonzero(~np.isin(np.arange(every.n), errored))) if errored else every
+    failed = is_set(api_errors) & (api_errors != 0)
+    errored = np.flatnonzero(failed).tolist()
+    frame = every.take(np.flatnonzero(~failed)) if errored else every
     expected_ids = set(map(str, expected["item_id"]))
     scored_ids = set(map(str, frame.label("item_id")))
     ids, texts = every.label("item_id"), every.label("api_error_text")
