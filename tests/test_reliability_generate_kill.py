@@ -51,7 +51,8 @@ def wait_for_the_lock(out: Path) -> None:
     import fcntl
 
     deadline = time.monotonic() + 60  # a guard against a hang, not a timing check
-    with open(out / ".rosetrain.lock", "a") as handle:
+    handle = os.open(out, os.O_RDONLY | os.O_DIRECTORY)  # output_lock flocks the folder itself
+    try:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -60,6 +61,8 @@ def wait_for_the_lock(out: Path) -> None:
             except BlockingIOError:
                 assert time.monotonic() < deadline, "a killed worker still holds the lock"
                 time.sleep(0.02)
+    finally:
+        os.close(handle)
 
 
 def child_env() -> dict[str, str]:

@@ -170,4 +170,4 @@ def test_a_second_run_on_an_output_dir_in_use_is_refused(recipe, tmp_path, capsy
         assert cli_main(["train", "sft", "--recipe", str(recipe)]) == 2
     err = capsys.readouterr().err
     assert "another rosetrain process" in err and str(tmp_path / "run") in err
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".rosetrain.lock"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == []  # not even a lock file

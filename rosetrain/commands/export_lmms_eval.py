@@ -69,14 +69,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_predictions(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from rosetrain.core.errors import RosetrainError
-    from rosetrain.core.io import atomic_write
+    from rosetrain.core.io import atomic_write, output_lock
     from rosetrain.core.jsonio import jsonl_bytes
     from rosetrain.integrations.lmms_eval import predictions_from_samples
 
     if not args.task_dir:
         raise RosetrainError("--samples needs --task-dir (the task folder the lmms-eval run used)")
     rows = predictions_from_samples(args.samples, args.task_dir, model=args.model)
-    atomic_write(args.out, jsonl_bytes(rows))
+    out = Path(args.out)
+    if out.is_dir():
+        raise RosetrainError(
+            f"--out {out}: a folder; with --samples, --out is the predictions .jsonl to write"
+        )
+    with output_lock(out.parent, "these predictions"):  # replaces only a file rosetrain wrote
+        atomic_write(out, jsonl_bytes(rows))
     print(f"wrote {len(rows)} predictions -> {args.out}")
     return 0

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_write, iter_jsonl
+from rosetrain.core.io import atomic_write, claim_outputs, iter_jsonl, output_lock
 from rosetrain.core.jsonio import jsonl_text
 from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, MAIN_TEMPLATES
 from rosetrain.integrations.lmms_eval.task import CONFIG_FILE, RoseTask
@@ -148,12 +148,14 @@ def export_task(
         "metrics": metrics,
     }
     rows = [doc_row(r) for r in with_image_paths(records, image_root)]
-    atomic_write(docs, jsonl_text(rows))
-    atomic_write(out / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
-    bindings = "".join(f'aggregate_{name} = _task.aggregation("{name}")\n' for name in metrics)
-    atomic_write(out / "utils.py", UTILS + bindings)
     yaml_path = out / f"{task}.yaml"
-    atomic_write(yaml_path, task_yaml(task, docs, metrics, max_new_tokens))
+    with output_lock(out, "this task folder"):  # replaces only files rosetrain wrote there
+        claim_outputs(docs, out / CONFIG_FILE, out / "utils.py", yaml_path)
+        atomic_write(docs, jsonl_text(rows))
+        atomic_write(out / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
+        bindings = "".join(f'aggregate_{name} = _task.aggregation("{name}")\n' for name in metrics)
+        atomic_write(out / "utils.py", UTILS + bindings)
+        atomic_write(yaml_path, task_yaml(task, docs, metrics, max_new_tokens))
     return yaml_path
 
 
