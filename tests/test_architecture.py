@@ -164,3 +164,61 @@ def test_the_import_graph_has_no_cycle():
 )
 def test_cycles_finds_what_it_should(edges, expected):
     assert cycles(edges) == expected
+
+
+# ----------------------------------------------------------- one way to do a job
+
+# The one place that renames a finished temp file (or folder) into place:
+# rosetrain.core.io.atomic_path, under atomic_write. A second temp-file-and-rename
+# writer elsewhere would name its temps its own way, which the cleanup of a
+# killed run (remove_atomic_temps, data.manifest.remove_stale_temps) would miss.
+RENAMES_ALLOWED = {"rosetrain.core.io"}
+
+
+def renames(source: str) -> list[int]:
+    """Lines of the calls that move a file into place: ``os.replace``,
+    ``os.rename``, ``shutil.move``, ``Path.rename`` and ``Path.replace`` (a
+    ``.replace`` of one argument: ``str.replace`` takes two)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module in ("os", "shutil"):
+            if any(alias.name in ("replace", "rename", "renames", "move") for alias in node.names):
+                found.append(node.lineno)
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+        attr = node.func.attr
+        if (
+            (owner == "os" and attr in ("replace", "rename", "renames"))
+            or (owner == "shutil" and attr == "move")
+            or attr == "rename"
+            or (attr == "replace" and len(node.args) == 1 and not node.keywords)
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_only_core_io_renames_files_into_place():
+    found = [
+        f"{name}:{line}"
+        for name, path in MODULES.items()
+        if name not in RENAMES_ALLOWED
+        for line in renames(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], "write through rosetrain.core.io.atomic_write / atomic_path"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import os\nos.replace(tmp, path)", [2]),
+        ("os.rename(a, b)", [1]),
+        ("tmp.rename(path)", [1]),
+        ("tmp.replace(path)", [1]),
+        ("from os import replace", [1]),
+        ("shutil.move(a, b)", [1]),
+        ("text.replace('a', 'b')\nrecord.replace(x=1)", []),
+    ],
+)
+def test_renames_finds_what_it_should(source, expected):
+    assert renames(source) == expected

@@ -22,11 +22,12 @@ import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_write, iter_jsonl, output_lock
+from rosetrain.core.io import atomic_path, atomic_write, iter_jsonl, output_lock
 from rosetrain.data.bridges import bridge_paths, route_lines
 from rosetrain.data.manifest import (
     image_names,
@@ -37,6 +38,8 @@ from rosetrain.data.manifest import (
     parts_dir,
     read_manifest,
     refuse_foreign_files,
+    refuse_foreign_images,
+    refuse_links_out,
     remove_owned_files,
     remove_stale_temps,
 )
@@ -48,7 +51,7 @@ from rosetrain.generators.spec import Spec, spec_sha256
 
 FORMATS = ("release", "hf")
 FLUSH_ROWS, FLUSH_BYTES = 2048, 64 << 20  # Parquet row groups: bounded memory, few conversions
-MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split", "shard")
+MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split", "shard", "exclude_sha256")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +68,7 @@ class GenerateJob:
     heldout_family_name: str | None = None
     shard_of: tuple[int, int] | None = None  # (K, N): this job makes shards K, K+N, K+2N, ...
     engine: str = "local"  # "local" (processes) or "ray" (tasks on a Ray cluster)
+    exclude_sha256: str | None = None  # of the --exclude splits' fingerprints: a resume must not change them
 
     @property
     def shard_scenes(self) -> int:
@@ -117,6 +121,8 @@ def settings(job: GenerateJob) -> dict[str, Any]:
     }  # role: training refuses held-out folders
     if job.shard_of is not None:  # only a --shard job says so: a whole split's manifest is unchanged
         found["shard"] = "{}/{}".format(*job.shard_of)
+    if job.exclude_sha256 is not None:  # likewise only with --exclude
+        found["exclude_sha256"] = job.exclude_sha256
     return found
 
 
@@ -126,6 +132,7 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
     Only a split with rosetrain's manifest is resumed or (``overwrite``) removed;
     anything else in the way is refused (see :mod:`rosetrain.data.manifest`).
     The caller holds the folder's lock."""
+    refuse_links_out(job.out_dir, job.split)
     manifest = read_manifest(job.manifest_path, job.split)
     if manifest is not None:
         remove_stale_temps(job.out_dir, job.split)  # a killed run's temp files are ours too
@@ -134,6 +141,7 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
             manifest = None
     if manifest is None:
         refuse_foreign_files(job.out_dir, job.split)
+        refuse_foreign_images(job.out_dir, job.split)
         remove_stale_temps(job.out_dir, job.split)  # e.g. of a run killed before its manifest
         atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
     else:  # a resumed split keeps its manifest: same settings, same files
@@ -220,12 +228,11 @@ def write_shard(job: GenerateJob, shard: int) -> int:
     lines: list[str] = []
     pending: list[dict[str, Any]] = []
     pending_bytes = 0
-    writer = None
-    tmp_parquet = job.parquet_path(shard).with_suffix(f".tmp{os.getpid()}")
-    if "hf" in job.formats:
-        tmp_parquet.parent.mkdir(parents=True, exist_ok=True)
-        writer = pq.ParquetWriter(tmp_parquet, SCHEMA)
-    try:
+    with ExitStack() as stack:  # the Parquet writer is closed, then its file renamed into place
+        writer = None
+        if "hf" in job.formats:
+            tmp_parquet = stack.enter_context(atomic_path(job.parquet_path(shard)))
+            writer = stack.enter_context(closing(pq.ParquetWriter(tmp_parquet, SCHEMA)))
         for index, scene in scenes.items():
             example = build_records(
                 job.spec,
@@ -249,14 +256,6 @@ def write_shard(job: GenerateJob, shard: int) -> int:
                     pending, pending_bytes = [], 0
         if writer is not None and pending:
             writer.write_table(rows_to_table(pending))
-    except BaseException:
-        if writer is not None:
-            writer.close()
-            tmp_parquet.unlink(missing_ok=True)
-        raise
-    if writer is not None:
-        writer.close()
-        os.replace(tmp_parquet, job.parquet_path(shard))
     atomic_write(job.part_path(shard), "".join(line + "\n" for line in lines))  # marks the shard done
     return len(job.shard_indices(shard))
 
@@ -307,19 +306,16 @@ def _shard_files(job: GenerateJob) -> set[str]:
 
 
 def _join_parts(job: GenerateJob, finals: dict[str | None, Path]) -> tuple[int, int]:
-    temps = {key: path.with_name(f".{path.name}.tmp") for key, path in finals.items()}
-    handles = {key: open(path, "wb") for key, path in temps.items()}
     n_rows = n_scenes = 0
-    try:
+    # each file is closed, then renamed into place in the order of ``finals`` (the stack
+    # leaves in reverse; both bridge files always, as in the release); an error removes every temp
+    with ExitStack() as stack:
+        temps = {key: stack.enter_context(atomic_path(finals[key])) for key in reversed(finals)}
+        handles = {key: stack.enter_context(open(tmp, "wb")) for key, tmp in temps.items()}
         for shard in range(job.num_shards):
             data = job.part_path(shard).read_bytes()
             n_rows += route_lines(data, handles[None], {key: h for key, h in handles.items() if key})
             n_scenes += _rows_and_scenes(data)[1]
-    finally:
-        for handle in handles.values():
-            handle.close()
-    for key, path in finals.items():  # both bridge files always, as in the release
-        os.replace(temps[key], path)
     return n_rows, n_scenes
 
 
@@ -461,6 +457,7 @@ def make_job(
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise RosetrainError(f"--out: {out_dir} is a file, not a folder")
     heldout_family_name, exclude = heldout_guard(spec)
+    excluded: set[str] = set()
     for path in exclude_metadata:
         if not Path(path).is_file():
             raise RosetrainError(f"--exclude: {path} is not a metadata .jsonl file")
@@ -470,7 +467,8 @@ def make_job(
                 f"--exclude: {path} has no scene_fingerprint in any row (not a split "
                 f"rosetrain generated), so no overlap with it can be checked"
             )
-        exclude |= fingerprints
+        excluded |= fingerprints
+    exclude |= excluded
     job = GenerateJob(
         spec=spec,
         out_dir=Path(out_dir),
@@ -484,6 +482,7 @@ def make_job(
         heldout_family_name=heldout_family_name,
         shard_of=None if shard is None else parse_shard(shard),
         engine=engine,
+        exclude_sha256=_sha256_of(excluded) if excluded else None,
     )
     if job.shard_of and job.shard_of[1] > job.num_shards:  # a job with nothing to do is a mistake
         raise RosetrainError(
@@ -492,6 +491,12 @@ def make_job(
             f"smaller --shard-size"
         )
     return job
+
+
+def _sha256_of(fingerprints: set[str]) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256("\n".join(sorted(fingerprints)).encode()).hexdigest()
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from rosetrain.core.io import atomic_write
+from rosetrain.core.io import atomic_path, atomic_write
 from rosetrain.data.paths import confined_path
 
 
@@ -22,12 +22,11 @@ def store_shard(job, shard: int, files: Mapping[str, Path | bytes]) -> None:
     part = job.part_path(shard).relative_to(job.out_dir).as_posix()
     for name in sorted(files, key=lambda n: n == part):
         target, source = confined_path(job.out_dir, name, "shard file"), files[name]
-        if name.endswith(".parquet"):  # the temp name generate's own writer uses (a rerun clears it)
-            _replace_from(source, target, target.with_suffix(f".tmp{os.getpid()}"))
-        elif isinstance(source, bytes):
+        if isinstance(source, bytes):
             atomic_write(target, source)
         else:
-            _replace_from(source, target, target.with_name(f".{target.name}.{os.getpid()}-0.tmp"))
+            with atomic_path(target) as tmp:
+                _link_or_copy(source, tmp)
 
 
 def _link_or_copy(source: Path, tmp: Path) -> None:
@@ -38,16 +37,3 @@ def _link_or_copy(source: Path, tmp: Path) -> None:
         os.link(source, tmp)
     except OSError:
         shutil.copyfile(source, tmp)
-
-
-def _replace_from(source: Path | bytes, target: Path, tmp: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if isinstance(source, bytes):
-            tmp.write_bytes(source)
-        else:
-            _link_or_copy(source, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -26,7 +26,7 @@ from typing import Any
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_write
+from rosetrain.core.io import atomic_path, atomic_write
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 ASSET_BASE = ASSETS / "demo-base"
@@ -432,10 +432,7 @@ def rebuild_base(out: Path, steps: int | None = None, threads: int | None = None
     if threads is not None:
         overrides.append(f"cpu_threads={threads}")
     result = train(load_recipe(RECIPES / "demo-base-sft.yaml", overrides))
-    tmp = out / "base.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(result["final"], tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))
-    atomic_write(tmp / BASE_MARKER, json.dumps({"recipe": "demo-base-sft.yaml", "max_steps": steps}))
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+    with atomic_path(final) as tmp:  # the old base stays whole until the new one is
+        shutil.copytree(result["final"], tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))
+        atomic_write(tmp / BASE_MARKER, json.dumps({"recipe": "demo-base-sft.yaml", "max_steps": steps}))
     return final

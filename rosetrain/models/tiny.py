@@ -28,14 +28,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import atomic_path
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -425,27 +424,10 @@ def build_tiny_model(
     tokenizer = build_tokenizer(seed, spec.vocab_size)
     processor = build_processor(tokenizer, size, family)
     model = build_model(tokenizer, size, seed, family)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_path(out) as tmp:  # an old folder is removed only after the new one is in place
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Move a finished folder into place; an old one is removed only after."""
-    if dst.exists():
-        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
-        os.replace(dst, old)
-        os.replace(src, dst)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(src, dst)
 
 
 def describe(path: str | os.PathLike) -> dict[str, Any]:
