@@ -232,12 +232,8 @@ def score_item(
 
 
 def score_many(golds: Iterable[Mapping[str, Any] | Gold], raw_texts: Iterable[object]) -> list[dict]:
-    """Score responses against golds pairwise; a gold object given many times is prepared once."""
-    prepared: dict[int, Gold] = {}
-    rows = []
-    for gold, text in zip(golds, raw_texts, strict=True):
-        ready = prepared.get(id(gold))
-        if ready is None:
-            ready = prepared[id(gold)] = prepare_gold(gold)
-        rows.append(score_item(ready, text))
-    return rows
+    """Score responses against golds pairwise. Each mapping is read when its
+    response is scored: a reader may refill one mapping for every row, so
+    nothing parsed from a mapping is kept (a ``Gold`` given many times is
+    prepared once by its maker)."""
+    return [score_item(gold, text) for gold, text in zip(golds, raw_texts, strict=True)]

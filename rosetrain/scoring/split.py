@@ -22,6 +22,9 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
+# the submodule itself: `concurrent.futures` alone names it only once something imported it
+from concurrent.futures.process import BrokenProcessPool
+
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.jsonio import jsonl_line
 from rosetrain.core.memo import clear_memos
@@ -80,7 +83,7 @@ def score_split(
         ids = scored.expected["item_id"]
         if len(set(ids)) != len(ids):
             raise RosetrainError("an item id given twice")
-    except concurrent.futures.process.BrokenProcessPool:
+    except BrokenProcessPool:
         raise RosetrainError(
             "a scoring worker process died (killed, or out of memory?); run again, "
             "with --num-proc 1 to score in this process alone"
