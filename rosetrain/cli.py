@@ -31,17 +31,33 @@ COMMANDS = {
     ),
     "train": ("rosetrain.commands.train", "LoRA/full SFT or GRPO through TRL from a recipe"),
     "demo": ("rosetrain.commands.demo", "the end-to-end demo: base, SFT, GRPO, compare"),
+    "configs": (
+        "rosetrain.commands.configs",
+        "list the shipped specs, recipes and suites, or copy one out to edit",
+    ),
 }
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rosetrain", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"rosetrain {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == command:  # only the chosen command's module is imported
             importlib.import_module(module_name).add_arguments(sub_parser)
     return parser
+
+
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, in a clone's editable install)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("rosetrain")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -46,3 +47,107 @@ def test_core_dependencies_are_ranges_not_pins():
 
 def test_the_lock_does_not_pin_rosetrain_itself():
     assert "rosetrain" not in locked()
+
+
+# ----------------------------------------------------------------- shipped configs
+
+
+def cli(*argv: str) -> int:
+    from rosetrain.cli import main
+
+    return main(list(argv))
+
+
+def test_the_shipped_configs_are_the_checkout_folders_not_copies():
+    """One copy of each file: the package's resources/ links to the top-level folders."""
+    for name in ("generators", "recipes", "eval"):
+        link = ROOT / "rosetrain" / "resources" / name
+        assert link.is_symlink(), f"rosetrain/resources/{name} should link to {name}/"
+        assert link.resolve() == (ROOT / name).resolve()
+
+
+def test_a_name_finds_the_shipped_config_of_the_options_kind(tmp_path, monkeypatch):
+    from rosetrain.core import resources
+
+    monkeypatch.chdir(tmp_path)  # an empty folder: nothing to find by path
+    assert resources.find("spec", "heldout").resolve() == (ROOT / "generators" / "heldout.yaml").resolve()
+    assert resources.find("suite", "heldout").resolve() == (ROOT / "eval" / "heldout.yaml").resolve()
+    assert (
+        resources.find("spec", "demo/heldout").resolve()
+        == (ROOT / "generators" / "demo" / "heldout.yaml").resolve()
+    )
+    assert resources.find("recipe", "sft-lora-qwen2.5-vl-3b").name == "sft-lora-qwen2.5-vl-3b.yaml"
+    # a path written as in the checkout finds the shipped file from any folder
+    assert (
+        resources.find("spec", "generators/rose-protocol.yaml").resolve()
+        == (ROOT / "generators" / "rose-protocol.yaml").resolve()
+    )
+
+
+def test_a_path_wins_over_a_name(tmp_path, monkeypatch):
+    from rosetrain.core import resources
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "generators").mkdir()
+    mine = tmp_path / "generators" / "heldout.yaml"
+    mine.write_text("name: mine\n")
+    assert resources.find("spec", "generators/heldout.yaml") == Path("generators/heldout.yaml")
+    (tmp_path / "heldout").write_text("name: mine\n")
+    assert resources.find("suite", "heldout") == Path("heldout")
+
+
+def test_an_unknown_name_lists_the_known_ones_each_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli("generate", "--spec", "no-such-spec", "--out", "d", "--scenes", "1") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "rosetrain generate: error: --spec: no-such-spec is neither a file nor a known spec"
+    )
+    known = err.split("known specs: ")[1].split(" (")[0].split(", ")
+    assert "heldout" in known and "demo/heldout" in known and "rose-official" not in known
+    assert len(known) == len(set(known))
+    assert cli("eval", "--suite", "curriculum", "--model", "m", "--out", "r") == 2
+    assert "known suites: heldout, rose-official" in capsys.readouterr().err
+
+
+def test_configs_list_shows_each_name_once(capsys):
+    assert cli("configs", "list") == 0
+    out = capsys.readouterr().out
+    names = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert "demo/train" in names and "tiny-sft" in names and "zero3" in names and "rose-official" in names
+    # each name once within its kind (heldout is a spec and a suite, not two specs)
+    assert names.count("heldout") == 2 and names.count("demo/heldout") == 1
+
+
+def test_configs_copy_writes_a_new_file_and_never_replaces_one(tmp_path, capsys):
+    assert cli("configs", "copy", "spec", "demo/train", str(tmp_path / "mine")) == 0
+    copied = sorted(p.name for p in (tmp_path / "mine").iterdir())
+    assert copied == ["heldout.yaml", "train.yaml"]  # with the held-out spec it names
+    assert (tmp_path / "mine" / "train.yaml").read_bytes() == (
+        ROOT / "generators/demo/train.yaml"
+    ).read_bytes()
+    (tmp_path / "mine" / "train.yaml").write_text("edited\n")
+    assert cli("configs", "copy", "spec", "demo/train", str(tmp_path / "mine")) == 2
+    assert "exists" in capsys.readouterr().err
+    assert (tmp_path / "mine" / "train.yaml").read_text() == "edited\n"
+    assert cli("configs", "copy", "recipe", "tiny-sft", str(tmp_path / "r")) == 0
+    assert (tmp_path / "r" / "tiny-sft.yaml").is_file()
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli("--version")
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"rosetrain {project()['version']}"
+
+
+def test_the_heldout_suite_prepare_line_agrees_with_the_readme_and_recipes():
+    import yaml
+
+    prepare = yaml.safe_load((ROOT / "eval" / "heldout.yaml").read_text())["prepare"]
+    command = prepare.split("`")[1]
+    assert command in (ROOT / "README.md").read_text()
+    for path in [*sorted((ROOT / "recipes").glob("*.yaml")), ROOT / "recipes" / "README.md"]:
+        for line in path.read_text().splitlines():
+            if "rosetrain generate" in line and "data/heldout " in line:
+                assert command in line, f"{path.name}: {line.strip()} differs from the suite's {command}"

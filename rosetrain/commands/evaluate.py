@@ -28,11 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Hub id or local folder (a LoRA adapter folder too); for --runner "
         "openai the endpoint's model name",
     )
-    parser.add_argument("--suite", help="an eval/*.yaml suite naming --data and --split")
+    parser.add_argument(
+        "--suite",
+        help="an evaluation suite naming --data and --split: a YAML file, or the name of "
+        "a shipped one (rosetrain configs list suite)",
+    )
     parser.add_argument(
         "--data",
         help="a ROSE release folder (metadata_<split>.jsonl + images/), "
-        "or one metadata .jsonl file beside its images/",
+        "one metadata .jsonl file beside its images/, or a Hub dataset "
+        "hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face "
+        "cache, downloaded into it when missing; HF_HUB_OFFLINE=1: the cache only)",
     )
     parser.add_argument("--split", help="split name (default: test, or the suite's)")
     parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
@@ -95,11 +101,14 @@ def error_rate(text: str) -> float:
 
 def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
     """(data dir, split, limit, max_new_tokens) from the flags and the suite; flags win."""
+    from rosetrain.core.resources import find as find_config
     from rosetrain.evaluation.evaluate import load_suite
 
-    suite = load_suite(args.suite) if args.suite else None
+    suite = load_suite(find_config("suite", args.suite)) if args.suite else None
     if args.data:
-        data = Path(args.data)
+        from rosetrain.data.hub import resolve_data as local_path
+
+        data = local_path(args.data)
         if not data.exists():
             raise RosetrainError(f"--data: no such folder or metadata .jsonl file: {data}")
     elif suite:

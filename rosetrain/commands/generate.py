@@ -1,4 +1,4 @@
-"""rosetrain generate --spec generators/rose-protocol.yaml --out data/rose --split test --scenes 200 --seed 7"""
+"""rosetrain generate --spec rose-protocol --out data/rose --split test --scenes 200 --seed 7"""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from rosetrain.core.cpus import available_cpus
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--spec", required=True, help="YAML generator spec (see generators/)")
+    parser.add_argument(
+        "--spec",
+        required=True,
+        help="generator spec: a YAML file, or the name of a shipped one (rosetrain configs list spec)",
+    )
     parser.add_argument("--out", required=True, help="output folder (ROSE release layout + hf/)")
     parser.add_argument(
         "--split", default="train", help="split name (letters, digits, '_', '-', '.'): metadata_<split>.jsonl"
@@ -87,6 +91,7 @@ def refuse_pandas() -> None:
 
 def run(args) -> int:
     from rosetrain.core.errors import RosetrainError
+    from rosetrain.core.resources import find as find_config
     from rosetrain.data.generate import make_job, run_job
     from rosetrain.generators.spec import load_spec
 
@@ -94,7 +99,7 @@ def run(args) -> int:
         raise RosetrainError("--merge joins finished --shard jobs: it takes no --shard or --engine")
     if getattr(args, "owns_process", False) and args.engine == "local":  # Ray's driver may want pandas
         refuse_pandas()
-    spec = load_spec(args.spec)
+    spec = load_spec(find_config("spec", args.spec))
     job = make_job(
         spec,
         args.out,

@@ -15,7 +15,11 @@ from rosetrain.train.recipe import METHODS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", choices=METHODS, help="sft (SFTTrainer) or grpo (GRPOTrainer)")
-    parser.add_argument("--recipe", required=True, help="recipe YAML (see recipes/)")
+    parser.add_argument(
+        "--recipe",
+        required=True,
+        help="a recipe YAML file, or the name of a shipped one (rosetrain configs list recipe)",
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -33,9 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rosetrain.core.resources import find as find_config
+    from rosetrain.core.resources import shipped as shipped_config
     from rosetrain.train.recipe import load_recipe
 
-    recipe = load_recipe(args.recipe, args.overrides, method=args.method)  # fails in < 1 s
+    recipe_path = find_config("recipe", args.recipe)  # a path, or a shipped recipe's name
+    recipe = load_recipe(recipe_path, args.overrides, method=args.method)  # fails in < 1 s
+    if recipe.data.spec is not None:  # a spec path that exists wins; else the shipped spec of that name
+        shipped_spec = shipped_config("spec", recipe.data.spec)
+        if shipped_spec is not None:
+            recipe.data.spec = str(shipped_spec)
     logging.basicConfig(format="%(message)s")
     from rosetrain.train import common
 
