@@ -31,6 +31,11 @@ COMMANDS = {
     ),
     "train": ("rosetrain.commands.train", "LoRA/full SFT or GRPO through TRL from a recipe"),
     "demo": ("rosetrain.commands.demo", "the end-to-end demo: base, SFT, GRPO, compare"),
+    "curriculum": (
+        "rosetrain.commands.curriculum",
+        "weight a generator spec by the failures a scored run measured",
+    ),
+    "signal": ("rosetrain.commands.signal", "pre-RL check: would GRPO's sampled groups carry signal?"),
     "configs": (
         "rosetrain.commands.configs",
         "list the shipped specs, recipes and suites, or copy one out to edit",

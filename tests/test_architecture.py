@@ -25,6 +25,7 @@ LAYERS = (
     ("evaluation", "train", "integrations"),
     ("rewards",),  # the public reward API over train.rewards
     ("reports",),
+    ("curriculum",),
     ("demo",),
     ("commands", "cli", "__main__"),
 )

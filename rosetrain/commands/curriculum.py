@@ -1,0 +1,63 @@
+"""``rosetrain curriculum --from RUN --spec SPEC --out NEW.yaml``: the next
+round's generator spec, weighted by the failures a scored run measured.
+
+RUN is a folder holding per_item_eval.jsonl (from `rosetrain eval` or
+`rosetrain score`: rosetrain's own splits or the real ROSE release); SPEC the
+generator spec to reweight. Writes NEW.yaml (it loads like any spec: train
+on it with data.spec=NEW.yaml) and a report (NEW-report/report.md and
+curriculum.png): the measured cells, their 95% intervals, the weights chosen,
+and what the spec cannot teach.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from", dest="run", required=True, help="scored run (holds per_item_eval.jsonl)")
+    parser.add_argument("--spec", required=True, help="generator spec to reweight (YAML)")
+    parser.add_argument("--out", required=True, help="the new spec to write (YAML)")
+    parser.add_argument(
+        "--mode",
+        choices=("failures", "balanced"),
+        default="failures",
+        help="failures: weight rises with the smoothed failure rate; balanced: only cells the "
+        "model passes sometimes (smoothed PASS in --band) rise, the rest stay at the floor",
+    )
+    parser.add_argument("--prior", type=float, default=1.0, help="Beta(prior, prior) smoothing (1: add-one)")
+    parser.add_argument("--floor", type=float, default=0.5, help="least share, x the uniform share (0.5)")
+    parser.add_argument("--cap", type=float, default=3.0, help="largest share, x the uniform share (3)")
+    parser.add_argument(
+        "--band",
+        type=float,
+        nargs=2,
+        default=(0.1, 0.9),
+        metavar=("LOW", "HIGH"),
+        help="balanced mode's PASS band",
+    )
+    parser.add_argument("--report", default=None, help="report folder (default: NEW-report beside NEW.yaml)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rosetrain.core.formats import pct
+    from rosetrain.curriculum import default_report_dir, make_curriculum
+    from rosetrain.curriculum.build import untaught_summary
+    from rosetrain.curriculum.cells import AXES
+    from rosetrain.curriculum.report import label
+    from rosetrain.curriculum.weights import Rule
+
+    rule = Rule(mode=args.mode, prior=args.prior, floor=args.floor, cap=args.cap, band=tuple(args.band))
+    plan = make_curriculum(args.run, args.spec, args.out, rule, args.report)
+    report = args.report or default_report_dir(args.out)
+    print(f"curriculum spec -> {args.out} ({len(plan.run.items)} items of {args.run}); report -> {report}")
+    for name in AXES:
+        axis = plan.axes[name]
+        if not axis.expressible or not axis.shares:
+            print(f"  {name}: not weighted ({axis.note})" if axis.note else f"  {name}: not weighted")
+            continue
+        shares = ", ".join(f"{label(name, v)} {pct(s)}" for v, s in axis.shares.items())
+        print(f"  {name}: {shares}")
+    for entry in untaught_summary(plan):
+        print(f"  cannot teach: {entry['what']} ({entry['n']} items, {entry['fails']} failed)")
+    return 0
