@@ -59,7 +59,9 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
     """Write ``data`` (text as UTF-8, newlines as given) to a temp file beside
     ``path``, then rename it into place (:func:`atomic_path`): a reader sees the
     old file or the new one, never part of one. A failed write leaves no temp
-    file behind."""
+    file behind. Into a folder this process holds with :func:`output_lock`,
+    only a file rosetrain wrote is replaced (see there)."""
+    _claim(Path(path))  # inside a folder held by output_lock: never a foreign file
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         handle.write(data.encode("utf-8") if isinstance(data, str) else data)
     return Path(path)
@@ -153,7 +155,73 @@ def read_yaml_mapping(
     return dict(raw)
 
 
-LOCK_NAME = ".rosetrain.lock"
+LOCK_NAME = ".rosetrain.lock"  # the lock file of rosetrain before the ownership marker
+MARKER_NAME = ".rosetrain.json"  # what rosetrain wrote into a folder it holds
+
+# The folders this process holds with output_lock (real path -> its ownership
+# record): atomic_write checks each file it writes directly into one of them.
+_held: dict[str, _Owned] = {}
+
+
+class _Owned:
+    """The ownership marker of a held folder: the names of the files rosetrain
+    wrote there (claimed before each one is written, so a kill between the two
+    never leaves a file of ours that the marker does not name)."""
+
+    def __init__(self, folder: Path, what: str) -> None:
+        self.folder, self.what = folder, what
+        self.marker = folder / MARKER_NAME
+        self.claimed = self._read()
+
+    def _read(self) -> set[str] | None:
+        """The claimed names; None for a folder an older rosetrain wrote (its
+        lock file and no marker), whose files are all taken as its own."""
+        if not self.marker.exists():
+            return None if (self.folder / LOCK_NAME).is_file() else set()
+        try:
+            found = json.loads(self.marker.read_text(encoding="utf-8"))
+            files = found["files"]
+            if not (isinstance(files, list) and all(isinstance(name, str) for name in files)):
+                raise ValueError("'files' is not a list of names")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+            raise RosetrainError(
+                f"{self.marker}: corrupt rosetrain marker ({err}); without it rosetrain cannot tell "
+                f"which files it wrote, so it changes nothing: choose another output folder"
+            ) from None
+        return set(files)
+
+    def claim(self, path: Path) -> None:
+        """Refuse to replace a file rosetrain did not write; record the name first."""
+        name = path.name
+        if self.claimed is None:  # an older rosetrain's folder: adopt what is there
+            self.claimed = {p.name for p in self.folder.iterdir() if p.name != LOCK_NAME}
+        if name in self.claimed or name == MARKER_NAME:
+            return
+        if os.path.lexists(path):
+            raise RosetrainError(
+                f"{path}: already exists and rosetrain did not write it (its {MARKER_NAME} does not "
+                f"name it); rosetrain never replaces files it did not write: move it away or "
+                f"choose another folder for {self.what}"
+            )
+        self.claimed.add(name)
+        atomic_write(
+            self.marker, json.dumps({"written_by": "rosetrain", "files": sorted(self.claimed)}, indent=1)
+        )
+
+
+def _claim(path: Path) -> None:
+    if _held:
+        owned = _held.get(os.path.realpath(path.parent))
+        if owned is not None:
+            owned.claim(path)
+
+
+def claim_outputs(*paths: str | os.PathLike) -> None:
+    """Claim files before writing any of them (inside a folder held with
+    :func:`output_lock`), so a foreign one among them is refused before the
+    first is written."""
+    for path in paths:
+        _claim(Path(path))
 
 
 @contextmanager
@@ -161,34 +229,38 @@ def output_lock(folder: str | os.PathLike, what: str = "this folder") -> Iterato
     """Hold an exclusive lock on ``folder`` while a command writes into it.
 
     A second rosetrain process writing the same folder is refused at once with a
-    message naming the folder and the holder's pid, instead of interleaving its
-    writes with the first one. The lock is an OS advisory lock (``fcntl.flock``)
-    on ``folder/.rosetrain.lock``: it is released when the process exits, even
-    on SIGKILL, so a crash never leaves a stale lock behind.
+    message naming the folder, instead of interleaving its writes with the first
+    one. The lock is an OS advisory lock (``fcntl.flock``) on the folder itself,
+    so no lock file is left behind; the kernel releases it when the process
+    exits, even on SIGKILL (forked workers share it until they end too).
+
+    While it is held, every :func:`atomic_write` directly into ``folder``
+    replaces only files that rosetrain wrote: their names are recorded in
+    ``folder/.rosetrain.json`` before they are written, and any other existing
+    file is refused, naming it.
     """
     import fcntl
 
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / LOCK_NAME, "a+", encoding="utf-8")
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as err:
         raise RosetrainError(f"{folder}: cannot create {what} ({err.strerror})") from None
-    with handle:
+    try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
             raise RosetrainError(
-                f"{folder}: another rosetrain process ({holder}) is writing {what}; "
+                f"{folder}: another rosetrain process is writing {what}; "
                 "wait for it to finish or choose another output folder"
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}")
-        handle.flush()
+        key = os.path.realpath(folder)
+        _held[key] = _Owned(folder, what)
         try:
             yield folder
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            _held.pop(key, None)
+            fcntl.flock(descriptor, fcntl.LOCK_UN)
+    finally:
+        os.close(descriptor)
