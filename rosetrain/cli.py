@@ -54,6 +54,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def option_hint(command: str, err: RosetrainError) -> str:
+    """The " (option --flag)" that sets the argument a library error names
+    (an option's ``dest``; ``out_dir`` is ``--out``), else ""."""
+    if not err.argument:
+        return ""
+    parser = build_parser(command)
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    wanted = (err.argument, err.argument.removesuffix("_dir"))
+    for action in commands.choices[command]._actions:
+        if action.dest in wanted and action.option_strings:
+            return f" (option {action.option_strings[0]})"
+    return ""
+
+
 def version() -> str:
     """The installed distribution's version (pyproject.toml's, in a clone's editable install)."""
     from importlib.metadata import PackageNotFoundError
@@ -80,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except RosetrainError as err:
-        print(f"rosetrain {args.command}: error: {err}", file=sys.stderr)
+        print(f"rosetrain {args.command}: error: {err}{option_hint(args.command, err)}", file=sys.stderr)
         return 2
     except OSError as err:  # the machine refused: disk full, permission denied, I/O error
         where = f"{err.filename}: " if err.filename else ""

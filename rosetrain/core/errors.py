@@ -4,8 +4,16 @@
 class RosetrainError(Exception):
     """A problem with the user's input (spec, recipe, data, predictions) or environment.
 
-    The message must name what is wrong and where: the field, the file, the line.
+    The message must name what is wrong and where: the field, the file, the line,
+    in the library's own terms (an argument or a config key, never a command-line
+    flag: a caller of the Python API passed no flags). ``argument`` names the
+    function argument at fault, where one is; the command line adds the option
+    that sets it (``rosetrain.cli``).
     """
+
+    def __init__(self, message: str = "", *, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.argument = argument  # kept through pickling (a worker's error): it is in __dict__
 
 
 def first_line(err: BaseException) -> str:

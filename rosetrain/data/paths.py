@@ -6,7 +6,11 @@ A split name becomes part of file names (``metadata_<split>.jsonl``,
 writer (and ``--overwrite``) at the folder above. An ``image`` path in a
 metadata file is data, not an instruction: it must stay inside the dataset
 folder, or a crafted file could make ``eval`` send any file on the machine to
-an endpoint. Standard library only.
+an endpoint. One exception, for every caller: a dataset in the Hugging Face
+Hub cache (``.../datasets--OWNER--NAME/snapshots/<rev>/``) is a folder of
+symlinks into the same repo's ``blobs/``, so there a link may resolve anywhere
+inside that repo's cache folder (``datasets--OWNER--NAME``), never outside it.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ def check_split_name(split: object, what: str = "--split") -> str:
 def confined_path(root: str | Path, relative: object, where: str) -> Path:
     """``root / relative`` when it stays inside ``root``; an error naming ``where``
     (file, line, field) when ``relative`` is absolute, climbs out with ``..``,
-    or resolves outside ``root`` through a symlink."""
+    or resolves outside ``root`` through a symlink (in the Hub cache: outside
+    its repo's cache folder)."""
     root = Path(root)
     check_confined(str(root), relative, where)
     return root / relative  # type: ignore[operator]  # a str: checked above
@@ -65,17 +70,42 @@ def check_confined(root: str, relative: object, where: str) -> None:
 
 
 def _resolves_inside(root: str, relative: str) -> bool:
-    """Whether ``root/relative``, symlinks followed, lies inside ``root``. A split
-    has thousands of images in a few folders: each folder is resolved once, then
+    """Whether ``root/relative``, symlinks followed, lies inside ``root`` (or, for
+    a root in the Hub cache, inside its repo's cache folder). A split has
+    thousands of images in a few folders: each folder is resolved once, then
     only the file itself is looked at (is it a symlink?)."""
     real_root = _real_folder(root)
     folder, name = os.path.split(os.path.join(root, relative))
     real = os.path.join(_real_folder(folder), name)
     if os.path.islink(real):
         real = os.path.realpath(real)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+    if _inside(real, real_root):
+        return True
+    repo = _hub_repo_folder(real_root)
+    return repo is not None and _inside(real, repo)
+
+
+def _inside(real: str, folder: str) -> bool:
+    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 @functools.lru_cache(maxsize=4096)
 def _real_folder(folder: str) -> str:
     return os.path.realpath(folder)
+
+
+# A dataset repo's folder in the Hub cache: huggingface_hub names it
+# datasets--OWNER--NAME and keeps refs/, blobs/ and snapshots/<rev>/ in it
+_HUB_DATASET_FOLDER = re.compile(r"datasets--[^/]+--[^/]+\Z")
+
+
+@functools.lru_cache(maxsize=256)
+def _hub_repo_folder(real_root: str) -> str | None:
+    """The ``datasets--OWNER--NAME`` folder of the Hub cache whose
+    ``snapshots/<rev>/`` holds ``real_root`` (a real path), if any."""
+    parts = real_root.split(os.sep)
+    for i in range(len(parts) - 2, 0, -1):  # parts[i + 1] is the revision
+        if parts[i] == "snapshots" and parts[i + 1] and _HUB_DATASET_FOLDER.match(parts[i - 1]):
+            repo = os.sep.join(parts[:i])
+            return repo if os.path.isdir(os.path.join(repo, "blobs")) else None
+    return None
