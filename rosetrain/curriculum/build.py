@@ -113,8 +113,9 @@ def plan_curriculum(run: Run, spec: Spec, rule: Rule, out_path: str | os.PathLik
             taught.append(item)
     if not taught:
         raise RosetrainError(
-            f"--from {run.path}: none of its {len(run.items)} items can be taught by {spec.path} "
-            f"(first: {untaught_items[0][0]})"
+            f"run {run.path}: none of its {len(run.items)} items can be taught by {spec.path} "
+            f"(first: {untaught_items[0][0]})",
+            argument="run",
         )
     axes = {
         "family": make_axis("family", taught, list(levels), _family_shares(spec, levels), rule),
@@ -329,7 +330,9 @@ def write_spec_dict(
         top["heldout_spec"] = str(spec.resolve(spec.heldout_spec))  # absolute: valid from any folder
         top["heldout_scenes"] = spec.heldout_scenes
     if spec.role == "heldout":
-        raise RosetrainError(f"--spec {spec.path}: a held-out spec is not a training spec to weight")
+        raise RosetrainError(
+            f"spec {spec.path}: a held-out spec is not a training spec to weight", argument="spec"
+        )
     raw = {**top, "levels": new_levels}
     try:
         spec_from_dict(raw, Path(out_path))  # the loader that validates hand-written specs
@@ -359,12 +362,15 @@ def spec_yaml(plan: Plan) -> str:
 def check_out_path(out: Path) -> None:
     """Never overwrite a file rosetrain curriculum did not write."""
     if out.is_dir():
-        raise RosetrainError(f"--out {out}: is a folder; give the spec file to write (e.g. next.yaml)")
+        raise RosetrainError(
+            f"out {out}: is a folder; give the spec file to write (e.g. next.yaml)", argument="out"
+        )
     if out.exists():
         first = out.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
         if first != MARKER:
             raise RosetrainError(
-                f"--out {out}: exists and was not written by rosetrain curriculum; not overwritten"
+                f"out {out}: exists and was not written by rosetrain curriculum; not overwritten",
+                argument="out",
             )
 
 

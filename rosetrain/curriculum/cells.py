@@ -108,7 +108,8 @@ def read_run(run: str | os.PathLike) -> Run:
     kept = [row for row in rows if not is_errored(row)]
     if not kept:
         raise RosetrainError(
-            f"--from {run}: no scored items to learn from" + (f" (all {len(rows)} errored)" if rows else "")
+            f"run {run}: no scored items to learn from" + (f" (all {len(rows)} errored)" if rows else ""),
+            argument="run",
         )
     return Run(str(run), tuple(item_of(row) for row in kept), len(rows) - len(kept))
 

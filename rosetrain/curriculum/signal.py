@@ -151,9 +151,9 @@ def signal_check(
     records: Sequence[Mapping[str, Any]], sampler: Sampler, k: int, batch_size: int = 8
 ) -> dict[str, Any]:
     if k < 2:
-        raise RosetrainError(f"--k: a GRPO group needs at least 2 samples, got {k}")
+        raise RosetrainError(f"k: a GRPO group needs at least 2 samples, got {k}", argument="k")
     if batch_size < 1:
-        raise RosetrainError(f"--batch-size: expected at least 1, got {batch_size}")
+        raise RosetrainError(f"batch_size: expected at least 1, got {batch_size}", argument="batch_size")
     prompts: list[Prompt] = []
     for start in range(0, len(records), batch_size):
         batch = records[start : start + batch_size]

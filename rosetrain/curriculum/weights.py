@@ -44,18 +44,20 @@ class Rule:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise RosetrainError(f"--mode: {self.mode!r} is not one of {', '.join(MODES)}")
+            raise RosetrainError(f"mode: {self.mode!r} is not one of {', '.join(MODES)}", argument="mode")
         if not self.prior > 0:
-            raise RosetrainError(f"--prior: expected a number > 0, got {self.prior}")
+            raise RosetrainError(f"prior: expected a number > 0, got {self.prior}", argument="prior")
         if not 0 <= self.floor <= 1:
             raise RosetrainError(
-                f"--floor: expected 0..1 (a multiple of the uniform share), got {self.floor}"
+                f"floor: expected 0..1 (a multiple of the uniform share), got {self.floor}", argument="floor"
             )
         if not self.cap >= 1:
-            raise RosetrainError(f"--cap: expected >= 1 (a multiple of the uniform share), got {self.cap}")
+            raise RosetrainError(
+                f"cap: expected >= 1 (a multiple of the uniform share), got {self.cap}", argument="cap"
+            )
         low, high = self.band
         if not 0 <= low < high <= 1:
-            raise RosetrainError(f"--band: expected 0 <= low < high <= 1, got {low} {high}")
+            raise RosetrainError(f"band: expected 0 <= low < high <= 1, got {low} {high}", argument="band")
 
 
 def smoothed_failure(n: int, fails: int, prior: float = 1.0) -> float:

@@ -1,0 +1,402 @@
+"""rosetrain curriculum: weights from measured failures, the spec it writes,
+what it reports it cannot teach; rosetrain signal's figures on known answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rosetrain.cli import main
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.protocol import T1, T1B, T2, T3, T4, T5
+from rosetrain.curriculum import make_curriculum
+from rosetrain.curriculum.build import fit_draw_weights, realised_shares, untaught_summary
+from rosetrain.curriculum.cells import family_of, item_of
+from rosetrain.curriculum.signal import grade, signal_check, summarize
+from rosetrain.curriculum.weights import Rule, axis_shares
+from rosetrain.generators.spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+ROSE_V01 = ROOT / "tests" / "data" / "rose-v0.1"
+
+# (cells: value -> (items, failed), rule options, expected shares), worked by hand:
+# raw weight = (failed + prior) / (items + 2 prior); shares held in [floor/K, cap/K].
+WEIGHT_TABLE = [
+    pytest.param(
+        # raw 11/12, 1/12, 1/2, 1/2 (sum 2): B's 1/24 is under the floor 1/8, so B = 1/8
+        # and the other 7/8 go to A, C, D by 11/12 : 1/2 : 1/2 -> 7/8 * 11/23, 7/8 * 6/23
+        {"A": (10, 10), "B": (10, 0), "C": (0, 0), "D": (2, 1)},
+        {},
+        {"A": 0.875 * 11 / 23, "B": 0.125, "C": 0.875 * 6 / 23, "D": 0.875 * 6 / 23},
+        id="floor lifts a learned cell; unmeasured cells sit at 0.5",
+    ),
+    pytest.param(
+        # cap 1.5 x 1/4 = 0.375: raw 101/102, 1/2, 1/2, 1/102; D to the floor 1/8, then A
+        # (7/8 * 0.990 / 1.990 = 0.435) to the cap; B and C share the rest 1/2
+        {"A": (100, 100), "B": (100, 50), "C": (100, 50), "D": (100, 0)},
+        {"cap": 1.5},
+        {"A": 0.375, "B": 0.25, "C": 0.25, "D": 0.125},
+        id="cap holds an always-failed cell",
+    ),
+    pytest.param(
+        # add-one: 3 of 3 failed -> 4/5, 0 of 3 -> 1/5; no floor, no binding cap
+        {"A": (3, 3), "B": (3, 0)},
+        {"floor": 0.0, "cap": 2.0},
+        {"A": 0.8, "B": 0.2},
+        id="add-one smoothing of 3-item cells",
+    ),
+    pytest.param(
+        # prior 2: (3 + 2) / 7 and 2 / 7: a stronger prior pulls small cells to 1/2
+        {"A": (3, 3), "B": (3, 0)},
+        {"floor": 0.0, "cap": 2.0, "prior": 2.0},
+        {"A": 5 / 7, "B": 2 / 7},
+        id="a stronger prior",
+    ),
+    pytest.param(
+        # balanced, band [0.1, 0.9] on the smoothed PASS rate: A (1/22) and C (21/22)
+        # are outside -> 0 -> floor 1/8; B (pass 1/2) and D (unmeasured, 1/2) share 3/4
+        {"A": (20, 20), "B": (20, 10), "C": (20, 0), "D": (0, 0)},
+        {"mode": "balanced"},
+        {"A": 0.125, "B": 0.375, "C": 0.125, "D": 0.375},
+        id="balanced mode favours what is passed sometimes",
+    ),
+]
+
+
+@pytest.mark.parametrize("counts, options, expected", WEIGHT_TABLE)
+def test_weights_follow_failures(counts, options, expected):
+    shares = axis_shares(counts, Rule(**options))
+    assert shares == pytest.approx(expected, abs=1e-9)
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_balanced_mode_puts_always_failed_below_sometimes_passed():
+    counts = {"always_failed": (40, 40), "sometimes": (40, 20), "learned": (40, 0)}
+    failures = axis_shares(counts, Rule())
+    balanced = axis_shares(counts, Rule(mode="balanced"))
+    assert failures["always_failed"] > failures["sometimes"] > failures["learned"]
+    assert balanced["sometimes"] > balanced["always_failed"] == pytest.approx(balanced["learned"])
+
+
+@pytest.mark.parametrize(
+    "options, flag",
+    [
+        ({"mode": "hard"}, "mode"),
+        ({"floor": 1.5}, "floor"),
+        ({"cap": 0.5}, "cap"),
+        ({"band": (0.9, 0.1)}, "band"),
+    ],
+)
+def test_bad_rule_options_are_named(options, flag):
+    with pytest.raises(RosetrainError, match=f"^{flag}: ") as caught:
+        Rule(**options)
+    assert caught.value.argument == flag
+
+
+def test_the_command_line_names_the_flag(tmp_path, capsys):
+    args = ["curriculum", "--from", str(tmp_path), "--spec", "x.yaml", "--out", str(tmp_path / "n.yaml")]
+    assert main([*args, "--cap", "0.5"]) == 2
+    assert "(option --cap)" in capsys.readouterr().err
+
+
+def test_template_weights_are_fitted_to_draws_without_replacement():
+    # 2 of 3 templates a scene: weights equal to the target shares would realise flatter ones
+    target = {"a": 0.45, "b": 0.35, "c": 0.20}
+    naive = realised_shares(target, 2)
+    assert abs(naive["a"] - 0.45) > 0.04
+    fitted = realised_shares(fit_draw_weights(target, 2), 2)
+    assert fitted == pytest.approx(target, abs=1e-4)
+
+
+# -- a scored run and a spec ------------------------------------------------------
+
+SOURCE_SPEC = """
+name: source
+role: train
+namespace: source-train
+seed: 5
+rows: [3, 6]
+cols: [3, 6]
+cell_size: [24, 32]
+exceptions: [1, 3]
+negative_rate: 0.1
+profiles: {tiny: 1.0}
+tasks: {T1_COUNT_GLOBAL: 1, T2_COUNT_LOCAL_NUMERIC: 1, T3_CLICK_LOCAL_NUMERIC: 1, T4_CLICK_VISUAL_REGION: 1}
+tasks_per_scene: 2
+families:
+  attribute: {subtlety: 0.0, attributes: [hue]}
+"""
+
+
+def row(i, template, passed, *, family="attribute", case="partial", count=1, subset=None, errored=False):
+    local = template not in (T1, T1B)
+    return {
+        "item_id": f"item-{i}",
+        "scene_id": f"scene-{i}",
+        "pass": int(passed),
+        "task_template": template,
+        "region_type": "ROW_RANGE" if local else "GLOBAL",
+        "region_case": case if local else "all",
+        "family": family,
+        "rose_subset": subset or f"rosetrain-{family}",
+        "grid_size_profile": "custom",
+        "target_count": count,
+        "api_error": int(errored),
+    }
+
+
+def write_run(folder: Path, rows: list[dict]) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "per_item_eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+@pytest.fixture
+def scored_run(tmp_path) -> Path:
+    rows = []
+    rows += [row(i, T1, True) for i in range(10)]  # counting learned
+    rows += [row(10 + i, T3, False, case="zero") for i in range(10)]  # clicks failed
+    rows += [row(20 + i, T2, i % 2 == 0, count=2) for i in range(10)]
+    rows += [row(30 + i, T3, False, family="sprite_edit") for i in range(5)]  # not in the spec
+    rows += [row(40 + i, T1, False, count=7) for i in range(3)]  # outside exceptions [1, 3]
+    rows += [row(50, T5, False, errored=True)]  # its request failed: left out
+    return write_run(tmp_path / "run", rows)
+
+
+@pytest.fixture
+def source_spec(tmp_path) -> Path:
+    path = tmp_path / "source.yaml"
+    path.write_text(SOURCE_SPEC)
+    return path
+
+
+def test_written_spec_weights_failed_templates_and_loads(tmp_path, scored_run, source_spec):
+    out = tmp_path / "out" / "next.yaml"
+    plan = make_curriculum(scored_run, source_spec, out)
+    spec = load_spec(out)
+    assert {level.name for level in spec.levels} == {"attribute-t1", "attribute-t2", "attribute-t3"}
+    level = spec.levels[0]
+    assert level.tasks_per_scene == 2
+    # T3 failed 10 of 10 (sprite_edit's 5 are not counted), T1 passed 10 of 13 counted
+    template = plan.axes["template"]
+    assert template.cells[T3].n == 10 and template.cells[T1].n == 13
+    assert template.shares[T3] > template.shares[T2] > template.shares[T1]
+    assert plan.run.errored == 1
+    # the zero region case failed: it gets the largest region-case share
+    assert max(level.region_cases, key=level.region_cases.get) == "zero"
+    assert level.negative_rate == pytest.approx(plan.axes["target_count"].shares[0], abs=1e-4)
+    report = (tmp_path / "out" / "next-report" / "report.md").read_text()
+    assert "| L-Clk | 10 | 10 |" in report
+    assert (tmp_path / "out" / "next-report" / "curriculum.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_untaught_cells_are_reported(tmp_path, scored_run, source_spec):
+    plan = make_curriculum(scored_run, source_spec, tmp_path / "next.yaml")
+    reported = {entry["what"]: (entry["n"], entry["fails"]) for entry in untaught_summary(plan)}
+    assert reported["family sprite_edit: not in the spec"] == (5, 5)
+    assert reported["7: outside the spec's exceptions range [1, 3]"] == (3, 3)
+    report = (tmp_path / "next-report" / "report.md").read_text()
+    assert "family sprite_edit: not in the spec | 5 | 5 |" in report
+
+
+def test_generate_makes_data_from_the_written_spec_in_an_empty_folder(
+    tmp_path, scored_run, source_spec, monkeypatch
+):
+    out = tmp_path / "specs" / "next.yaml"
+    assert main(["curriculum", "--from", str(scored_run), "--spec", str(source_spec), "--out", str(out)]) == 0
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    code = main(
+        [
+            "generate",
+            "--spec",
+            str(out),
+            "--out",
+            "data",
+            "--scenes",
+            "6",
+            "--formats",
+            "release",
+            "--num-proc",
+            "1",
+        ]
+    )
+    assert code == 0
+    rows = [json.loads(line) for line in (empty / "data" / "metadata_train.jsonl").read_text().splitlines()]
+    assert len(rows) == 12  # 6 scenes x tasks_per_scene 2
+
+
+def test_the_demo_round2_spec_round_trips(tmp_path):
+    """The demo's round-2 spec fixes the grid: profiles are reported, not weighted;
+    its held-out spec is written as an absolute path, valid from any folder."""
+    rows = [row(i, T4, i < 3, case="all", count=1 + i % 2) for i in range(20)]
+    run = write_run(tmp_path / "run", rows)
+    out = tmp_path / "next.yaml"
+    plan = make_curriculum(run, ROOT / "generators" / "demo" / "rl.yaml", out)
+    assert not plan.axes["profile"].expressible
+    spec = load_spec(out)
+    assert Path(spec.heldout_spec).is_absolute() and Path(spec.heldout_spec).is_file()
+
+
+def test_a_foreign_out_file_is_not_overwritten(tmp_path, scored_run, source_spec, capsys):
+    out = tmp_path / "mine.yaml"
+    out.write_text("name: mine\n")
+    code = main(["curriculum", "--from", str(scored_run), "--spec", str(source_spec), "--out", str(out)])
+    assert code == 2
+    assert "not written by rosetrain curriculum" in capsys.readouterr().err
+    assert out.read_text() == "name: mine\n"
+
+
+def test_a_missing_run_is_one_line(tmp_path, source_spec, capsys):
+    code = main(
+        [
+            "curriculum",
+            "--from",
+            str(tmp_path / "nope"),
+            "--spec",
+            str(source_spec),
+            "--out",
+            str(tmp_path / "n.yaml"),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "per_item_eval.jsonl" in err and len(err.strip().splitlines()) == 1
+
+
+# -- real ROSE rows ---------------------------------------------------------------
+
+
+def rose_rows() -> list[dict]:
+    path = ROSE_V01 / "metadata_test_matched_local_count_bridge.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_rose_subsets_map_onto_families():
+    families = {r["rose_subset"]: family_of(r) for r in rose_rows()}
+    assert families == {
+        "ROSE-ChineseGlyph": "glyph",
+        "ROSE-EmojiStyle": "emoji_style",
+        "ROSE-EmojiContent": "emoji_content",
+        "ROSE-PixelEdit": "sprite_edit",
+        "ROSE-PixelContent": "sprite_pair",
+    }
+    assert family_of({"rose_subset": "ROSE-Unknown"}) is None
+
+
+def test_rose_rows_give_cells(tmp_path):
+    """A scored run of real ROSE rows: fallback region cases count as the case the
+    region has, grid profiles are the release's, and subsets the spec lacks are reported."""
+    rows = rose_rows()
+    items = [item_of({**r, "pass": 0}) for r in rows]
+    assert {i.region_case for i in items} == {"zero", "partial", "all"}
+    assert {i.profile for i in items} <= {"small", "medium", "large"}
+    assert all(i.target_count == len(r["all_target_cells"]) for i, r in zip(items, rows))
+    scored = [{**r, "pass": int(i % 3 == 0), "api_error": 0} for i, r in enumerate(rows)]
+    run = write_run(tmp_path / "rose-run", scored)
+    spec = tmp_path / "pixel.yaml"
+    spec.write_text(
+        "name: pixel\nrole: train\nnamespace: pixel\nexceptions: [1, 4]\ntasks_per_scene: 3\n"
+        "families: {sprite_edit: {subtlety: 0.0}}\n"
+    )
+    plan = make_curriculum(run, spec, tmp_path / "next.yaml")
+    assert plan.axes["family"].cells["sprite_edit"].n == 221  # the ROSE-PixelEdit rows
+    reported = {e["what"] for e in untaught_summary(plan)}
+    assert "family glyph: not in the spec" in reported and "family sprite_pair: not in the spec" in reported
+    assert plan.axes["profile"].expressible
+
+
+# -- the signal check -------------------------------------------------------------
+
+
+class StubSampler:
+    """Known answers: greedy and k samples per item id."""
+
+    def __init__(self, greedy: dict[str, str], samples: dict[str, list[str]]):
+        self.answers, self.samples = greedy, samples
+
+    def greedy(self, records):
+        return [self.answers[r["item_id"]] for r in records]
+
+    def sample(self, records, k):
+        return [self.samples[r["item_id"]] for r in records]
+
+
+def gold(item_id: str, template: str, count: int) -> dict:
+    cells = [f"R1,C{c + 1}" for c in range(count)]
+    return {
+        "item_id": item_id,
+        "scene_id": item_id,
+        "task_template": template,
+        "task_mode": "COUNT" if template in (T1, T2) else "CLICK",
+        "rows": 3,
+        "cols": 3,
+        "region_type": "GLOBAL",
+        "region_params": {},
+        "region_case": "all",
+        "ground_truth_count": count,
+        "ground_truth_clicks": cells,
+        "all_target_cells": cells,
+        "region_target_cells": cells,
+        "rose_subset": "rosetrain-attribute",
+    }
+
+
+def test_signal_numbers_on_known_completions():
+    records = [gold("a", T1, 2), gold("b", T1, 1), gold("c", T1B, 1), gold("d", T1B, 1)]
+    sampler = StubSampler(
+        greedy={"a": "COUNT(2)", "b": "COUNT(3)", "c": "CLICK(R1,C1); DONE", "d": "CLICK(R2,C2); DONE"},
+        samples={
+            "a": ["COUNT(2)"] * 4,  # all pass: no signal
+            "b": ["COUNT(1)", "COUNT(3)", "COUNT(3)", "COUNT(3)"],  # greedy fails, a sample passes
+            "c": ["CLICK(R1,C1); DONE", "CLICK(R3,C3); DONE", "CLICK(R1,C1); DONE", "COUNT(1)"],
+            "d": ["CLICK(R2,C2); DONE"] * 4,  # all fail: no signal
+        },
+    )
+    summary = signal_check(records, sampler, k=4, batch_size=3)
+    g_cnt, g_clk, total = summary["templates"]["G-Cnt"], summary["templates"]["G-Clk"], summary["all"]
+    assert g_cnt == {
+        "n": 2,
+        "pass@1": 0.5,
+        "pass@4": 1.0,
+        "sample_pass": 5 / 8,
+        "no_signal": 0.5,
+        "rescue": 0.5,
+    }
+    assert g_clk == {
+        "n": 2,
+        "pass@1": 0.5,
+        "pass@4": 0.5,
+        "sample_pass": 2 / 8,
+        "no_signal": 0.5,
+        "rescue": 0.0,
+    }
+    assert total["no_signal"] == 0.5 and total["rescue"] == 0.25 and total["pass@4"] == 0.75
+    assert "50.0% of prompts give GRPO a group" in summary["prediction"]
+
+
+def test_signal_needs_k_samples_and_two_or_more():
+    records = [gold("a", T1, 2)]
+    with pytest.raises(RosetrainError, match="^k: "):
+        signal_check(records, StubSampler({"a": ""}, {"a": [""]}), k=1)
+    with pytest.raises(RosetrainError, match="3 samples, expected 4"):
+        grade(records, ["COUNT(2)"], [["COUNT(2)"] * 3], 4)
+
+
+def test_signal_prediction_with_no_signal():
+    records = [gold(str(i), T1, 1) for i in range(5)]
+    sampler = StubSampler(
+        {str(i): "COUNT(1)" for i in range(5)}, {str(i): ["COUNT(1)"] * 8 for i in range(5)}
+    )
+    summary = summarize(grade(records, sampler.greedy(records), sampler.sample(records, 8), 8), 8)
+    assert summary["all"]["no_signal"] == 1.0
+    assert "little to gain from GRPO" in summary["prediction"]
+
+
+def test_source_spec_fixture_is_valid(source_spec):
+    assert yaml.safe_load(source_spec.read_text())["tasks_per_scene"] == 2
+    load_spec(source_spec)
