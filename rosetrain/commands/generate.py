@@ -118,6 +118,11 @@ def run(args) -> int:
 
         summary = merge(job, args.merge, overwrite=args.overwrite, progress=not args.quiet)
     else:
+        from rosetrain.data.disk import disk_note
+
+        note = disk_note(job, sum(len(job.shard_indices(s)) for s in job.own_shards))
+        if note:  # before anything is written: a split that fills the disk hours in helps nobody
+            print(f"rosetrain generate: note: {note}", file=sys.stderr)
         summary = run_job(job, overwrite=args.overwrite, progress=not args.quiet)
     print(json.dumps(summary))
     return 0
