@@ -125,14 +125,26 @@ def test_sweep_report_counts_seeds_and_spread(demo_run, tmp_path):
     assert "Out of distribution" in report and "| 1 |" in report
 
 
+def test_the_command_line_names_the_option_a_library_error_is_about(tmp_path, capsys):
+    """parse_seeds speaks of its argument; the CLI adds the flag that sets it."""
+    from rosetrain.cli import main
+
+    assert main(["demo", "--seeds", "4-0", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == "rosetrain demo: error: seeds: expected e.g. 0-4 or 0,2,7 (seeds >= 0), got '4-0' (option --seeds)"
+    )
+
+
 def test_bad_seed_lists_and_scene_counts_are_errors(tmp_path):
     from rosetrain.core.errors import RosetrainError
     from rosetrain.demo.sweep import parse_seeds
 
     for bad in ("4-0", "a", "-1", ""):
-        with pytest.raises(RosetrainError, match="--seeds"):
+        with pytest.raises(RosetrainError, match="^seeds: "):
             parse_seeds(bad)
-    with pytest.raises(RosetrainError, match="--heldout-scenes"):
+    with pytest.raises(RosetrainError, match="^heldout_scenes: "):
         DemoConfig(out=tmp_path, heldout_scenes=0)
 
 
@@ -198,8 +210,9 @@ def without_paths(stages):
 def test_missing_base_is_a_clear_error(tmp_path):
     from rosetrain.core.errors import RosetrainError
 
-    with pytest.raises(RosetrainError, match="rebuild-base"):
+    with pytest.raises(RosetrainError, match="build it with rebuild_base") as err:
         run_demo(DemoConfig(out=tmp_path / "o", base=tmp_path / "nothing"))
+    assert err.value.argument == "rebuild_base"  # the command line names --rebuild-base
 
 
 def test_shipped_base_perceives_but_does_not_act(tmp_path):

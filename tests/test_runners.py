@@ -169,8 +169,9 @@ def test_openai_runner_gives_up_on_an_unreachable_server(split_dir):
 
 
 def test_openai_runner_needs_a_base_url():
-    with pytest.raises(RosetrainError, match="--base-url"):
+    with pytest.raises(RosetrainError, match="^runner 'openai' needs base_url") as err:
         make_runner("openai", "m")
+    assert err.value.argument == "base_url"
 
 
 # --- vllm runner ---------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def test_eval_cli_reports_missing_vllm_as_a_user_error(split_dir, tmp_path, caps
 
 
 def test_unknown_runner_is_rejected():
-    with pytest.raises(RosetrainError, match="--runner"):
+    with pytest.raises(RosetrainError, match="^runner must be one of"):
         make_runner("llamacpp", "m")
 
 

@@ -116,8 +116,7 @@ def load_hf_split(root: str, split: str):
         from rosetrain.core.errors import RosetrainError
 
         raise RosetrainError(
-            f"{root}: no Parquet shards under hf/{split}/ "
-            f"(generate with `rosetrain generate --formats release,hf`)"
+            f"{root}: no Parquet shards under hf/{split}/ (generate the split with the 'hf' format too)"
         )
     return datasets.load_dataset("parquet", data_files={split: files}, split=split)
 

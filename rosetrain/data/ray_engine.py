@@ -49,7 +49,7 @@ def _result(ray, ref, shard: int) -> dict[str, bytes]:
             raise err.cause from None
         cause = err.cause or err
         raise RosetrainError(
-            f"--engine ray: shard {shard} failed on the cluster "
+            f"engine 'ray': shard {shard} failed on the cluster "
             f"({type(cause).__name__}: {str(cause).strip().splitlines()[-1:]}); "
             f"run the same command again to resume"
         ) from None
@@ -59,5 +59,7 @@ def _ray():
     try:
         import ray
     except ImportError:
-        raise RosetrainError("--engine ray: Ray is not installed; pip install 'rosetrain[ray]'") from None
+        raise RosetrainError(
+            "engine 'ray': Ray is not installed; pip install 'rosetrain[ray]'", argument="engine"
+        ) from None
     return ray

@@ -257,7 +257,7 @@ def select_records(
     records = load_split(data_dir, split, bridges=bridges)
     if limit is not None:
         if limit < 1:
-            raise RosetrainError(f"--limit must be at least 1, got {limit}")
+            raise RosetrainError(f"limit must be at least 1, got {limit}", argument="limit")
         records = records[:limit]
     if not records:
         raise RosetrainError(f"{data_dir}: split {split!r} has no items")

@@ -67,11 +67,11 @@ class DemoConfig:
         for name in ("heldout_scenes", "family_scenes"):
             if getattr(self, name) < 1:
                 raise RosetrainError(
-                    f"--{name.replace('_', '-')}: expected at least 1 scene, got {getattr(self, name)}"
+                    f"{name}: expected at least 1 scene, got {getattr(self, name)}", argument=name
                 )
         for name in ("sft_steps", "grpo_steps"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
-                raise RosetrainError(f"--{name.replace('_', '-')}: expected >= 0, got {getattr(self, name)}")
+                raise RosetrainError(f"{name}: expected >= 0, got {getattr(self, name)}", argument=name)
 
     @property
     def stages_dir(self) -> Path:
@@ -113,7 +113,8 @@ class Stages:
             if (self.folder / f"{name}.json").exists():
                 raise RosetrainError(
                     f"{self.folder.parent}: stage {name} has no recorded settings "
-                    f"(an older demo run); use a new --out folder"
+                    f"(an older demo run); use a new output folder",
+                    argument="out",
                 )
             return
         recorded = json.loads(recorded_file.read_text())
@@ -123,7 +124,8 @@ class Stages:
             raise RosetrainError(
                 f"{self.folder.parent}: stage {name} was run with {key}={recorded.get(key)!r}, "
                 f"this run asks for {key}={settings.get(key)!r}; its results are not relabelled: "
-                f"use another --out folder (or delete this one)"
+                f"use another output folder (or delete this one)",
+                argument="out",
             )
 
 
@@ -251,8 +253,8 @@ def train_stage(
 def check_base(base: Path) -> None:
     if not (base / "config.json").exists():
         raise RosetrainError(
-            f"demo base model not found at {base}; build it with "
-            f"`rosetrain demo --rebuild-base` (recipes/demo-base-sft.yaml)"
+            f"demo base model not found at {base}; build it with rebuild_base (recipes/demo-base-sft.yaml)",
+            argument="rebuild_base",
         )
 
 
@@ -422,7 +424,8 @@ def rebuild_base(out: Path, steps: int | None = None, threads: int | None = None
     final = out / "base"
     if final.exists() and not (final / BASE_MARKER).exists():
         raise RosetrainError(
-            f"{final} exists and was not written by `rosetrain demo --rebuild-base`; choose another --out"
+            f"{final} exists and was not written by rebuild_base; choose another output folder",
+            argument="out",
         )
     work = out / "base-build"
     init = build_tiny_model(work / "init", size="small", seed=0, family="qwen3-vl")

@@ -30,7 +30,9 @@ def parse_seeds(text: str) -> list[int]:
                 raise ValueError(part)
             seeds += [s for s in span if s not in seeds]
     except ValueError:
-        raise RosetrainError(f"--seeds: expected e.g. 0-4 or 0,2,7 (seeds >= 0), got {text!r}") from None
+        raise RosetrainError(
+            f"seeds: expected e.g. 0-4 or 0,2,7 (seeds >= 0), got {text!r}", argument="seeds"
+        ) from None
     return seeds
 
 

@@ -68,7 +68,8 @@ def check_same_data(
             f"{source} holds predictions made on {made} (item {row['item_id']!r}), but {data} "
             f"is data {short_fingerprint(fingerprint)}: the data changed or this is another "
             "dataset (or its bridge files were read one time and not the other); use another "
-            "output folder, or the data and --bridges setting they were made with"
+            "output folder, or the data and bridges setting they were made with",
+            argument="bridges",
         )
 
 

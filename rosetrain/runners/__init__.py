@@ -43,7 +43,9 @@ def make_runner(
         from rosetrain.runners.openai_runner import OpenAIRunner
 
         if not base_url:
-            raise RosetrainError("--runner openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+            raise RosetrainError(
+                "runner 'openai' needs base_url (e.g. http://127.0.0.1:8000/v1)", argument="base_url"
+            )
         return OpenAIRunner(
             model,
             base_url=base_url,
@@ -52,7 +54,7 @@ def make_runner(
             concurrency=concurrency,
             **options,
         )
-    raise RosetrainError(f"--runner must be one of {', '.join(RUNNERS)}, got {kind!r}")
+    raise RosetrainError(f"runner must be one of {', '.join(RUNNERS)}, got {kind!r}", argument="runner")
 
 
 __all__ = ["RUNNERS", "Runner", "make_runner"]

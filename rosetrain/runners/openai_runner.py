@@ -113,9 +113,9 @@ class OpenAIRunner:
         name: str | None = None,
     ):
         if not base_url or not base_url.startswith(("http://", "https://")):
-            raise RosetrainError(f"--base-url must be an http(s) URL, got {base_url!r}")
+            raise RosetrainError(f"base_url must be an http(s) URL, got {base_url!r}", argument="base_url")
         if concurrency < 1:
-            raise RosetrainError(f"--concurrency must be at least 1, got {concurrency}")
+            raise RosetrainError(f"concurrency must be at least 1, got {concurrency}", argument="concurrency")
         self.model = model
         self.name = name or model
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -188,9 +188,10 @@ class OpenAIRunner:
                 connect_failures += 1
                 if connect_failures >= min(CONNECT_ATTEMPTS, self.max_retries + 1):
                     raise EndpointUnreachable(
-                        f"--base-url: cannot reach {self.url} ({err}, {connect_failures} "
+                        f"base_url: cannot reach {self.url} ({err}, {connect_failures} "
                         "attempts); is the server running? Run the same command again to "
-                        "resume"
+                        "resume",
+                        argument="base_url",
                     ) from None
                 time.sleep(min(self.backoff_s * 2 ** (connect_failures - 1), MAX_CONNECT_BACKOFF_S))
             except RetryableError as err:
@@ -243,10 +244,11 @@ class OpenAIRunner:
             hung = not self._server_answered and self._unanswered_timeouts > self.concurrency
         if hung:
             raise EndpointUnreachable(
-                f"--base-url: {self.url} accepted connections but answered none of "
-                f"{self._unanswered_timeouts} requests within --request-timeout "
-                f"{self.timeout_s:g} s; is the server hung or overloaded? Run the same "
-                "command again to resume (a larger --request-timeout for a slow model)"
+                f"base_url: {self.url} accepted connections but answered none of "
+                f"{self._unanswered_timeouts} requests within request_timeout_s="
+                f"{self.timeout_s:g}; is the server hung or overloaded? Run the same "
+                "command again to resume (a larger request_timeout_s for a slow model)",
+                argument="request_timeout",
             )
 
 
@@ -269,17 +271,18 @@ def probe_endpoint(url: str, timeout_s: float) -> None:
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as err:
-        raise RosetrainError(f"--base-url: {err} in {url}") from None
+        raise RosetrainError(f"base_url: {err} in {url}", argument="base_url") from None
     if not parts.hostname:
-        raise RosetrainError(f"--base-url: no host name in {url}")
+        raise RosetrainError(f"base_url: no host name in {url}", argument="base_url")
     if parts.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(parts.hostname):
         return
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as err:
         raise EndpointUnreachable(
-            f"--base-url: cannot reach {parts.hostname}:{port} "
-            f"({describe_os_error(err)}); is the server running?"
+            f"base_url: cannot reach {parts.hostname}:{port} "
+            f"({describe_os_error(err)}); is the server running?",
+            argument="base_url",
         ) from None
 
 

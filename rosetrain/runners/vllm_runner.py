@@ -22,8 +22,9 @@ def import_vllm():
         import vllm
     except ImportError as err:
         raise RosetrainError(
-            f"--runner vllm needs the vllm package, which is not installed "
-            f"({err}); {INSTALL_HINT}, or use --runner transformers"
+            f"runner 'vllm' needs the vllm package, which is not installed "
+            f"({err}); {INSTALL_HINT}, or use the 'transformers' runner",
+            argument="runner",
         ) from None
     return vllm
 
@@ -33,8 +34,9 @@ def require_cuda() -> None:
 
     if not torch.cuda.is_available():
         raise RosetrainError(
-            "--runner vllm needs a CUDA GPU and none is visible "
-            "(torch.cuda.is_available() is False); use --runner transformers"
+            "runner 'vllm' needs a CUDA GPU and none is visible "
+            "(torch.cuda.is_available() is False); use the 'transformers' runner",
+            argument="runner",
         )
 
 

@@ -68,7 +68,8 @@ def check_coverage(gold_ids: Sequence[str], predictions: Mapping[str, Any], allo
         shown = ", ".join(missing[:MISSING_SHOWN])
         raise RosetrainError(
             f"{len(missing)} of {len(gold_ids)} items have no prediction (first: {shown}); "
-            f"pass --allow-partial to score the {len(gold_ids) - len(missing)} that do"
+            f"allow_partial scores the {len(gold_ids) - len(missing)} that do",
+            argument="allow_partial",
         )
     unknown = sorted(set(predictions) - set(gold_ids))
     if unknown:

@@ -86,7 +86,8 @@ def score_split(
     except BrokenProcessPool:
         raise RosetrainError(
             "a scoring worker process died (killed, or out of memory?); run again, "
-            "with --num-proc 1 to score in this process alone"
+            "with num_proc=1 to score in this process alone",
+            argument="num_proc",
         ) from None
     except RosetrainError:  # read it in full: that error names the file, line and field
         golds = load_split(root, split, bridges=bridges, build=Gold)

@@ -40,7 +40,7 @@ def check_folder(data: DataConfig) -> None:
     if not shards:
         raise RecipeError(
             f"data.folder: {folder} has no Parquet shards under hf/{data.split}/ "
-            f"(write them with `rosetrain generate ... --formats release,hf`)"
+            f"(generate the split with the 'hf' format too)"
         )
     _check_parquet_footers(shards)
     _refuse_heldout_folder(data)
@@ -199,5 +199,5 @@ def check_no_overlap(
         raise RecipeError(
             f"eval.folder: the held-out split {config.folder} ({config.split}) shares {len(shared)} "
             f"scene(s) with the training data {data.folder} ({data.split}), e.g. scene "
-            f"{examples[0]}; regenerate one of them (rosetrain generate --exclude ...)"
+            f"{examples[0]}; regenerate one of them, excluding the other's scenes"
         )

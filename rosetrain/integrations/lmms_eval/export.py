@@ -133,7 +133,9 @@ def export_task(
 
     task = task or f"rosetrain_{split}"
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
-        raise RosetrainError(f"--task: {task!r} is not a plain task name (letters, digits, '_', '-', '.')")
+        raise RosetrainError(
+            f"task: {task!r} is not a plain task name (letters, digits, '_', '-', '.')", argument="task"
+        )
     data = Path(data).resolve()
     records, image_root = select_records(data, split, None, bridges)
     out = Path(out).resolve()
