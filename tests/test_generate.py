@@ -160,7 +160,7 @@ def test_rose_prompts_are_verbatim(small_split):
         ("families: [nosuch]", "unknown family 'nosuch'"),
         ("exceptions: [1, 40]", "exceptions"),
         ("region_cases: {zero: 0.5, partial: 0.3, all: 0.1}", "sums to 0.9"),
-        ("bogus_field: 1", "unknown field 'bogus_field'"),
+        ("bogus_field: 1", "unknown key 'bogus_field'"),
         ("rows: [3, 30]", "rows"),
         ("heldout_family: sprite_pair", "now heldout_family_name"),
     ],

@@ -199,7 +199,7 @@ LEVELS = "levels:\n  - {name: easy}\n  - {name: hard, rows: [5, 6]}\n  - {name: 
         ),
         (
             [("negative_rate: 0.2", "negative_rate: 0.2\ncue: {colour: [1, 2, 3]}")],
-            "cue: unknown field 'colour'",
+            "unknown key 'colour' at cue (did you mean 'color'?)",
         ),
         ([("negative_rate: 0.2", "negative_rate: 0.2\ncue: red")], "cue: expected a mapping"),
         ([("seed: 3", "seed: 1.5")], "seed: expected an integer"),

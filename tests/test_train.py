@@ -121,7 +121,7 @@ def test_set_overrides_nested_keys_with_yaml_values(tmp_path, env):
     assert recipe.output_dir == "elsewhere"
     assert load_recipe(path, ["lora=null"]).lora is None
     assert load_recipe(path, ["lora=false"]).lora is None
-    with pytest.raises(RecipeError, match="max_steps: expected int"):
+    with pytest.raises(RecipeError, match="max_steps: expected an integer"):
         load_recipe(path, ["max_steps=many"])
     with pytest.raises(RecipeError, match="method"):
         load_recipe(path, method="grpo")  # `rosetrain train grpo` on an SFT recipe

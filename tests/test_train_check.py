@@ -87,9 +87,10 @@ def assert_one_line_error(code: int, err: str, *expected: str) -> None:
 @pytest.mark.parametrize(
     "override, expected",
     [
-        ("learning_rate=-1", ["learning_rate: AdamW rejects it: Invalid learning rate: -1.0"]),
+        ("learning_rate=-1", ["learning_rate: must be >= 0, got -1.0"]),
         ("bf16=true", ["bf16: true needs a GPU with bf16 support", "set bf16: false"]),
-        ("warmup_steps=-1", ["warmup_steps: SFTConfig rejects these settings"]),
+        ("warmup_steps=-1", ["warmup_steps: must be in [0, 1000000000], got -1"]),
+        ("trl.adam_epsilon=-1", ["trl.adam_epsilon", "Invalid epsilon value"]),
         (
             "lr_scheduler_type=nope",
             ["lr_scheduler_type: SFTConfig rejects", "nope is not a valid SchedulerType"],
@@ -191,7 +192,10 @@ def test_train_input_failures_are_one_line_naming_the_key(case, recipe, tmp_path
         "unknown-tracker": (["report_to=[no_such_tracker]"], "report_to: no_such_tracker is not supported"),
         "tracker-not-installed": (["report_to=[wandb]"], "report_to: WandbCallback cannot start"),
         "zero-steps": (["max_steps=0"], "max_steps: must be > 0, or -1 to train num_train_epochs"),
-        "negative-workers": (["dataloader_num_workers=-1"], "dataloader_num_workers: must be >= 0"),
+        "negative-workers": (
+            ["dataloader_num_workers=-1"],
+            "dataloader_num_workers: must be in [0, 256], got -1",
+        ),
     }.get(case, ([], ""))
     if case == "tracker-not-installed":  # wandb comes with the lmms-eval extra: make it absent here
         from transformers.integrations import integration_utils

@@ -128,28 +128,69 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
     return [row for _, row in iter_jsonl(path)]
 
 
+def _yaml_loader() -> Any:
+    """``yaml.SafeLoader`` that reads floats as YAML 1.2 does: PyYAML's YAML 1.1
+    rules read ``5e-7`` and ``1e9`` as strings, and configs never turn strings
+    into numbers. Built once, on first use (yaml is imported only then)."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            pass
+
+        Loader.add_implicit_resolver(
+            "tag:yaml.org,2002:float",
+            re.compile(
+                r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)
+                |\.(?:nan|NaN|NAN))$""",
+                re.X,
+            ),
+            list("-+0123456789."),
+        )
+        _LOADER = Loader
+    return _LOADER
+
+
+_LOADER: Any = None
+
+
+def load_yaml(text: str) -> Any:
+    """YAML text as plain data (safe: no Python objects), floats as in YAML 1.2.
+    Bad YAML, or YAML nested too deep to read, raises ValueError with the reason."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a SafeLoader)
+    except RecursionError:
+        raise ValueError("nested too deep to read") from None
+    except yaml.YAMLError as err:
+        raise ValueError(str(err)) from None
+
+
 def read_yaml_mapping(
     path: str | os.PathLike,
     what: str,
     error: type[Exception] = RosetrainError,
     expected: str = "a mapping at the top level",
 ) -> dict[str, Any]:
-    """A YAML file (``yaml.safe_load``) whose top level is a mapping. A missing
+    """A YAML file (:func:`load_yaml`) whose top level is a mapping. A missing
     file, bad YAML or another top level raises ``error`` naming the file;
     ``what`` names the kind of file ("spec", "recipe")."""
-    import yaml
-
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{what} file not found: {path}") from None
     except OSError as err:  # a folder, no permission
         raise error(f"{what} file {path}: cannot read ({err.strerror or err})") from None
     except UnicodeDecodeError as err:
         raise error(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except yaml.YAMLError as err:
-        raise error(f"{path}: not valid YAML: {err}") from None
+    except ValueError as err:
+        raise error(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(raw, Mapping):
         raise error(f"{path}: expected {expected}")
     return dict(raw)

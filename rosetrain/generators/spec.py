@@ -19,9 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core import config
 from rosetrain.core import protocol as P
+from rosetrain.core.config import SEED_64, check_fields, setting
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import read_yaml_mapping
+from rosetrain.core.memory import too_big
 
 # ROSE-like grid size profiles (observed ranges of the v0.1 test split).
 PROFILES = {
@@ -35,6 +38,11 @@ ROLES = ("train", "eval", "heldout")
 PROMPT_STYLES = ("rose", "varied")
 CUE_STYLES = ("outline", "fill", "dim")
 MIN_GRID, MAX_GRID = 3, 20
+LAYOUTS = ("rosetrain", "rose")
+MAX_SCENES = 10**9  # a level's or a split's scenes: item ids and shard counts stay small integers
+# The held-out overlap check samples each scene (about 1 ms each) and keeps its fingerprint.
+MAX_HELDOUT_SCENES = 1_000_000
+FINGERPRINT_BYTES = 200  # a 64-character hex string in a set, with the set's share
 
 
 class SpecError(RosetrainError):
@@ -88,60 +96,84 @@ class FamilySpec:
     config: dict = dataclasses.field(default_factory=dict)  # the family's own dataclass fields
 
 
+def _color(value: Any, field: str) -> tuple[int, int, int]:
+    if not (
+        isinstance(value, (list, tuple))
+        and len(value) == 3
+        and all(_is_int(c) and 0 <= c <= 255 for c in value)
+    ):
+        raise ValueError(f"{field}: expected 3 integers [r, g, b] in 0..255, got {value!r}")
+    return tuple(value)  # type: ignore[return-value]
+
+
 @dataclasses.dataclass(frozen=True)
 class CueSpec:
     """How T4's visual region is drawn on the second copy of the image."""
 
-    style: str = "outline"
-    color: tuple[int, int, int] = (255, 0, 0)
-    width: int = 4
+    style: str = setting("outline", "how the region is drawn", choices=CUE_STYLES)
+    color: tuple[int, int, int] = setting((255, 0, 0), "[r, g, b], each 0..255", parse=_color)
+    width: int = setting(4, "line width in px", low=1, high=32)
 
     def __post_init__(self):
-        if self.style not in CUE_STYLES:
-            raise ValueError(f"cue.style: {self.style!r} is not one of {', '.join(CUE_STYLES)}")
-        if not (
-            isinstance(self.color, (list, tuple))
-            and len(self.color) == 3
-            and all(_is_int(c) and 0 <= c <= 255 for c in self.color)
-        ):
-            raise ValueError(f"cue.color: expected 3 integers [r, g, b] in 0..255, got {self.color!r}")
-        if not _is_int(self.width) or not 1 <= self.width <= 32:
-            raise ValueError(f"cue.width: expected an integer 1..32, got {self.width!r}")
+        check_fields(self, "cue.")
+        _color(self.color, "cue.color")
+
+
+def _profiles(value: Any, field: str) -> dict[str, float]:
+    return _weights(value, field, tuple(PROFILES))
 
 
 @dataclasses.dataclass(frozen=True)
 class LevelSpec:
     """Everything that decides what one scene and its tasks look like."""
 
-    name: str = "default"
-    weight: float = 1.0
-    scenes: int | None = None  # staged curricula: scenes at this level before the next
-    families: dict[str, FamilySpec] = dataclasses.field(default_factory=dict)
-    profiles: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {"small": 0.27, "medium": 0.47, "large": 0.26}
+    name: str = setting("default", "the level's name (a curriculum's levels each have their own)")
+    weight: float = setting(1.0, "mixture curricula: how often a scene is drawn at this level", low=0)
+    scenes: int | None = setting(
+        None, "staged curricula: scenes at this level before the next", low=1, high=MAX_SCENES
     )
-    rows: tuple[int, int] | None = None  # overrides the profile's rows
-    cols: tuple[int, int] | None = None
-    cell_size: tuple[int, int] = (42, 64)
-    exceptions: tuple[int, int] = (1, 8)
-    negative_rate: float = 0.05
-    region_cases: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {"zero": 0.33, "partial": 0.45, "all": 0.22}
+    families: dict[str, FamilySpec] = setting(
+        help="visual families: a list of names, or name -> weight or {weight, ...its config}",
+        factory=dict,
+        parse=lambda value, field: _families(value, field),
     )
-    region_types: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {P.ROW_RANGE: 1.0, P.COL_RANGE: 1.0, P.RECTANGLE: 1.0}
+    profiles: dict[str, float] = setting(
+        help="grid size profiles (tiny, small, medium, large) -> weight",
+        factory=lambda: {"small": 0.27, "medium": 0.47, "large": 0.26},
+        parse=_profiles,
     )
-    tasks: dict[str, float] = dataclasses.field(default_factory=lambda: {t: 1.0 for t in P.TEMPLATES})
-    tasks_per_scene: int | None = None  # None: every task with weight > 0
-    prompt_style: str = "rose"
-    cue: CueSpec = dataclasses.field(default_factory=CueSpec)
-    image_multiple: int | None = None  # e.g. 28: both image sides a multiple of it
-    noise: float = 0.0  # opt-in per-cell pixel noise amplitude (0..64)
+    rows: tuple[int, int] | None = setting(
+        None, "overrides the profile's rows: n or [low, high]", parse=_range
+    )
+    cols: tuple[int, int] | None = setting(None, "overrides the profile's columns", parse=_range)
+    cell_size: tuple[int, int] = setting((42, 64), "cell side in px: n or [low, high], 16..256", parse=_range)
+    exceptions: tuple[int, int] = setting((1, 8), "exception cells per scene: n or [low, high]", parse=_range)
+    negative_rate: float = setting(0.05, "share of scenes with no exception", low=0, high=1)
+    region_cases: dict[str, float] = setting(
+        help="zero / partial / all -> weight",
+        factory=lambda: {"zero": 0.33, "partial": 0.45, "all": 0.22},
+        parse=_weights,
+    )
+    region_types: dict[str, float] = setting(
+        help="numeric region kinds -> weight",
+        factory=lambda: {P.ROW_RANGE: 1.0, P.COL_RANGE: 1.0, P.RECTANGLE: 1.0},
+        parse=_weights,
+    )
+    tasks: dict[str, float] = setting(
+        help="task templates -> weight", factory=lambda: {t: 1.0 for t in P.TEMPLATES}, parse=_weights
+    )
+    tasks_per_scene: int | None = setting(None, "null: every task with weight > 0", low=1)
+    prompt_style: str = setting("rose", "prompt wording", choices=PROMPT_STYLES)
+    cue: CueSpec = setting(help="T4's drawn region", factory=CueSpec)
+    image_multiple: int | None = setting(None, "e.g. 28: both image sides a multiple of it", low=1, high=64)
+    noise: float = setting(0.0, "opt-in per-cell pixel noise amplitude", low=0, high=64)
 
     def __post_init__(self):
         from rosetrain.generators.families import FAMILIES
 
-        self._check_scalar_types()
+        check_fields(self)
+        if not self.name:
+            raise ValueError(f"name: expected a non-empty string, got {self.name!r}")
         if not self.families:
             raise ValueError("families: at least one family is required")
         for name in self.families:
@@ -167,32 +199,9 @@ class LevelSpec:
                 f"in the smallest grid ({smallest_grid} cells allow at most "
                 f"{smallest_grid // 2}); use fewer exceptions or larger grids"
             )
-        if not 0 <= self.negative_rate <= 1:
-            raise ValueError(f"negative_rate: expected 0..1, got {self.negative_rate}")
-        if self.prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"prompt_style: {self.prompt_style!r} is not one of {', '.join(PROMPT_STYLES)}")
         n_tasks = sum(1 for w in self.tasks.values() if w > 0)
         if self.tasks_per_scene is not None and not 1 <= self.tasks_per_scene <= n_tasks:
             raise ValueError(f"tasks_per_scene: expected 1..{n_tasks}, got {self.tasks_per_scene}")
-        if self.image_multiple is not None and not 1 <= self.image_multiple <= 64:
-            raise ValueError(f"image_multiple: expected 1..64, got {self.image_multiple}")
-        if not 0 <= self.noise <= 64:
-            raise ValueError(f"noise: expected 0..64, got {self.noise}")
-
-    def _check_scalar_types(self) -> None:
-        """Named errors for values of the wrong type (a string weight, ``true`` as a count),
-        before any comparison would fail with Python's wording or silently accept them."""
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"name: expected a non-empty string, got {self.name!r}")
-        for field in ("weight", "negative_rate", "noise"):
-            if not _is_number(getattr(self, field)):
-                raise ValueError(f"{field}: expected a number, got {getattr(self, field)!r}")
-        for field in ("scenes", "tasks_per_scene", "image_multiple"):
-            value = getattr(self, field)
-            if value is not None and not _is_int(value):
-                raise ValueError(f"{field}: expected an integer, got {value!r}")
-        if self.scenes is not None and self.scenes < 1:
-            raise ValueError(f"scenes: expected at least 1, got {self.scenes}")
 
     def grid_choices(self, axis: str) -> range:
         fixed = getattr(self, axis)
@@ -205,18 +214,22 @@ class LevelSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
-    name: str
-    path: str
-    role: str
-    namespace: str
-    seed: int
-    levels: tuple[LevelSpec, ...]
-    curriculum: str = "mixture"  # mixture: level drawn by weight; staged: by scene index
-    heldout_family_name: str | None = None  # role heldout: the family no training spec may use
-    heldout_spec: str | None = None  # role train: the held-out spec to stay disjoint from
-    heldout_scenes: int = 2000  # how many held-out scenes the overlap check covers
-    description: str = ""
-    layout: str = "rosetrain"  # rose: ROSE subset names, bridges in their own files
+    name: str = setting(help="the spec's name (default: the file's name)")
+    path: str = setting(help="the file it came from (not a key)")
+    role: str = setting(help="what its data is for", choices=ROLES)
+    namespace: str = setting(help="seed namespace (default: the role); `heldout` is the held-out specs' own")
+    seed: int = setting(help="generator seed (default 0)", low=0, high=SEED_64)
+    levels: tuple[LevelSpec, ...] = setting(help="a curriculum's levels, each overriding the fields above")
+    curriculum: str = setting(
+        "mixture", "mixture: level drawn by weight; staged: by scene index", choices=("mixture", "staged")
+    )
+    heldout_family_name: str | None = setting(None, "role heldout: the family no training spec may use")
+    heldout_spec: str | None = setting(None, "role train: the held-out spec to stay disjoint from")
+    heldout_scenes: int = setting(
+        2000, "how many held-out scenes the overlap check covers", low=0, high=MAX_HELDOUT_SCENES
+    )
+    description: str = setting("", "free text")
+    layout: str = setting("rosetrain", "rose: ROSE subset names, bridges in their own files", choices=LAYOUTS)
 
     @property
     def warmup_levels(self) -> tuple[LevelSpec, ...]:
@@ -234,78 +247,41 @@ class Spec:
         return (Path(self.path).parent / relative).resolve()
 
 
-_LEVEL_FIELDS = {f.name for f in dataclasses.fields(LevelSpec)}
-_SPEC_FIELDS = {
-    "name",
-    "role",
-    "namespace",
-    "seed",
-    "levels",
-    "curriculum",
-    "heldout_family_name",
-    "heldout_spec",
-    "heldout_scenes",
-    "description",
-    "layout",
-}
-LAYOUTS = ("rosetrain", "rose")
+_LEVEL_FIELDS = [f.name for f in dataclasses.fields(LevelSpec)]
+_NOT_KEYS = frozenset({"path", "levels"})  # not keys of a spec's top level checked by value
+_SPEC_FIELDS = ["levels", *config.valid_keys(Spec, _NOT_KEYS)]
 
 
 def _build_level(raw: Mapping[str, Any], where: str) -> LevelSpec:
-    unknown = set(raw) - _LEVEL_FIELDS
-    if unknown:
-        raise ValueError(
-            f"{where}unknown field {sorted(unknown)[0]!r}; valid: {', '.join(sorted(_LEVEL_FIELDS | _SPEC_FIELDS))}"
-        )
-    kwargs = dict(raw)
-    if "families" in kwargs:
-        kwargs["families"] = _families(kwargs["families"])
-    if "profiles" in kwargs:
-        kwargs["profiles"] = _weights(kwargs["profiles"], "profiles", tuple(PROFILES))
-    for field in ("rows", "cols", "cell_size", "exceptions"):
-        if kwargs.get(field) is not None:
-            kwargs[field] = _range(kwargs[field], field)
-    for field in ("region_cases", "region_types", "tasks"):
-        if field in kwargs:
-            kwargs[field] = _weights(kwargs[field], field)
-    if "cue" in kwargs:
-        kwargs["cue"] = _cue(kwargs["cue"])
-    return LevelSpec(**kwargs)
+    for key in raw:
+        if key not in _LEVEL_FIELDS:
+            raise config.unknown_key(key, sorted({*_LEVEL_FIELDS, *_SPEC_FIELDS}))
+    return LevelSpec(**config.from_mapping(LevelSpec, raw))
 
 
-def _cue(raw: Any) -> CueSpec:
-    if raw is None:
-        return CueSpec()
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"cue: expected a mapping (style, color, width), got {raw!r}")
-    valid = [f.name for f in dataclasses.fields(CueSpec)]
-    unknown = sorted(str(key) for key in raw if key not in valid)
-    if unknown:
-        raise ValueError(f"cue: unknown field {unknown[0]!r}; valid: {', '.join(valid)}")
-    cue = dict(raw)
-    if isinstance(cue.get("color"), list):
-        cue["color"] = tuple(cue["color"])
-    return CueSpec(**cue)
+def _families(raw: Any, field: str = "families") -> dict[str, FamilySpec]:
+    """``[glyph, attribute]`` or ``{glyph: 2}`` or ``{glyph: {weight: 2, subtlety: 0.8}}``;
+    a family's config is checked against its config class's fields (types, unknown keys)."""
+    from rosetrain.generators.families import FAMILIES, family_class
 
-
-def _families(raw: Any) -> dict[str, FamilySpec]:
-    """``[glyph, attribute]`` or ``{glyph: 2}`` or ``{glyph: {weight: 2, subtlety: 0.8}}``."""
     if isinstance(raw, (list, tuple)):
         raw = {name: 1.0 for name in raw}
     if not isinstance(raw, Mapping):
-        raise ValueError("families: expected a list of names or a mapping name -> weight/config")
+        raise ValueError(f"{field}: expected a list of names or a mapping name -> weight/config")
     out = {}
     for name, value in raw.items():
         if _is_number(value):
             out[name] = FamilySpec(weight=float(value))
         elif isinstance(value, Mapping):
-            config = dict(value)
-            weight = config.pop("weight", 1.0)
+            family_config = dict(value)
+            weight = family_config.pop("weight", 1.0)
             if not _is_number(weight):
-                raise ValueError(f"families.{name}.weight: expected a number, got {weight!r}")
-            out[name] = FamilySpec(weight=float(weight), config=config)
+                raise ValueError(f"{field}.{name}.weight: expected a number, got {weight!r}")
+            if name in FAMILIES:  # an unknown name is refused with the valid names by LevelSpec
+                config.from_mapping(family_class(name).config_class, family_config, f"{field}.{name}.")
+            out[name] = FamilySpec(weight=float(weight), config=family_config)
         else:
-            raise ValueError(f"families.{name}: expected a weight or a mapping, got {value!r}")
+            raise ValueError(f"{field}.{name}: expected a weight or a mapping, got {value!r}")
     return out
 
 
@@ -327,10 +303,9 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
     if "heldout_family" in raw:  # the key's old name; in rows, heldout_family is a bool
         raise ValueError("heldout_family: the key is now heldout_family_name (the family held out)")
     top = {k: raw.pop(k) for k in list(raw) if k in _SPEC_FIELDS}
-    role = top.get("role", "train")
-    if role not in ROLES:
-        raise ValueError(f"role: {role!r} is not one of {', '.join(ROLES)}")
-    namespace = str(top.get("namespace", role))
+    values = config.from_mapping(Spec, {k: v for k, v in top.items() if k != "levels"}, hidden=_NOT_KEYS)
+    role = values.get("role", "train")
+    namespace = values.get("namespace", role)
     if (namespace == RESERVED_NAMESPACE) != (role == "heldout"):
         raise ValueError(
             f"namespace: {namespace!r} with role {role!r}: the namespace "
@@ -355,9 +330,7 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
             message = str(err)
             raise ValueError(message if message.startswith(where) else where + message) from None
     _refuse_duplicate_names(levels)
-    curriculum = top.get("curriculum", "mixture")
-    if curriculum not in ("mixture", "staged"):
-        raise ValueError(f"curriculum: {curriculum!r} is not one of mixture, staged")
+    curriculum = values.get("curriculum", "mixture")
     if curriculum == "staged" and any(level.scenes is None for level in levels[:-1]):
         raise ValueError("levels: a staged curriculum needs `scenes` on every level but the last")
     if curriculum == "mixture":
@@ -367,21 +340,22 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         "levels (weights)",
     )
     spec = Spec(
-        name=str(top.get("name", Path(str(path)).stem)),
-        path=str(path),
-        role=role,
-        namespace=namespace,
-        seed=_top_int(top, "seed", 0),
-        levels=tuple(levels),
-        curriculum=curriculum,
-        heldout_family_name=top.get("heldout_family_name"),
-        heldout_spec=_top_str(top, "heldout_spec"),
-        heldout_scenes=_top_int(top, "heldout_scenes", 2000, minimum=0),
-        description=str(top.get("description", "")),
-        layout=str(top.get("layout", "rosetrain")),
+        **{
+            "name": Path(str(path)).stem,
+            "seed": 0,
+            **values,
+            "path": str(path),
+            "role": role,
+            "namespace": namespace,
+            "levels": tuple(levels),
+        }
     )
-    if spec.layout not in LAYOUTS:
-        raise ValueError(f"layout: {spec.layout!r} is not one of {', '.join(LAYOUTS)}")
+    if role == "heldout":  # the overlap check holds every one of these scenes' fingerprints
+        problem = too_big(
+            spec.heldout_scenes * FINGERPRINT_BYTES, f"heldout_scenes ({spec.heldout_scenes} scenes)"
+        )
+        if problem:
+            raise ValueError(problem)
     if spec.heldout_family_name is not None:
         from rosetrain.generators.families import FAMILIES
 
@@ -404,22 +378,6 @@ def _refuse_duplicate_names(levels: list[LevelSpec]) -> None:
                 f"levels[{first[level.name]}]; give every level its own name"
             )
         first[level.name] = i
-
-
-def _top_int(top: Mapping[str, Any], field: str, default: int, minimum: int | None = None) -> int:
-    value = top.get(field, default)
-    if not _is_int(value) or (minimum is not None and value < minimum):
-        raise ValueError(
-            f"{field}: expected an integer{'' if minimum is None else f' >= {minimum}'}, got {value!r}"
-        )
-    return value
-
-
-def _top_str(top: Mapping[str, Any], field: str) -> str | None:
-    value = top.get(field)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{field}: expected a string, got {value!r}")
-    return value
 
 
 def _check_warmup(levels: list[LevelSpec]) -> None:

@@ -1,5 +1,5 @@
 """The recipe key list of ``recipes/README.md``, written from the recipe
-dataclasses' own field documentation (``key(..., help=...)`` in ``recipe.py``),
+dataclasses' own field documentation (``key(..., help=..., low=...)`` in ``recipe.py``),
 as TRL's ``--help`` comes from its config fields: the list cannot drift from the
 code. ``tests/test_recipe_keys.py`` checks the README holds the current list.
 
@@ -8,44 +8,20 @@ code. ``tests/test_recipe_keys.py`` checks the README holds the current list.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import sys
 from pathlib import Path
 
-from rosetrain.train.recipe import NOT_KEYS, SECTIONS, Recipe
+from rosetrain.core.config import render_keys
+from rosetrain.train.recipe import NOT_KEYS, Recipe
 
 BEGIN = "<!-- recipe keys: begin (python -m rosetrain.train.recipe_keys recipes/README.md) -->"
 END = "<!-- recipe keys: end -->"
 
 
 def render() -> str:
-    """Markdown: every top-level key, each section's keys nested under it."""
-    lines = []
-    for field in dataclasses.fields(Recipe):
-        if field.name in NOT_KEYS:
-            continue
-        lines.append(f"- {_describe(field)}")
-        if field.name in SECTIONS:
-            lines += [f"  - {_describe(sub)}" for sub in dataclasses.fields(SECTIONS[field.name])]
-    return "\n".join(lines)
-
-
-def _describe(field: dataclasses.Field) -> str:
-    help_text = field.metadata.get("help", "")
-    if field.name in SECTIONS:
-        return f"`{field.name}:` {help_text}"
-    return f"`{field.name}` ({_default(field)}): {help_text}"
-
-
-def _default(field: dataclasses.Field) -> str:
-    if field.default is not dataclasses.MISSING:
-        value = field.default
-    elif field.default_factory is not dataclasses.MISSING:
-        value = field.default_factory()
-    else:
-        return "required"
-    return f"default `{json.dumps(value)}`"
+    """Markdown: every top-level key with its default, allowed values and help,
+    each section's keys nested under it (:func:`rosetrain.core.config.render_keys`)."""
+    return "\n".join(render_keys(Recipe, NOT_KEYS))
 
 
 def replace_block(text: str) -> str:
