@@ -42,3 +42,66 @@ def test_a_small_split_starts_without_sampling(tmp_path, monkeypatch):
     monkeypatch.setattr(disk, "estimate_bytes", lambda *a: pytest.fail("a small split was sampled"))
     monkeypatch.setattr(generate, "run_job", lambda job, **kw: {})
     assert cli("generate", "--spec", "smoke", "--out", str(tmp_path / "d"), "--scenes", "50", "--quiet") == 0
+
+
+def parsed(*argv: str):
+    from rosetrain.cli import build_parser
+
+    return build_parser(argv[0]).parse_args(list(argv))
+
+
+def test_eval_runs_a_cpu_model_on_one_thread_unless_told_otherwise(monkeypatch):
+    import torch
+
+    from rosetrain.commands.evaluate import eval_threads
+
+    base = ("eval", "--model", "m", "--out", "o")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert eval_threads(parsed(*base)) == 1
+    assert eval_threads(parsed(*base, "--threads", "4")) == 4
+    assert eval_threads(parsed(*base, "--runner", "openai")) is None
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert eval_threads(parsed(*base)) is None  # a GPU: torch's default
+
+
+def test_eval_threads_is_applied(tmp_path, monkeypatch, rose_sample_dir):
+    import torch
+
+    from rosetrain.evaluation import evaluate as E
+
+    seen = []
+    monkeypatch.setattr(E, "evaluate", lambda *a, **k: seen.append(torch.get_num_threads()) or 1 / 0)
+    before = torch.get_num_threads()
+    try:
+        with pytest.raises(ZeroDivisionError):
+            cli(
+                "eval",
+                "--model",
+                "m",
+                "--data",
+                str(rose_sample_dir),
+                "--out",
+                str(tmp_path / "r"),
+                "--threads",
+                "1",
+            )
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1]
+
+
+def test_a_runner_that_answered_nothing_does_not_block_a_retry_with_another(tmp_path, tiny_model_dir, capsys):
+    import importlib.util
+
+    from conftest import generate_smoke_split
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here: its runner would start")
+    data = generate_smoke_split(tmp_path / "data", scenes=1)
+    run = ("eval", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(tmp_path / "run"))
+    assert cli(*run, "--runner", "vllm", "--no-progress") == 2  # vllm is missing: nothing answered
+    assert "vllm" in capsys.readouterr().err
+    assert cli(*run, "--max-new-tokens", "4", "--no-progress") == 0
+    # once something is answered, the runner is part of the run: another is refused
+    assert cli(*run, "--runner", "openai", "--base-url", "http://127.0.0.1:9/v1", "--no-progress") == 2
+    assert "made with runner 'transformers'" in capsys.readouterr().err

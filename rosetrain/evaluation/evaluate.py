@@ -249,12 +249,30 @@ def check_same_settings(out: Path, settings: Mapping[str, Any]) -> None:
         ) from None
     if not isinstance(previous, dict) or previous.get("runner") == "custom":
         return  # a runner object's own settings are not known here
+    if not has_answers(out / PREDICTIONS_FILE):
+        return  # nothing answered (a runner that failed to start): another runner may retry here
     for key in ANSWER_SETTINGS:
         if key in previous and previous[key] != settings[key]:
             raise RosetrainError(
                 f"{out}: its predictions were made with {key} {previous[key]!r}, this run asks "
                 f"for {settings[key]!r}; use another --out, or the same {key}"
             )
+
+
+def has_answers(path: Path) -> bool:
+    """Whether a predictions file holds one answered row (not only failed requests,
+    which a rerun asks again whatever the runner)."""
+    import json
+
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a torn last line of a killed run
+            if isinstance(row, dict) and not row.get("error"):
+                return True
+    return False
 
 
 @dataclass(frozen=True)
