@@ -214,6 +214,25 @@ def test_eval_cli_reports_missing_vllm_as_a_user_error(split_dir, tmp_path, caps
     assert "needs the vllm package" in capsys.readouterr().err
 
 
+def test_every_runner_is_a_base_runner_with_the_one_default_length():
+    """One constant sets how long an answer may be, wherever a runner is made."""
+    import inspect
+
+    from rosetrain.evaluation.evaluate import evaluate
+    from rosetrain.integrations.lmms_eval.export import export_task
+    from rosetrain.runners import DEFAULT_MAX_NEW_TOKENS, BaseRunner
+    from rosetrain.runners.openai_runner import OpenAIRunner
+    from rosetrain.runners.transformers_runner import TransformersRunner
+    from rosetrain.runners.vllm_runner import VLLMRunner
+
+    for made in (OpenAIRunner, TransformersRunner, VLLMRunner, make_runner, evaluate, export_task):
+        assert inspect.signature(made).parameters["max_new_tokens"].default == DEFAULT_MAX_NEW_TOKENS
+    for runner in (OpenAIRunner, TransformersRunner, VLLMRunner):
+        assert issubclass(runner, BaseRunner)
+    with pytest.raises(TypeError):  # generate is the one thing a runner must write
+        type("Half", (BaseRunner,), {})("m")
+
+
 def test_unknown_runner_is_rejected():
     with pytest.raises(RosetrainError, match="^runner must be one of"):
         make_runner("llamacpp", "m")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.runners.base import Runner
+from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS, BaseRunner, Runner, StreamingRunner
 
 RUNNERS = ("transformers", "vllm", "openai")
 
@@ -18,13 +18,13 @@ def make_runner(
     kind: str,
     model: str,
     *,
-    max_new_tokens: int = 256,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     trust_remote_code: bool = False,
     base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     concurrency: int = 8,
     **options: Any,
-) -> Runner:
+) -> BaseRunner:
     """Build the runner ``kind`` for ``model`` (a Hub id, a local folder, or an
     endpoint's model name for ``openai``)."""
     if kind == "transformers":
@@ -57,4 +57,4 @@ def make_runner(
     raise RosetrainError(f"runner must be one of {', '.join(RUNNERS)}, got {kind!r}", argument="runner")
 
 
-__all__ = ["RUNNERS", "Runner", "make_runner"]
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "RUNNERS", "BaseRunner", "Runner", "StreamingRunner", "make_runner"]

@@ -8,7 +8,9 @@ the image (for T4 the record's ``image`` is the cue image) and the sentence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from os import PathLike
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -16,10 +18,17 @@ from rosetrain.core.errors import RosetrainError
 
 Answer = tuple["str | None", "str | None"]  # (raw_text, error): one of them is None
 
+# New tokens a runner may generate for one answer: the longest formal answer
+# (a CLICK list over a large grid) fits with room. Every runner, `rosetrain eval`
+# and the lmms-eval task default to it.
+DEFAULT_MAX_NEW_TOKENS = 256
+
 
 @runtime_checkable
 class Runner(Protocol):
-    """A model behind one interface. ``name`` goes into each prediction's ``model``."""
+    """A model behind one interface. ``name`` goes into each prediction's ``model``.
+    Any object with these two members is a runner (a test's stub, a caller's own);
+    rosetrain's runners are :class:`BaseRunner` subclasses."""
 
     name: str
 
@@ -30,9 +39,38 @@ class Runner(Protocol):
         ...
 
 
-# A runner may also offer ``generate_stream(records)``, yielding (record, answer)
-# pairs in the order they finish (the OpenAI runner does): the evaluator then
-# saves each answer the moment it arrives instead of once per batch.
+@runtime_checkable
+class StreamingRunner(Runner, Protocol):
+    """A runner that also yields answers in the order they finish (the OpenAI
+    runner does): the evaluator then saves each answer the moment it arrives
+    instead of once per batch."""
+
+    def generate_stream(
+        self, records: Iterable[Mapping[str, Any]]
+    ) -> Iterator[tuple[Mapping[str, Any], Answer]]: ...
+
+
+class BaseRunner(ABC):
+    """What rosetrain's runners share: the name their predictions carry, the
+    generation length, and a ``close`` for what they hold (threads, engines)."""
+
+    def __init__(
+        self,
+        model: str | PathLike,
+        *,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        name: str | None = None,
+    ) -> None:
+        self.name = name or str(model)
+        self.max_new_tokens = max_new_tokens
+
+    @abstractmethod
+    def generate(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:
+        """One (raw_text, error) per record, in order (see :class:`Runner`)."""
+
+    def close(self) -> None:
+        """Release what the runner holds; the default holds nothing to release."""
+        return
 
 
 def image_path(record: Mapping[str, Any]) -> Path:

@@ -35,7 +35,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.messages import record_messages
-from rosetrain.runners.base import Answer, image_path
+from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS, Answer, BaseRunner, image_path
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 60.0
@@ -98,14 +98,14 @@ def response_text(body: Mapping[str, Any]) -> str:
     return content or ""
 
 
-class OpenAIRunner:
+class OpenAIRunner(BaseRunner):
     def __init__(
         self,
         model: str,
         *,
         base_url: str,
         api_key_env: str = "OPENAI_API_KEY",
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         concurrency: int = 8,
         timeout_s: float = 120.0,
         max_retries: int = 6,
@@ -116,10 +116,9 @@ class OpenAIRunner:
             raise RosetrainError(f"base_url must be an http(s) URL, got {base_url!r}", argument="base_url")
         if concurrency < 1:
             raise RosetrainError(f"concurrency must be at least 1, got {concurrency}", argument="concurrency")
+        super().__init__(model, max_new_tokens=max_new_tokens, name=name)
         self.model = model
-        self.name = name or model
         self.url = base_url.rstrip("/") + "/chat/completions"
-        self.max_new_tokens = max_new_tokens
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries

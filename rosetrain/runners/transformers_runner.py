@@ -12,15 +12,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rosetrain.core.messages import record_messages
-from rosetrain.runners.base import Answer, load_rgb_image
+from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS, Answer, BaseRunner, load_rgb_image
 
 
-class TransformersRunner:
+class TransformersRunner(BaseRunner):
     def __init__(
         self,
         model: str,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         device: str | None = None,
         dtype: Any = None,
         trust_remote_code: bool = False,
@@ -29,8 +29,7 @@ class TransformersRunner:
     ):
         """``loaded``: an already loaded (model, processor) pair, e.g. from a
         trainer in the same process; otherwise ``model`` is loaded."""
-        self.name = name or str(model)
-        self.max_new_tokens = max_new_tokens
+        super().__init__(model, max_new_tokens=max_new_tokens, name=name)
         if loaded is None:
             from rosetrain.models.loading import load_model_and_processor
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.messages import record_messages
-from rosetrain.runners.base import Answer, load_rgb_image
+from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS, Answer, BaseRunner, load_rgb_image
 
 INSTALL_HINT = "pip install 'rosetrain[vllm]' on a machine with a CUDA GPU"
 
@@ -40,12 +40,12 @@ def require_cuda() -> None:
         )
 
 
-class VLLMRunner:
+class VLLMRunner(BaseRunner):
     def __init__(
         self,
         model: str,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         trust_remote_code: bool = False,
         name: str | None = None,
         seed: int = 0,
@@ -57,7 +57,7 @@ class VLLMRunner:
         require_cuda()
         from transformers import AutoProcessor
 
-        self.name = name or str(model)
+        super().__init__(model, max_new_tokens=max_new_tokens, name=name)
         self.processor = AutoProcessor.from_pretrained(model, trust_remote_code=trust_remote_code)
         self.llm = vllm.LLM(
             model=str(model),
@@ -67,7 +67,7 @@ class VLLMRunner:
             **engine_kwargs,
         )
         self.sampling = vllm.SamplingParams(
-            temperature=0.0, max_tokens=max_new_tokens, skip_special_tokens=True
+            temperature=0.0, max_tokens=self.max_new_tokens, skip_special_tokens=True
         )
 
     def generate(self, records: Sequence[Mapping[str, Any]]) -> list[Answer]:

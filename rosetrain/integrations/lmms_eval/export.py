@@ -24,6 +24,7 @@ from rosetrain.core.io import atomic_write, claim_outputs, iter_jsonl, output_lo
 from rosetrain.core.jsonio import jsonl_text
 from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, MAIN_TEMPLATES
 from rosetrain.integrations.lmms_eval.task import CONFIG_FILE, RoseTask
+from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 
 DOC_FIELDS = ("item_id", "task_template", "image", "prompt", "prompt_global", "prompt_local")
 # lmms-eval metric name -> key path in rosetrain's evaluation_summary.json
@@ -123,7 +124,7 @@ def export_task(
     out: str | os.PathLike,
     task: str | None = None,
     bridges: bool | None = None,
-    max_new_tokens: int = 256,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
 ) -> Path:
     """Write the task folder ``out`` for ``split`` of ``data``; return its YAML's path.
 
