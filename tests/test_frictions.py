@@ -105,3 +105,26 @@ def test_a_runner_that_answered_nothing_does_not_block_a_retry_with_another(tmp_
     # once something is answered, the runner is part of the run: another is refused
     assert cli(*run, "--runner", "openai", "--base-url", "http://127.0.0.1:9/v1", "--no-progress") == 2
     assert "made with runner 'transformers'" in capsys.readouterr().err
+
+
+def test_train_check_validates_a_changed_key_before_it_reports_the_old_checkpoint(
+    tmp_path, tiny_model_dir, capsys
+):
+    from rosetrain.train.common import record_recipe
+    from rosetrain.train.recipe import load_recipe
+
+    out = tmp_path / "out"
+    base = ["--set", f"model={tiny_model_dir}", "--set", f"output_dir={out}"]
+    record_recipe(load_recipe(ROOT / "recipes" / "tiny-sft.yaml", [s for s in base if s != "--set"]))
+    (out / "checkpoint-5").mkdir()
+    (out / "checkpoint-5" / "trainer_state.json").write_text('{"global_step": 5}')
+    check = ("train", "sft", "--recipe", "tiny-sft", "--check", *base)
+    assert cli(*check) == 0
+    assert f"resumes from {out / 'checkpoint-5'}" in capsys.readouterr().out
+    # a bad new key is named, not hidden behind "holds checkpoint-5 of a run with another recipe"
+    assert cli(*check, "--set", "data.spec=no-such-spec.yaml") == 2
+    err = capsys.readouterr().err
+    assert "data.spec" in err and "checkpoint-5" not in err
+    # a good new key that changes what trains: the checkpoint may not resume with it
+    assert cli(*check, "--set", "learning_rate=0.5") == 2
+    assert "checkpoint-5 of a run with another recipe" in capsys.readouterr().err

@@ -52,9 +52,11 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = common.check_inputs(recipe)
     if args.check:
+        checkpoint = common.resume_from(recipe)
         print(
             f"recipe {args.recipe}: OK ({recipe.method}, model {recipe.model}, "
-            f"{len(inputs.heldout)} held-out items)"
+            f"{len(inputs.heldout)} held-out items); "
+            + (f"resumes from {checkpoint}" if checkpoint else f"starts afresh in {recipe.output_dir}")
         )
         return 0
     from rosetrain.train import train

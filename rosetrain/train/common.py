@@ -77,7 +77,6 @@ def check_inputs(recipe: Recipe) -> Inputs:
 
     resolve_model_source(recipe.model)  # an adapter's base: checked with the model (check_run)
     check_vllm(recipe)
-    check_resumable(recipe)
     if recipe.data.folder is not None:
         D.check_folder(recipe.data)
     else:
@@ -94,7 +93,10 @@ def check_inputs(recipe: Recipe) -> Inputs:
         heldout = D.pick_items(heldout, recipe.eval.items)
     # eval.folder: null turns held-out evaluation off, whatever eval.every_steps says:
     # it is how a user without the held-out data runs a shipped recipe
-    return Inputs(heldout=heldout, exclude_fingerprints=exclude, args=check_run(recipe))
+    args = check_run(recipe)
+    # last: a changed key is validated first, then whether output_dir's checkpoint may resume with it
+    check_resumable(recipe)
+    return Inputs(heldout=heldout, exclude_fingerprints=exclude, args=args)
 
 
 def check_vllm(recipe: Recipe) -> None:
