@@ -126,3 +126,21 @@ def test_export_lmms_eval_never_replaces_foreign_files(split_dir, tmp_path, caps
     assert "utils.py: already exists and rosetrain did not write it" in capsys.readouterr().err
     assert (task / "utils.py").read_text() == "# my own module"
     assert not (task / "docs_test.jsonl").exists()
+
+
+def test_eval_never_appends_to_a_foreign_predictions_file(split_dir, tmp_path):
+    from rosetrain.evaluation.evaluate import evaluate
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "predictions.jsonl").write_text('{"my": "own rows"}\n')
+
+    class Oracle:
+        name = "oracle"
+
+        def generate(self, records):
+            return [(r["answer"], None) for r in records]
+
+    with pytest.raises(RosetrainError, match="predictions.jsonl: already exists and rosetrain did not write"):
+        evaluate("oracle", split_dir, out_dir=out, runner=Oracle(), progress=False)
+    assert (out / "predictions.jsonl").read_text() == '{"my": "own rows"}\n'

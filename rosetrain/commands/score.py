@@ -80,17 +80,17 @@ def _run(args: argparse.Namespace) -> int:
     from rosetrain.core.cpus import available_cpus
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import output_lock, remove_atomic_temps
-    from rosetrain.data.release import read_predictions, split_files
-    from rosetrain.evaluation.predictions import check_same_data
+    from rosetrain.data.predictions import check_same_data, predictions_model, read_predictions
+    from rosetrain.data.release import split_files
     from rosetrain.reports.console import print_summary
-    from rosetrain.scoring.batch import check_coverage, run_model, write_scored_split
+    from rosetrain.scoring.batch import check_coverage, write_scored_split
     from rosetrain.scoring.official_files import RunInfo
     from rosetrain.scoring.split import score_split
 
     _check_flags(args)
     metadata = split_files(args.data, args.split, args.bridges)[0]
     predictions = read_predictions(args.predictions)
-    model = args.model or run_model(predictions, Path(args.predictions).stem)
+    model = args.model or predictions_model(predictions, Path(args.predictions).stem)
     scored = score_split(
         args.data, args.split, args.bridges, predictions, model, args.num_proc or available_cpus()
     )

@@ -38,6 +38,8 @@ from rosetrain.data.manifest import (
     parts_dir,
     read_manifest,
     refuse_foreign_files,
+    refuse_foreign_images,
+    refuse_links_out,
     remove_owned_files,
     remove_stale_temps,
 )
@@ -49,7 +51,7 @@ from rosetrain.generators.spec import Spec, spec_sha256
 
 FORMATS = ("release", "hf")
 FLUSH_ROWS, FLUSH_BYTES = 2048, 64 << 20  # Parquet row groups: bounded memory, few conversions
-MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split", "shard")
+MANIFEST_KEYS = ("spec_sha256", "seed", "scenes", "shard_size", "formats", "split", "shard", "exclude_sha256")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +68,7 @@ class GenerateJob:
     heldout_family_name: str | None = None
     shard_of: tuple[int, int] | None = None  # (K, N): this job makes shards K, K+N, K+2N, ...
     engine: str = "local"  # "local" (processes) or "ray" (tasks on a Ray cluster)
+    exclude_sha256: str | None = None  # of the --exclude splits' fingerprints: a resume must not change them
 
     @property
     def shard_scenes(self) -> int:
@@ -118,6 +121,8 @@ def settings(job: GenerateJob) -> dict[str, Any]:
     }  # role: training refuses held-out folders
     if job.shard_of is not None:  # only a --shard job says so: a whole split's manifest is unchanged
         found["shard"] = "{}/{}".format(*job.shard_of)
+    if job.exclude_sha256 is not None:  # likewise only with --exclude
+        found["exclude_sha256"] = job.exclude_sha256
     return found
 
 
@@ -127,6 +132,7 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
     Only a split with rosetrain's manifest is resumed or (``overwrite``) removed;
     anything else in the way is refused (see :mod:`rosetrain.data.manifest`).
     The caller holds the folder's lock."""
+    refuse_links_out(job.out_dir, job.split)
     manifest = read_manifest(job.manifest_path, job.split)
     if manifest is not None:
         remove_stale_temps(job.out_dir, job.split)  # a killed run's temp files are ours too
@@ -135,6 +141,7 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
             manifest = None
     if manifest is None:
         refuse_foreign_files(job.out_dir, job.split)
+        refuse_foreign_images(job.out_dir, job.split)
         remove_stale_temps(job.out_dir, job.split)  # e.g. of a run killed before its manifest
         atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
     else:  # a resumed split keeps its manifest: same settings, same files
@@ -450,6 +457,7 @@ def make_job(
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise RosetrainError(f"--out: {out_dir} is a file, not a folder")
     heldout_family_name, exclude = heldout_guard(spec)
+    excluded: set[str] = set()
     for path in exclude_metadata:
         if not Path(path).is_file():
             raise RosetrainError(f"--exclude: {path} is not a metadata .jsonl file")
@@ -459,7 +467,8 @@ def make_job(
                 f"--exclude: {path} has no scene_fingerprint in any row (not a split "
                 f"rosetrain generated), so no overlap with it can be checked"
             )
-        exclude |= fingerprints
+        excluded |= fingerprints
+    exclude |= excluded
     job = GenerateJob(
         spec=spec,
         out_dir=Path(out_dir),
@@ -473,6 +482,7 @@ def make_job(
         heldout_family_name=heldout_family_name,
         shard_of=None if shard is None else parse_shard(shard),
         engine=engine,
+        exclude_sha256=_sha256_of(excluded) if excluded else None,
     )
     if job.shard_of and job.shard_of[1] > job.num_shards:  # a job with nothing to do is a mistake
         raise RosetrainError(
@@ -481,6 +491,12 @@ def make_job(
             f"smaller --shard-size"
         )
     return job
+
+
+def _sha256_of(fingerprints: set[str]) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256("\n".join(sorted(fingerprints)).encode()).hexdigest()
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -138,13 +138,55 @@ def _files_of_unfinished_split(out_dir: Path, manifest: dict[str, Any]) -> list[
         for path in sorted((out_dir / "hf" / split).glob("*.parquet"))
         if shard.fullmatch(path.name)
     ]
+    # the images on disk with its names, made after its manifest: a file the user moved
+    # in later keeps its older time and is left alone (a fresh split refuses any such file)
+    started = manifest_path(out_dir, split).stat().st_mtime_ns
+    names += [
+        path.relative_to(out_dir).as_posix()
+        for path, index in _split_images(out_dir, split)
+        if index < scenes and path.lstat().st_mtime_ns >= started
+    ]
+    return names
+
+
+def _split_images(out_dir: Path, split: str) -> Iterator[tuple[Path, int]]:
+    """The files under ``images/*/`` named as this split's images are, with their scene index."""
     image = re.compile(rf"{re.escape(split)}-(\d{{7,}})(-cue)?\.png")  # scene ids: <split>-<index>
     for folder in sorted((out_dir / "images").glob("*/")):
         for path in sorted(folder.iterdir()):
             found = image.fullmatch(path.name)
-            if found and int(found.group(1)) < scenes:
-                names.append(path.relative_to(out_dir).as_posix())
-    return names
+            if found:
+                yield path, int(found.group(1))
+
+
+def refuse_foreign_images(out_dir: Path, split: str) -> None:
+    """A split not started yet: any file under ``images/`` named as one of its images
+    would be replaced, so it is someone else's and refused, before anything is written."""
+    found = next(_split_images(out_dir, split), None)
+    if found is not None:
+        raise RosetrainError(
+            f"{out_dir}: holds {found[0].relative_to(out_dir).as_posix()}, named as an image of "
+            f"split {split!r} but not written by rosetrain generate (no manifest "
+            f"{PARTS_DIR}/{split}.manifest.json lists it); rosetrain never replaces or deletes "
+            f"it, --overwrite included: choose an empty --out, or move those files away"
+        )
+
+
+def refuse_links_out(out_dir: Path, split: str) -> None:
+    """Refuse a symbolic link where generate writes (``images/``, its subfolders, ``hf/``,
+    ``.parts/`` and the split's folders in them): writing through it would change files
+    outside ``--out``."""
+    places = [out_dir / "images", out_dir / "hf", out_dir / "hf" / split, out_dir / PARTS_DIR]
+    places.append(parts_dir(out_dir, split))
+    if (out_dir / "images").is_dir() and not (out_dir / "images").is_symlink():
+        places += sorted((out_dir / "images").iterdir())
+    for path in places:
+        if path.is_symlink():
+            raise RosetrainError(
+                f"{path}: a symbolic link (to {os.readlink(path)}); rosetrain generate writes only "
+                f"inside --out {out_dir}, never through a link: replace it with a folder, or "
+                f"choose another --out"
+            )
 
 
 def remove_owned_files(out_dir: Path, manifest: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """Reading a split in the ROSE release layout (all of it, or its first items with
-image paths that open from anywhere), and a predictions file.
+image paths that open from anywhere). Predictions files are
+:mod:`rosetrain.data.predictions`'s.
 
 A split is ``DIR/metadata_<split>.jsonl`` (+ ``DIR/images/...``): a folder
 that ``rosetrain generate`` wrote or the official ROSE release. The official
@@ -17,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -271,96 +271,3 @@ def with_image_paths(records: Sequence[Mapping[str, Any]], root: Path) -> list[d
         {**r, "image": str(confined_path(root, r.get("image"), f"item {r.get('item_id')!r}: image"))}
         for r in records
     ]
-
-
-def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """``item_id -> row`` of a predictions JSONL (rows ``{"item_id", "raw_text", "model", "error"}``).
-
-    A line that is not a JSON object with a string ``item_id`` fails with its
-    line number; an item id given twice fails naming the id and both lines; so
-    does a ``data_fingerprint`` that is not a string, and a ``model`` or
-    ``error`` that the run's JSON files could not hold (see
-    :func:`_check_written_fields`).
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise RosetrainError(
-            f"{path}: is a folder; expected a predictions .jsonl file "
-            "(an eval run keeps it as predictions.jsonl)"
-        )
-    if not path.is_file():
-        what = "not a regular file (a device or a pipe)" if path.exists() else "no such predictions file"
-        raise RosetrainError(f"{path}: {what}")
-    rows = _read_predictions_at_once(path)
-    return rows if rows is not None else _read_predictions_by_line(path)
-
-
-def _read_predictions_at_once(path: Path) -> dict[str, dict[str, Any]] | None:
-    """``read_predictions`` of a file without a blank or bad line, decoded in
-    one call; None at the first doubt (read it line by line then: its error
-    names the line)."""
-    import msgspec
-
-    try:
-        data = path.read_bytes()
-        decoded = msgspec.json.Decoder().decode_lines(data)
-    except (OSError, ValueError, RecursionError, msgspec.MsgspecError):
-        return None
-    if len(decoded) != data.count(b"\n") + (not data.endswith(b"\n")):
-        return None  # blank lines: the line numbers would not be the rows'
-    rows: dict[str, dict[str, Any]] = {}
-    for row in decoded:
-        item_id = row.get("item_id") if type(row) is dict else None
-        if type(item_id) is not str or not item_id or item_id in rows:
-            return None
-        try:
-            _check_written_fields(row, "")
-        except RosetrainError:
-            return None
-        rows[item_id] = row
-    return rows
-
-
-def _read_predictions_by_line(path: Path) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    lines: dict[str, int] = {}
-    for number, row in iter_jsonl(path):
-        item_id = row.get("item_id")
-        if not isinstance(item_id, str) or not item_id:
-            raise RosetrainError(f"{path}:{number}: a prediction needs a string 'item_id'")
-        _check_written_fields(row, f"{path}:{number}")
-        if item_id in rows:
-            raise RosetrainError(
-                f"{path}:{number}: duplicate prediction for item_id "
-                f"{item_id!r} (first at line {lines[item_id]})"
-            )
-        rows[item_id] = row
-        lines[item_id] = number
-    return rows
-
-
-def _check_written_fields(row: Mapping[str, Any], where: str) -> None:
-    """Refuse the prediction fields a scored run writes as they are into
-    evaluation_summary.json (the model's name, error examples) when strict
-    UTF-8 JSON cannot hold them: NaN or Infinity (read from a ``NaN`` token), a
-    lone surrogate (``"\\ud800"``), nesting too deep to write. A fingerprint
-    that is not a string would be no fingerprint."""
-    fingerprint = row.get("data_fingerprint")
-    if fingerprint is not None and type(fingerprint) is not str:
-        raise RosetrainError(f"{where}: field 'data_fingerprint' must be a string, got {fingerprint!r:.100}")
-    for field in ("model", "error"):
-        value = row.get(field)
-        if value is None or (type(value) is str and value.isascii()):  # the usual rows, at once
-            continue
-        try:
-            json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise RosetrainError(
-                f"{where}: field {field!r} holds a lone surrogate, which UTF-8 text cannot hold"
-            ) from None
-        except ValueError:
-            raise RosetrainError(
-                f"{where}: field {field!r} holds NaN or Infinity, which JSON cannot hold"
-            ) from None
-        except RecursionError:
-            raise RosetrainError(f"{where}: field {field!r} is nested too deeply to write") from None

@@ -170,7 +170,7 @@ def evaluate(
     are more than ``max_error_rate`` of the items, the results are written and
     then a RosetrainError says so (a rerun asks those items again).
     """
-    from rosetrain.core.io import atomic_write, output_lock, remove_atomic_temps
+    from rosetrain.core.io import atomic_write, claim_outputs, output_lock, remove_atomic_temps
     from rosetrain.core.jsonio import json_text
 
     out = Path(out_dir)
@@ -211,6 +211,7 @@ def evaluate(
     }
     with output_lock(out, "this eval run"):  # a second eval into `out` is refused
         remove_atomic_temps(out)  # half-written files of a killed run
+        claim_outputs(out / PREDICTIONS_FILE, out / RUN_FILE)  # never appended to a foreign file
         check_same_settings(out, settings)
         atomic_write(out / RUN_FILE, json_text({**settings, "finished": False}))
         predictions, stats = predict_missing(

@@ -45,20 +45,6 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def run_model(predictions: Mapping[str, Mapping], fallback: str | None) -> str | None:
-    """The model a run scores, as the official evaluator names it: the one model
-    the predictions name, else ``fallback`` (the predictions file's stem). Rows
-    naming several models are named together, comma-separated."""
-    names = sorted(
-        {
-            str(p["model"]).strip()
-            for p in predictions.values()
-            if p.get("model") is not None and str(p["model"]).strip()
-        }
-    )
-    return ",".join(names) if names else fallback
-
-
 def check_coverage(gold_ids: Sequence[str], predictions: Mapping[str, Any], allow_partial: bool) -> None:
     """A gold item without a prediction is an error listing the first missing
     ids, unless ``allow_partial``; a prediction for an id outside the split is
