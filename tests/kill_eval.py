@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 
-import rosetrain.evaluation.predictions as predictions
+import rosetrain.data.predictions as predictions
 from rosetrain.cli import main
 
 

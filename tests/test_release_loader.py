@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.data.release import load_split, read_predictions, split_files
+from rosetrain.data.predictions import read_predictions
+from rosetrain.data.release import load_split, split_files
 
 ROSE_DIR = Path(__file__).resolve().parent / "data" / "rose-v0.1"
 GLOBAL_BRIDGE = "metadata_test_global_click_bridge.jsonl"

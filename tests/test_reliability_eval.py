@@ -404,12 +404,12 @@ def test_disk_full_or_permission_denied_while_writing(
 def test_disk_full_while_saving_predictions(split_dir, tmp_path, capsys, monkeypatch):
     import errno
 
-    import rosetrain.evaluation.predictions
+    import rosetrain.data.predictions
 
     def disk_full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(rosetrain.evaluation.predictions.os, "fsync", disk_full)
+    monkeypatch.setattr(rosetrain.data.predictions.os, "fsync", disk_full)
     with serve_in_subprocess(split_dir) as base_url:
         assert cli_main(["eval", *eval_command(base_url, split_dir, tmp_path / "run", model="m")]) == 2
     assert "No space left on device" in one_line_error(capsys, "eval")

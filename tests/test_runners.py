@@ -16,8 +16,7 @@ from fake_openai_server import GARBAGE, REFUSED_POSITION, behaviour, fetch_stats
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
-from rosetrain.data.release import read_predictions
-from rosetrain.evaluation.predictions import PredictionWriter, prediction_row, repair_tail
+from rosetrain.data.predictions import PredictionWriter, prediction_row, read_predictions, repair_tail
 from rosetrain.runners import make_runner
 
 KEY_ENV = "ROSETRAIN_TEST_FAKE_KEY"
@@ -91,7 +90,7 @@ def test_a_killed_writer_process_leaves_a_readable_file(tmp_path):
     """SIGKILL a process appending rows as fast as it can; every row it left must parse."""
     path = tmp_path / "predictions.jsonl"
     script = textwrap.dedent(f"""
-        from rosetrain.evaluation.predictions import PredictionWriter, prediction_row
+        from rosetrain.data.predictions import PredictionWriter, prediction_row
         with PredictionWriter({str(path)!r}) as writer:
             i = 0
             while True:

@@ -15,7 +15,8 @@ from conftest import generate_smoke_split
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
-from rosetrain.data.release import line_chunks, read_predictions
+from rosetrain.data.predictions import read_predictions
+from rosetrain.data.release import line_chunks
 from rosetrain.scoring import split as split_module
 from rosetrain.scoring.batch import check_coverage
 from rosetrain.scoring.split import score_split

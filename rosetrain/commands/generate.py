@@ -65,6 +65,18 @@ def add_arguments(parser) -> None:
         help="local: --num-proc processes; ray: one Ray task per shard on the cluster "
         "ray.init() finds (RAY_ADDRESS, else a local one); pip install 'rosetrain[ray]'",
     )
+    parser.add_argument(
+        "--push-to-hub",
+        default=None,
+        metavar="OWNER/NAME",
+        help="then upload the folder's finished splits and its dataset card (README.md) to this "
+        "Hub dataset repo (created if missing); needs a token (HF_TOKEN or `hf auth login`). "
+        "Rerunning a finished command with it only pushes",
+    )
+    parser.add_argument("--private", action="store_true", help="with --push-to-hub: create the repo private")
+    parser.add_argument(
+        "--hub-revision", default=None, metavar="BRANCH", help="with --push-to-hub: push to this branch"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -97,6 +109,14 @@ def run(args) -> int:
 
     if args.merge is not None and (args.shard or args.engine != "local"):
         raise RosetrainError("--merge joins finished --shard jobs: it takes no --shard or --engine")
+    if args.push_to_hub is not None:  # refused before any work: offline, no token, a bad repo id
+        from rosetrain.data.publish import check_push
+
+        if args.shard:
+            raise RosetrainError(
+                "--push-to-hub: a --shard job's folder is part of a split; push with --merge"
+            )
+        check_push(args.push_to_hub)
     if getattr(args, "owns_process", False) and args.engine == "local":  # Ray's driver may want pandas
         refuse_pandas()
     spec = load_spec(find_config("spec", args.spec))
@@ -124,5 +144,18 @@ def run(args) -> int:
         if note:  # before anything is written: a split that fills the disk hours in helps nobody
             print(f"rosetrain generate: note: {note}", file=sys.stderr)
         summary = run_job(job, overwrite=args.overwrite, progress=not args.quiet)
+    if job.shard_of is None:  # a --shard job's folder is a part: its --merge writes the card
+        from rosetrain.data.card import card_for_job
+
+        card = card_for_job(job, args.spec, args.out, args.shard_size, args.exclude)
+        summary["card"] = None if card.path is None else str(card.path)
+        if card.note:
+            print(f"rosetrain generate: note: {card.note}", file=sys.stderr)
+    if args.push_to_hub is not None:
+        from rosetrain.data.publish import push_folder
+
+        summary["pushed"] = push_folder(
+            job.out_dir, args.push_to_hub, private=args.private, revision=args.hub_revision
+        )
     print(json.dumps(summary))
     return 0

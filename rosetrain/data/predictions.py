@@ -1,15 +1,21 @@
-"""Append-only ``predictions.jsonl`` for runs that survive interrupts.
+"""The predictions format: ``predictions.jsonl``, one row per item,
+``{"item_id", "raw_text", "model", "error"}`` (the official evaluator's four
+fields) plus rosetrain's ``data_fingerprint``. This module owns it: the row
+(:func:`prediction_row`), the strict reader the scorer and a resumed run share
+(:func:`read_predictions`), the model a run is named after
+(:func:`predictions_model`), the data check (:func:`check_same_data`) and the
+append-only writer of runs that survive interrupts (:class:`PredictionWriter`).
+Standard library and msgspec only, so ``rosetrain score`` stays light.
 
-Each row ``{"item_id", "raw_text", "model", "error", "data_fingerprint"}`` is
-written as one whole line and flushed to the operating system before the next
-item, so a killed or interrupted process loses at most the items in flight; the
-file is fsync'd at most once a second and on close, so a machine crash loses at
-most the last second's answers (an fsync per line made every item wait on the
-disk: on the benchmark's tiny model, 0.84 of the bare loop's wall-clock speed,
-against 1.05 with one fsync a second). A write cut short leaves a last line without its newline:
-:func:`repair_tail` truncates it, and the item is simply asked again. After
-that repair the file is read with the scorer's reader
-(``rosetrain.data.release.read_predictions``), so both agree on what is valid.
+The writer writes each row as one whole line and flushes it to the operating
+system before the next item, so a killed or interrupted process loses at most
+the items in flight; the file is fsync'd at most once a second and on close, so
+a machine crash loses at most the last second's answers (an fsync per line made
+every item wait on the disk: on the benchmark's tiny model, 0.84 of the bare
+loop's wall-clock speed, against 1.05 with one fsync a second). A write cut
+short leaves a last line without its newline: :func:`repair_tail` truncates it,
+and the item is simply asked again. After that repair the file is read with
+:func:`read_predictions`, so the scorer and a resumed run agree on what is valid.
 
 ``data_fingerprint`` (``rosetrain.data.release.split_fingerprint``) names the
 data the answer belongs to: item ids repeat across specs and seeds, so a
@@ -26,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_write
+from rosetrain.core.io import atomic_write, iter_jsonl
 from rosetrain.core.jsonio import jsonl_text
-from rosetrain.data.release import read_predictions, short_fingerprint
+from rosetrain.data.release import short_fingerprint
 
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
 SYNC_SECONDS = 1.0  # fsync a predictions file at most this often (and on close)
@@ -177,3 +183,110 @@ class PredictionWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """``item_id -> row`` of a predictions JSONL (rows ``{"item_id", "raw_text", "model", "error"}``).
+
+    A line that is not a JSON object with a string ``item_id`` fails with its
+    line number; an item id given twice fails naming the id and both lines; so
+    does a ``data_fingerprint`` that is not a string, and a ``model`` or
+    ``error`` that the run's JSON files could not hold (see
+    :func:`_check_written_fields`).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise RosetrainError(
+            f"{path}: is a folder; expected a predictions .jsonl file "
+            "(an eval run keeps it as predictions.jsonl)"
+        )
+    if not path.is_file():
+        what = "not a regular file (a device or a pipe)" if path.exists() else "no such predictions file"
+        raise RosetrainError(f"{path}: {what}")
+    rows = _read_predictions_at_once(path)
+    return rows if rows is not None else _read_predictions_by_line(path)
+
+
+def _read_predictions_at_once(path: Path) -> dict[str, dict[str, Any]] | None:
+    """``read_predictions`` of a file without a blank or bad line, decoded in
+    one call; None at the first doubt (read it line by line then: its error
+    names the line)."""
+    import msgspec
+
+    try:
+        data = path.read_bytes()
+        decoded = msgspec.json.Decoder().decode_lines(data)
+    except (OSError, ValueError, RecursionError, msgspec.MsgspecError):
+        return None
+    if len(decoded) != data.count(b"\n") + (not data.endswith(b"\n")):
+        return None  # blank lines: the line numbers would not be the rows'
+    rows: dict[str, dict[str, Any]] = {}
+    for row in decoded:
+        item_id = row.get("item_id") if type(row) is dict else None
+        if type(item_id) is not str or not item_id or item_id in rows:
+            return None
+        try:
+            _check_written_fields(row, "")
+        except RosetrainError:
+            return None
+        rows[item_id] = row
+    return rows
+
+
+def _read_predictions_by_line(path: Path) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    for number, row in iter_jsonl(path):
+        item_id = row.get("item_id")
+        if not isinstance(item_id, str) or not item_id:
+            raise RosetrainError(f"{path}:{number}: a prediction needs a string 'item_id'")
+        _check_written_fields(row, f"{path}:{number}")
+        if item_id in rows:
+            raise RosetrainError(
+                f"{path}:{number}: duplicate prediction for item_id "
+                f"{item_id!r} (first at line {lines[item_id]})"
+            )
+        rows[item_id] = row
+        lines[item_id] = number
+    return rows
+
+
+def _check_written_fields(row: Mapping[str, Any], where: str) -> None:
+    """Refuse the prediction fields a scored run writes as they are into
+    evaluation_summary.json (the model's name, error examples) when strict
+    UTF-8 JSON cannot hold them: NaN or Infinity (read from a ``NaN`` token), a
+    lone surrogate (``"\\ud800"``), nesting too deep to write. A fingerprint
+    that is not a string would be no fingerprint."""
+    fingerprint = row.get("data_fingerprint")
+    if fingerprint is not None and type(fingerprint) is not str:
+        raise RosetrainError(f"{where}: field 'data_fingerprint' must be a string, got {fingerprint!r:.100}")
+    for field in ("model", "error"):
+        value = row.get(field)
+        if value is None or (type(value) is str and value.isascii()):  # the usual rows, at once
+            continue
+        try:
+            json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise RosetrainError(
+                f"{where}: field {field!r} holds a lone surrogate, which UTF-8 text cannot hold"
+            ) from None
+        except ValueError:
+            raise RosetrainError(
+                f"{where}: field {field!r} holds NaN or Infinity, which JSON cannot hold"
+            ) from None
+        except RecursionError:
+            raise RosetrainError(f"{where}: field {field!r} is nested too deeply to write") from None
+
+
+def predictions_model(predictions: Mapping[str, Mapping[str, Any]], fallback: str | None) -> str | None:
+    """The model a run scores, as the official evaluator names it: the one model
+    the predictions name, else ``fallback`` (the predictions file's stem). Rows
+    naming several models are named together, comma-separated."""
+    names = sorted(
+        {
+            str(p["model"]).strip()
+            for p in predictions.values()
+            if p.get("model") is not None and str(p["model"]).strip()
+        }
+    )
+    return ",".join(names) if names else fallback
