@@ -128,3 +128,17 @@ def test_train_check_validates_a_changed_key_before_it_reports_the_old_checkpoin
     # a good new key that changes what trains: the checkpoint may not resume with it
     assert cli(*check, "--set", "learning_rate=0.5") == 2
     assert "checkpoint-5 of a run with another recipe" in capsys.readouterr().err
+
+
+def test_fsdp_on_a_machine_without_a_gpu_is_refused_not_run_as_ddp(
+    tmp_path, tiny_model_dir, monkeypatch, capsys
+):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")  # what accelerate launch sets for fsdp.yaml
+    check = ("train", "sft", "--recipe", "tiny-sft", "--check", "--set", f"model={tiny_model_dir}")
+    assert cli(*check, "--set", f"output_dir={tmp_path / 'out'}") == 2
+    assert "FSDP" in capsys.readouterr().err
+    monkeypatch.delenv("ACCELERATE_USE_FSDP")
+    assert cli(*check, "--set", f"output_dir={tmp_path / 'out'}") == 0

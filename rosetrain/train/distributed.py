@@ -43,8 +43,30 @@ def cpu_group_settings(gpu: bool) -> dict[str, Any]:
     return {"use_cpu": True, "ddp_backend": "gloo"}
 
 
+def fsdp_launched() -> bool:
+    """``accelerate launch`` with an FSDP config (recipes/accelerate/fsdp.yaml) says so here."""
+    return os.environ.get("ACCELERATE_USE_FSDP", "").strip().lower() in ("true", "1", "yes")
+
+
+def check_fsdp_device(args: Any) -> None:
+    """FSDP shards over CUDA GPUs; without one, accelerate and the trainer fall back
+    to plain data parallel (every process a whole model) without a word: refused."""
+    if not (fsdp_launched() or getattr(args, "fsdp", None)):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RosetrainError(
+            "FSDP (accelerate launch --config_file recipes/accelerate/fsdp.yaml, or the trainer's fsdp "
+            "setting) needs CUDA GPUs; on this machine without one it would silently run plain DDP, "
+            "each process holding the whole model: launch with recipes/accelerate/ddp.yaml and --cpu instead"
+        )
+
+
 def check_distributed(args: Any) -> None:
-    """Refuse N launched processes that the trainer would run as N separate trainings."""
+    """Refuse N launched processes that the trainer would run as N separate trainings,
+    and FSDP where it would not shard."""
+    check_fsdp_device(args)
     launched = launched_world_size()
     if launched == 1:
         return
