@@ -350,7 +350,9 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
         summary["merged"] = str(save_merged(trainer, recipe, processor))
     if trainer.is_world_process_zero():
         from rosetrain.core.io import atomic_write
+        from rosetrain.train.card import write_model_cards
 
+        write_model_cards(recipe, summary)  # names the base model, data, method (TRL's: "[None]")
         atomic_write(Path(recipe.output_dir) / "train_summary.json", json.dumps(summary, indent=2))
     return summary
 

@@ -1,0 +1,141 @@
+"""A trained model's card: ``README.md`` in the folders ``rosetrain train`` saves.
+
+TRL's own card says "fine-tuned version of [None]" (it is never told the base
+model) and peft's names only a path. rosetrain knows what the model is: its
+base (the recipe's ``model``), its data (a spec stream, or a generated folder
+and the spec, sha256, seed and scenes its manifest records), the method (SFT or
+GRPO, LoRA or full), the rosetrain and TRL versions, and the recipe itself, so
+the card (``huggingface_hub.ModelCard``) says all of that, with the command.
+It is written to ``checkpoint-final/`` and ``merged/`` (when saved), the
+folders a user loads or pushes, replacing the card peft wrote there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rosetrain import __version__
+from rosetrain.core.io import atomic_write
+from rosetrain.train.recipe import Recipe, recipe_to_dict
+
+CARD_NAME = "README.md"
+
+
+def _shown(path: str) -> str:
+    """A path as the recipe gave it, or its name when absolute (a card holds no path of this machine)."""
+    return Path(path).name if os.path.isabs(path) else path
+
+
+def _is_local(model: str) -> bool:
+    return Path(model).expanduser().exists()
+
+
+def data_description(recipe: Recipe) -> tuple[str, str]:
+    """(one line for the card's table, the data's name for its tags)."""
+    data = recipe.data
+    if data.spec is not None:
+        spec = Path(data.spec)
+        digest = hashlib.sha256(spec.read_bytes()).hexdigest()[:12] if spec.is_file() else "unknown"
+        return f"stream of spec `{_shown(data.spec)}` (sha256 `{digest}`), seed {data.seed}", spec.stem
+    from rosetrain.data.manifest import manifest_path
+
+    line = f"folder `{_shown(str(data.folder))}`, split `{data.split}`"
+    try:
+        manifest = json.loads(manifest_path(Path(str(data.folder)), data.split).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return line + " (no rosetrain manifest)", Path(str(data.folder)).name
+    spec = Path(str(manifest.get("spec")))
+    line += (
+        f": spec `{spec.name}` (sha256 `{str(manifest.get('spec_sha256'))[:12]}`), "
+        f"seed {manifest.get('seed')}, {manifest.get('scenes')} scenes"
+    )
+    return line + (f", max {data.max_rows} rows" if data.max_rows else ""), spec.stem
+
+
+def method_description(recipe: Recipe) -> str:
+    method = recipe.method.upper()
+    if recipe.lora is None:
+        return f"{method}, full fine-tuning"
+    lora = recipe.lora
+    vision = " + vision tower" if lora.vision else ""
+    return f"{method}, LoRA r={lora.r} alpha={lora.alpha} on {lora.target}{vision}"
+
+
+def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -> str:
+    from huggingface_hub import ModelCard, ModelCardData
+    from trl import __version__ as trl_version
+
+    data_line, data_name = data_description(recipe)
+    tags = ["rosetrain", "trl", recipe.method, "rose"] + (["lora"] if recipe.lora is not None else [])
+    card_data = ModelCardData(
+        # the Hub takes only a repo id here; a local base is named in the text
+        base_model=None if _is_local(recipe.model) else recipe.model,
+        library_name="peft" if adapter else "transformers",
+        pipeline_tag="image-text-to-text",
+        tags=tags,
+    )
+    loss = summary.get("train_loss")
+    rows = [
+        (
+            "base model",
+            f"`{_shown(recipe.model)}`" + (" (a local folder)" if _is_local(recipe.model) else ""),
+        ),
+        ("method", method_description(recipe)),
+        ("saved as", "a LoRA adapter" if adapter else "a full model"),
+        ("data", data_line),
+        ("held-out evaluation", f"`{_shown(recipe.eval.folder)}`" if recipe.eval.folder else "none"),
+        ("steps", str(summary.get("global_step"))),
+        ("mean training loss", f"{loss:.4f}" if isinstance(loss, float) else "n/a"),
+        ("rosetrain", __version__),
+        ("TRL", trl_version),
+    ]
+    source = _shown(str(recipe.source)) if getattr(recipe, "source", None) else "recipe.yaml"
+    recipe_yaml = yaml.safe_dump(recipe_to_dict(recipe), sort_keys=False).rstrip("\n")
+    body = [
+        f"# {recipe.method.upper()} of {_shown(recipe.model)} on {data_name}",
+        "",
+        f"Trained with [TRL](https://github.com/huggingface/trl) through rosetrain {__version__} "
+        f"(`rosetrain train {recipe.method}`), on ROSE-style grid tasks: counting and clicking the "
+        "cells of a grid that differ from the rest.",
+        "",
+        "| | |",
+        "|---|---|",
+        *[f"| {key} | {value} |" for key, value in rows],
+        "",
+        "## Command",
+        "",
+        "```bash",
+        f"rosetrain train {recipe.method} --recipe {source}",
+        "```",
+        "",
+        "The recipe as it ran (`--set` overrides applied; also `rosetrain_recipe.yaml` in the "
+        "output folder):",
+        "",
+        "```yaml",
+        recipe_yaml,
+        "```",
+        "",
+    ]
+    return str(ModelCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(body)))
+
+
+def write_model_cards(recipe: Recipe, summary: Mapping[str, Any]) -> list[Path]:
+    """The card in every folder the run saved a model in (replacing peft's). The
+    output folder's own README.md, TRL's running card, is left to TRL: rosetrain
+    replaces only files it wrote there."""
+    from rosetrain.models.loading import ADAPTER_CONFIG
+
+    written = []
+    for key in ("final", "merged"):
+        folder = Path(str(summary[key])) if summary.get(key) else None
+        if folder is not None and folder.is_dir():
+            adapter = (folder / ADAPTER_CONFIG).is_file()
+            written.append(atomic_write(folder / CARD_NAME, model_card_text(recipe, summary, adapter)))
+    return written

@@ -1,0 +1,305 @@
+"""The Hub out: a generated folder's dataset card, its upload, and a trained model's card.
+
+Offline throughout: the card is checked against what ``datasets`` reads back
+from the folder and what huggingface_hub's card parser reads; the upload runs
+huggingface_hub's own ``upload_folder`` with the network calls stood in for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from unittest.mock import ANY
+
+import pytest
+
+from rosetrain.cli import main as cli_main
+
+SPLIT_SCENES = 6
+
+
+def _generate(out: Path, split: str = "test", scenes: int = SPLIT_SCENES, *extra: str) -> int:
+    command = ["generate", "--spec", "rose-protocol", "--out", str(out), "--split", split]
+    command += ["--scenes", str(scenes), "--seed", "5", "--num-proc", "1", "--quiet", *extra]
+    return cli_main(command)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """A layout-rose folder (bridge files) with two splits, release and Parquet."""
+    out = tmp_path_factory.mktemp("card") / "data"
+    assert _generate(out, "test") == 0
+    assert _generate(out, "dev", 3) == 0
+    return out
+
+
+def _card(folder: Path):
+    from huggingface_hub import DatasetCard
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the parser must read it without a warning
+        return DatasetCard.load(folder / "README.md")
+
+
+def test_the_card_header_is_what_datasets_reads_back(folder):
+    import datasets
+
+    from rosetrain.data.hf import hf_features
+
+    card = _card(folder)
+    data = card.data.to_dict()
+    assert data["license"] == "apache-2.0" and data["pretty_name"] == "rosetrain rose-protocol"
+    assert {"image-text-to-text", "visual-question-answering"} <= set(data["task_categories"])
+    assert "rosetrain" in data["tags"]
+    [config], [info] = data["configs"], [data["dataset_info"]]
+    assert config["config_name"] == info["config_name"] == "default"
+    assert [f["split"] for f in config["data_files"]] == ["dev", "test"]
+    # the declared features are datasets' own YAML form of the Parquet schema
+    assert info["features"] == hf_features()._to_yaml_list()
+    whole = datasets.load_dataset(str(folder))  # datasets also checks num_examples against what it read
+    assert sorted(whole) == ["dev", "test"]
+    for split in info["splits"]:
+        assert whole[split["name"]].num_rows == split["num_examples"] > 0
+        assert whole[split["name"]].features == hf_features()
+    assert info["splits"][1]["num_examples"] == SPLIT_SCENES * 7  # T1..T5 and the two bridges
+
+
+def test_a_release_only_folder_is_read_from_its_metadata_files(tmp_path):
+    import datasets
+
+    out = tmp_path / "data"
+    assert _generate(out, "test", 2, "--formats", "release") == 0
+    infos = {info["config_name"]: info for info in _card(out).data.to_dict()["dataset_info"]}
+    # the bridges are in their own files, as in the ROSE release: each kind of file is a config
+    expected = {"default": 2 * 5, "global_click_bridge": 2, "matched_local_count_bridge": 2}
+    assert {name: info["splits"] for name, info in infos.items()} == {
+        name: [{"name": "test", "num_bytes": ANY, "num_examples": rows}] for name, rows in expected.items()
+    }
+    assert not any("features" in info for info in infos.values())  # a release row has its family's fields
+    for name, rows in expected.items():
+        assert datasets.load_dataset(str(out), name, split="test").num_rows == rows
+    whole = datasets.load_dataset(str(out))
+    assert whole["test"][0]["image"].startswith("images/")
+
+
+def test_the_card_body_names_spec_seed_version_mix_and_command(folder):
+    import rosetrain
+
+    text = (folder / "README.md").read_text()
+    spec_text = (
+        Path(rosetrain.__file__).parent / "resources" / "generators" / "rose-protocol.yaml"
+    ).read_text()
+    assert spec_text.strip() in text  # the spec itself, so the card alone reproduces the data
+    assert f"rosetrain {rosetrain.__version__}" in text
+    assert "| test | rose-protocol.yaml |" in text and f"| 5 | {SPLIT_SCENES} | {SPLIT_SCENES * 7} |" in text
+    for line in ("| T1_COUNT_GLOBAL | 3 | 6 |", "| T2B_COUNT_LOCAL_MATCHED | 3 | 6 |"):
+        assert line in text  # templates x splits (dev has 3 scenes, test 6)
+    assert "## Template x family" in text
+    assert "rosetrain generate --spec rose-protocol --out OUT --split test --scenes 6 --seed 5" in text
+    assert str(folder.parent) not in text and "/tmp" not in text  # no path of this machine
+
+
+def test_the_cards_command_remakes_the_folder_byte_for_byte(tmp_path, monkeypatch):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir(), two.mkdir()
+    monkeypatch.chdir(one)
+    assert _generate(Path("data"), "test", 4) == 0
+    text = (one / "data" / "README.md").read_text()
+    command = next(line for line in text.splitlines() if line.startswith("rosetrain generate"))
+    monkeypatch.chdir(two)
+    words = ["data" if word == "OUT" else word for word in shlex.split(command)[1:]]
+    assert cli_main([*words, "--num-proc", "1", "--quiet"]) == 0
+    files = sorted(p.relative_to(one).as_posix() for p in one.rglob("*") if p.is_file())
+    assert "data/README.md" in files and "data/.parts/card.json" in files
+    for name in files:
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+
+
+def test_a_readme_rosetrain_did_not_write_is_never_replaced(tmp_path, capsys):
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "README.md").write_text("# my notes\n")
+    assert _generate(out, "test", 2) == 0
+    assert (out / "README.md").read_text() == "# my notes\n"
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.splitlines()[-1])["card"] is None
+    assert "README.md: not the card rosetrain wrote" in captured.err and "left as it is" in captured.err
+    # rosetrain's own card is replaced on a rerun; once the user edits it, it is theirs
+    (out / "README.md").unlink()
+    assert _generate(out, "test", 2) == 0
+    assert "| test |" in (out / "README.md").read_text()
+    assert _generate(out, "dev", 2) == 0
+    assert "| dev |" in (out / "README.md").read_text()
+    edited = (out / "README.md").read_text() + "\nMy own words.\n"
+    (out / "README.md").write_text(edited)
+    assert _generate(out, "test", 2) == 0
+    assert (out / "README.md").read_text() == edited
+
+
+# ----------------------------------------------------------------- the upload
+
+
+@pytest.fixture
+def hub_standin(monkeypatch):
+    """huggingface_hub's upload_folder itself, with its calls to the Hub stood in for."""
+    from huggingface_hub import HfApi
+
+    calls: dict = {}
+    monkeypatch.setenv("HF_TOKEN", "hf_stand_in")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+
+    def create_repo(self, repo_id, **kwargs):
+        calls["create_repo"] = {"repo_id": repo_id, **kwargs}
+
+    def create_branch(self, repo_id, **kwargs):
+        calls["create_branch"] = {"repo_id": repo_id, **kwargs}
+
+    def create_commit(self, repo_id, operations, **kwargs):
+        calls["commit"] = {
+            "repo_id": repo_id,
+            "files": sorted(op.path_in_repo for op in operations),
+            **kwargs,
+        }
+
+    monkeypatch.setattr("huggingface_hub.hf_api.is_xet_available", lambda: False)  # one create_commit
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "create_branch", create_branch)
+    monkeypatch.setattr(HfApi, "create_commit", create_commit)
+    monkeypatch.setattr(HfApi, "_validate_yaml", lambda self, **kwargs: calls.setdefault("validated", True))
+    return calls
+
+
+def test_push_uploads_the_finished_splits_and_the_card_only(tmp_path, hub_standin):
+    out = tmp_path / "data"
+    assert _generate(out, "test", 3) == 0
+    # what must never go up: a user's file, a killed run's temp file, an unfinished split's image
+    (out / "notes.txt").write_text("mine")
+    subset = next((out / "images").iterdir())
+    (subset / ".test-0000000.png.123-456.tmp").write_bytes(b"x")
+    (subset / "test-2-0000000.png").write_bytes(b"x")
+    assert (
+        _generate(out, "test", 3, "--push-to-hub", "me/rose-copy", "--private", "--hub-revision", "v1") == 0
+    )
+    assert hub_standin["create_repo"] == {
+        "repo_id": "me/rose-copy",
+        "repo_type": "dataset",
+        "private": True,
+        "exist_ok": True,
+    }
+    assert hub_standin["create_branch"]["branch"] == "v1"
+    commit = hub_standin["commit"]
+    assert commit["repo_id"] == "me/rose-copy" and commit["repo_type"] == "dataset"
+    assert commit["revision"] == "v1" and hub_standin["validated"]
+    expected = {"README.md", "metadata_test.jsonl"}
+    expected |= {
+        f"metadata_test_{tag}.jsonl" for tag in ("global_click_bridge", "matched_local_count_bridge")
+    }
+    expected |= {p.relative_to(out).as_posix() for p in (out / "hf" / "test").glob("shard-*.parquet")}
+    images = json.loads((out / ".parts" / "test.manifest.json").read_text())["files"]
+    expected |= {name for name in images if name.startswith("images/")}
+    assert set(commit["files"]) == expected and len(commit["files"]) == len(expected)
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"HF_HUB_OFFLINE": "1", "HF_TOKEN": "hf_x"}, "HF_HUB_OFFLINE is set"),
+        ({}, "no Hugging Face token"),
+    ],
+)
+def test_push_is_refused_before_any_work(tmp_path, env, message):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    clean.update(env, HF_HOME=str(tmp_path / "hf-home"))  # no stored token there
+    out = tmp_path / "data"
+    code = "import sys, rosetrain.cli as c; sys.exit(c.main(sys.argv[1:]))"
+    args = ["generate", "--spec", "smoke", "--out", str(out), "--scenes", "1", "--push-to-hub", "me/x"]
+    found = subprocess.run([sys.executable, "-c", code, *args], env=clean, capture_output=True, text=True)
+    assert found.returncode == 2 and message in found.stderr
+    assert len(found.stderr.strip().splitlines()) == 1 and "Traceback" not in found.stderr
+    assert not out.exists()  # nothing generated, not even the folder
+
+
+def test_a_bad_repo_id_is_one_line(tmp_path, capsys):
+    assert _generate(tmp_path / "data", "test", 1, "--push-to-hub", "no-owner") == 2
+    assert "--push-to-hub: 'no-owner'" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
+
+
+# ----------------------------------------------------------------- a trained model's card
+
+TRAIN_SPEC = """
+name: t-card
+role: train
+namespace: t-card
+seed: 1
+rows: [3, 4]
+cols: [3, 4]
+cell_size: [28, 28]
+image_multiple: 28
+exceptions: [1, 3]
+negative_rate: 0.1
+families: [attribute]
+"""
+
+
+def test_a_trained_model_names_its_base_data_method_and_version(tmp_path, tiny_model_dir):
+    import yaml
+    from huggingface_hub import ModelCard
+
+    import rosetrain
+
+    (tmp_path / "spec.yaml").write_text(TRAIN_SPEC)
+    data = tmp_path / "train-data"
+    args = ["generate", "--spec", str(tmp_path / "spec.yaml"), "--out", str(data), "--split", "train"]
+    assert cli_main([*args, "--scenes", "4", "--num-proc", "1", "--quiet"]) == 0
+    recipe = {
+        "method": "sft",
+        "model": str(tiny_model_dir),
+        "output_dir": str(tmp_path / "run"),
+        "data": {"folder": str(data)},
+        "eval": {"folder": None},
+        "max_steps": 2,
+        "per_device_train_batch_size": 4,
+        "save_steps": 100,
+        "lora": {"r": 8, "alpha": 16, "dropout": 0.0},
+        "cpu_threads": 1,
+        "save_merged": True,
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    assert (
+        cli_main(["train", "sft", "--recipe", str(tmp_path / "r.yaml"), "--set", "learning_rate=1e-3"]) == 0
+    )
+    sha = json.loads((data / ".parts" / "train.manifest.json").read_text())["spec_sha256"]
+    for folder, library in (("checkpoint-final", "peft"), ("merged", "transformers")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            card = ModelCard.load(tmp_path / "run" / folder / "README.md")
+        assert card.data.library_name == library
+        assert {"rosetrain", "trl", "sft", "lora"} <= set(card.data.tags)
+        assert card.data.base_model is None  # a local folder is no Hub id: named in the text
+        text = card.text
+        assert "[None]" not in text and f"`{tiny_model_dir.name}` (a local folder)" in text
+        assert "SFT, LoRA r=8 alpha=16" in text
+        assert f"spec `spec.yaml` (sha256 `{sha[:12]}`), seed 1, 4 scenes" in text
+        assert f"| rosetrain | {rosetrain.__version__} |" in text and "| steps | 2 |" in text
+        assert "rosetrain train sft --recipe r.yaml" in text and "learning_rate: 0.001" in text
+        assert str(tmp_path) not in text.split("```yaml")[0]  # the table and command: no machine paths
+
+
+def test_a_hub_base_model_is_the_cards_base_model():
+    from rosetrain.train.card import model_card_text
+    from rosetrain.train.recipe import recipe_from_dict
+
+    recipe = recipe_from_dict(
+        {"method": "grpo", "model": "Qwen/Qwen2.5-VL-3B-Instruct", "output_dir": "run", "max_steps": 5,
+         "data": {"spec": "generators/curriculum.yaml"}, "lora": None}
+    )  # fmt: skip
+    card = model_card_text(recipe, {"global_step": 5}, adapter=False)
+    assert "base_model: Qwen/Qwen2.5-VL-3B-Instruct" in card and "GRPO, full fine-tuning" in card
+    assert "library_name: transformers" in card
