@@ -19,8 +19,9 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.formats import pct
+from rosetrain.data.predictions import PredictionWriter, prediction_row
 from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
-from rosetrain.evaluation.predictions import PredictionWriter, prediction_row
+from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "eval_run.json"
@@ -150,7 +151,7 @@ def evaluate(
     runner: Any = "transformers",
     limit: int | None = None,
     batch_size: int | None = None,
-    max_new_tokens: int = 256,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     concurrency: int = 8,
     base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
