@@ -233,7 +233,7 @@ def test_renames_finds_what_it_should(source, expected):
 # convert, with how many such raises each may hold: ceilings that only go down.
 FLAG = re.compile(r"(?:^|[\s`(])--[a-z]")
 OTHER_PROGRAMS_FLAGS = {
-    "rosetrain.train.distributed": ("--cpu",),  # accelerate launch --cpu
+    "rosetrain.train.distributed": ("--cpu", "--config_file"),  # accelerate launch's
     "rosetrain.integrations.lmms_eval.export": ("--log_samples",),  # lmms-eval's
 }
 FLAG_DEBT = {

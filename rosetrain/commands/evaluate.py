@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rosetrain.commands import add_bridges_flags
 from rosetrain.core.errors import RosetrainError
+from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="items per generate call (default: transformers 8, vllm 256); for openai, "
         "the items a fresh run tries before giving up if all fail (32)",
     )
-    parser.add_argument("--max-new-tokens", type=int, help="default 256 (or the suite's)")
+    parser.add_argument(
+        "--max-new-tokens", type=int, help=f"default {DEFAULT_MAX_NEW_TOKENS} (or the suite's)"
+    )
     parser.add_argument("--limit", type=int, help="only the first N items of the split")
     parser.add_argument(
         "--concurrency", type=int, default=8, help="requests in flight at once (openai runner)"
@@ -122,7 +125,9 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
         raise RosetrainError("give --data DIR (a ROSE release folder) or --suite eval/X.yaml")
     split = args.split or (suite.split if suite else "test")
     limit = args.limit if args.limit is not None else (suite.limit if suite else None)
-    max_new_tokens = args.max_new_tokens or (suite.max_new_tokens if suite else None) or 256
+    max_new_tokens = (
+        args.max_new_tokens or (suite.max_new_tokens if suite else None) or DEFAULT_MAX_NEW_TOKENS
+    )
     return data, split, limit, max_new_tokens
 
 
