@@ -8,7 +8,11 @@ from rosetrain.models.tiny import MODEL_FAMILIES, SIZES  # no torch at import: t
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="folder to write (replaced if it exists)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="folder to write (a model folder rosetrain wrote there is replaced; anything else is refused)",
+    )
     parser.add_argument(
         "--size",
         choices=list(SIZES),

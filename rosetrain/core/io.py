@@ -219,17 +219,7 @@ class _Owned:
         lock file and no marker), whose files are all taken as its own."""
         if not self.marker.exists():
             return None if (self.folder / LOCK_NAME).is_file() else set()
-        try:
-            found = json.loads(self.marker.read_text(encoding="utf-8"))
-            files = found["files"]
-            if not (isinstance(files, list) and all(isinstance(name, str) for name in files)):
-                raise ValueError("'files' is not a list of names")
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
-            raise RosetrainError(
-                f"{self.marker}: corrupt rosetrain marker ({err}); without it rosetrain cannot tell "
-                f"which files it wrote, so it changes nothing: choose another output folder"
-            ) from None
-        return set(files)
+        return _read_marker(self.marker)
 
     def claim(self, path: Path) -> None:
         """Refuse to replace a file rosetrain did not write; record the name first."""
@@ -248,6 +238,54 @@ class _Owned:
         atomic_write(
             self.marker, json.dumps({"written_by": "rosetrain", "files": sorted(self.claimed)}, indent=1)
         )
+
+
+def _read_marker(marker: Path) -> set[str]:
+    """The names an ownership marker lists; an unreadable one is an error."""
+    try:
+        found = json.loads(marker.read_text(encoding="utf-8"))
+        files = found["files"]
+        if not (isinstance(files, list) and all(isinstance(name, str) for name in files)):
+            raise ValueError("'files' is not a list of names")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        raise RosetrainError(
+            f"{marker}: corrupt rosetrain marker ({err}); without it rosetrain cannot tell "
+            f"which files it wrote, so it changes nothing: choose another output folder"
+        ) from None
+    return set(files)
+
+
+def check_replaceable_folder(path: str | os.PathLike, what: str) -> None:
+    """Refuse to replace ``path`` as a whole (a model folder rosetrain builds) unless
+    it is missing, an empty folder, or a folder whose every entry its
+    ``.rosetrain.json`` names (one :func:`mark_folder` wrote): never a user's
+    folder, file or link. ``what`` names the option (``--out``)."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        raise RosetrainError(
+            f"{what} {path}: exists and is not a folder; rosetrain never replaces it: choose another {what}"
+        )
+    entries = {entry.name for entry in path.iterdir()} - {MARKER_NAME}
+    if not entries:
+        return
+    marker = path / MARKER_NAME
+    foreign = sorted(entries - _read_marker(marker)) if marker.is_file() else sorted(entries)
+    if foreign:
+        raise RosetrainError(
+            f"{what} {path}: holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}, which "
+            f"rosetrain did not write (its {MARKER_NAME} does not name it); rosetrain replaces only a "
+            f"folder it wrote: choose another {what}, or an empty folder"
+        )
+
+
+def mark_folder(path: str | os.PathLike) -> None:
+    """Name every entry of a folder rosetrain has just written, in its ``.rosetrain.json``,
+    so a later run may replace it as a whole (:func:`check_replaceable_folder`)."""
+    path = Path(path)
+    names = sorted(entry.name for entry in path.iterdir() if entry.name != MARKER_NAME)
+    atomic_write(path / MARKER_NAME, json.dumps({"written_by": "rosetrain", "files": names}, indent=1))
 
 
 def _claim(path: Path) -> None:

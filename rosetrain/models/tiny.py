@@ -34,7 +34,7 @@ from typing import Any
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_path
+from rosetrain.core.io import atomic_path, check_replaceable_folder, mark_folder
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -418,15 +418,18 @@ def count_parameters(model) -> int:
 def build_tiny_model(
     out_dir: str | os.PathLike, size: str = "tiny", seed: int = 0, family: str = "qwen2-vl"
 ) -> Path:
-    """Build model + processor and save them to ``out_dir`` (replaced atomically)."""
+    """Build model + processor and save them to ``out_dir`` (replaced atomically, and only
+    when it is missing, empty, or a folder this function wrote)."""
     spec, family = _check_size(size), _check_family(family)
     out = Path(out_dir)
+    check_replaceable_folder(out, "--out")  # never a user's folder or file, before any work
     tokenizer = build_tokenizer(seed, spec.vocab_size)
     processor = build_processor(tokenizer, size, family)
     model = build_model(tokenizer, size, seed, family)
     with atomic_path(out) as tmp:  # an old folder is removed only after the new one is in place
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
+        mark_folder(tmp)  # so a rebuild may replace it, and only then
     return out
 
 
