@@ -43,12 +43,33 @@ COMMANDS = {
 }
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help says its default: appended (``(default: 8)``, ``(default:
+    none)``) unless the help already says it in words; flags and required options
+    have none to say."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            not action.option_strings  # a positional is always given
+            or action.nargs == 0  # a flag: off unless given
+            or action.required
+            or action.default is argparse.SUPPRESS
+            or "default" in text
+        ):
+            return text
+        shown = "none" if action.default is None else "%(default)s"
+        return f"{text} (default: {shown})" if text else f"default: {shown}"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rosetrain", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"rosetrain {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        sub_parser = sub.add_parser(
+            name, help=help_text, description=help_text, formatter_class=HelpFormatter
+        )
         if name == command:  # only the chosen command's module is imported
             importlib.import_module(module_name).add_arguments(sub_parser)
     return parser

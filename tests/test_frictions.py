@@ -142,3 +142,32 @@ def test_fsdp_on_a_machine_without_a_gpu_is_refused_not_run_as_ddp(
     assert "FSDP" in capsys.readouterr().err
     monkeypatch.delenv("ACCELERATE_USE_FSDP")
     assert cli(*check, "--set", f"output_dir={tmp_path / 'out'}") == 0
+
+
+def test_every_option_says_its_default():
+    """A flag is off unless given and a required option has none; any other option's
+    help says what it is when left out."""
+    import argparse
+
+    from rosetrain.cli import COMMANDS, HelpFormatter, build_parser
+
+    silent = []
+    for name in COMMANDS:
+        parser = build_parser(name)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+        formatter = HelpFormatter(name)
+        for action in sub._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            text = formatter._get_help_string(action) or ""
+            if not action.help or (action.nargs != 0 and not action.required and "default" not in text):
+                silent.append(f"{name} {action.option_strings[0]}")
+    assert silent == []
+
+
+def test_eval_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit):
+        cli("eval", "--help")
+    out = " ".join(capsys.readouterr().out.split())
+    assert "requests in flight at once (openai runner) (default: 8)" in out
+    assert "transformers: the model in this process" in out and "(default: transformers)" in out

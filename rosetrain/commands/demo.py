@@ -12,7 +12,7 @@ def add_arguments(parser) -> None:
         default="runs/demo",
         help="output folder (rerun to resume); everything the demo writes goes under it",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data, training and evaluation")
     parser.add_argument(
         "--seeds",
         default=None,
@@ -34,8 +34,18 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--grpo-steps", type=int, default=None, help="override GRPO's max_steps (0 skips GRPO)"
     )
-    parser.add_argument("--heldout-scenes", type=int, default=None)
-    parser.add_argument("--family-scenes", type=int, default=None)
+    parser.add_argument(
+        "--heldout-scenes",
+        type=int,
+        default=None,
+        help="held-out scenes of the trained family, x 7 tasks (default: 80)",
+    )
+    parser.add_argument(
+        "--family-scenes",
+        type=int,
+        default=None,
+        help="scenes of the held-out visual family, x 7 tasks (default: 30)",
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument(
         "--rebuild-base",
@@ -43,7 +53,7 @@ def add_arguments(parser) -> None:
         help="retrain the shipped base from scratch (recipes/demo-base-sft.yaml) into "
         "OUT/base, then stop; use it with --base OUT/base",
     )
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def demo_config(args):

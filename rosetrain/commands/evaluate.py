@@ -41,7 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--split", help="split name (default: test, or the suite's)")
     parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
-    parser.add_argument("--runner", default="transformers", choices=("transformers", "vllm", "openai"))
+    parser.add_argument(
+        "--runner",
+        default="transformers",
+        choices=("transformers", "vllm", "openai"),
+        help="transformers: the model in this process (CPU or GPU); vllm: a GPU; openai: an "
+        "OpenAI-compatible endpoint (--base-url)",
+    )
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument(
         "--api-key-env",

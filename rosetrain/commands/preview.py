@@ -9,10 +9,10 @@ PREVIEW_FIELDS = ("scene_id", "cell_size", "image")  # beyond what the release l
 
 def add_arguments(parser) -> None:
     parser.add_argument("data", help="a split folder in the ROSE release layout")
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", help="split name")
     parser.add_argument("--out", default=None, help="PNG path (default: DATA/preview_<split>.png)")
     parser.add_argument("--limit", type=int, default=24, help="number of scenes on the sheet")
-    parser.add_argument("--columns", type=int, default=6)
+    parser.add_argument("--columns", type=int, default=6, help="scenes per row of the sheet")
     parser.add_argument(
         "--template", default=None, help="outline only this task's region, e.g. T5_CLICK_COUNT_EXCLUSION"
     )

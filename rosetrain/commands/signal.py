@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data", required=True, help="split folder (release layout, e.g. from rosetrain generate)"
     )
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", help="split name")
     parser.add_argument(
         "--recipe",
         default=None,
