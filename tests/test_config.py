@@ -248,3 +248,28 @@ def test_a_heldout_check_bigger_than_memory_is_refused_with_the_estimate(tmp_pat
         match=r"heldout_scenes \(1000000 scenes\): needs about 190.7 MiB of memory, more than the 100.0 MiB free",
     ):
         load_spec(path)
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        (
+            "data.shuffle_buffer=1e6",
+            "data.shuffle_buffer 1000000 (1000008 rows held at once, about 1024 KiB each)",
+        ),
+        ("per_device_train_batch_size=65536", "per_device_train_batch_size 65536 (65792 rows held at once"),
+    ],
+)
+def test_rows_held_at_once_beyond_free_memory_are_refused_with_the_estimate(
+    tmp_path, monkeypatch, override, expected
+):
+    from rosetrain.core import memory
+    from rosetrain.train.preflight import check_memory
+    from rosetrain.train.recipe import RecipeError, load_recipe
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)  # 1 GiB free
+    path = recipe_file(tmp_path)
+    check_memory(load_recipe(path))  # 256 rows of about 1 MiB fit
+    with pytest.raises(RecipeError) as err:
+        check_memory(load_recipe(path, [override]))
+    assert expected in str(err.value) and "of memory, more than the 1.0 GiB free" in str(err.value)

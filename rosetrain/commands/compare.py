@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import argparse
 
+from rosetrain.commands import integer, seed
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", help="scored run before training (holds per_item_eval.jsonl)")
     parser.add_argument("after", help="scored run after training, over the same items")
     parser.add_argument("--out", required=True, help="folder for compare.json, report.md, report.html, plots")
     parser.add_argument(
-        "--resamples", type=int, default=2000, help="paired bootstrap resamples of scenes (default 2000)"
+        "--resamples",
+        type=integer(1, 1_000_000),
+        default=2000,
+        help="paired bootstrap resamples of scenes (default 2000)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--seed", type=seed(), default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 
+from rosetrain.commands import number
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="run", required=True, help="scored run (holds per_item_eval.jsonl)")
@@ -25,12 +27,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="failures: weight rises with the smoothed failure rate; balanced: only cells the "
         "model passes sometimes (smoothed PASS in --band) rise, the rest stay at the floor",
     )
-    parser.add_argument("--prior", type=float, default=1.0, help="Beta(prior, prior) smoothing (1: add-one)")
-    parser.add_argument("--floor", type=float, default=0.5, help="least share, x the uniform share (0.5)")
-    parser.add_argument("--cap", type=float, default=3.0, help="largest share, x the uniform share (3)")
+    parser.add_argument(
+        "--prior",
+        type=number(0, 1e6, low_open=True),
+        default=1.0,
+        help="Beta(prior, prior) smoothing (1: add-one)",
+    )
+    parser.add_argument(
+        "--floor", type=number(0, 1), default=0.5, help="least share, x the uniform share (0.5)"
+    )
+    parser.add_argument(
+        "--cap", type=number(1, 1e6), default=3.0, help="largest share, x the uniform share (3)"
+    )
     parser.add_argument(
         "--band",
-        type=float,
+        type=number(0, 1),
         nargs=2,
         default=(0.1, 0.9),
         metavar=("LOW", "HIGH"),

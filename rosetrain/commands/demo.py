@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rosetrain.commands import MAX_PROCESSES, SEED_NUMPY, integer, seed
+
 
 def add_arguments(parser) -> None:
     parser.add_argument(
@@ -12,7 +14,9 @@ def add_arguments(parser) -> None:
         default="runs/demo",
         help="output folder (rerun to resume); everything the demo writes goes under it",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data, training and evaluation")
+    parser.add_argument(
+        "--seed", type=seed(SEED_NUMPY), default=0, help="seed of the data, training and evaluation"
+    )
     parser.add_argument(
         "--seeds",
         default=None,
@@ -20,33 +24,33 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=integer(1, MAX_PROCESSES),
         default=1,
         help="seeds run at once in a sweep (one CPU core each with --threads 1)",
     )
     parser.add_argument("--base", default=None, help="base model folder (default: the shipped one)")
     parser.add_argument(
         "--sft-steps",
-        type=int,
+        type=integer(0, 10**9),
         default=None,
         help="override the SFT recipe's max_steps (with --rebuild-base: the base's)",
     )
     parser.add_argument(
-        "--grpo-steps", type=int, default=None, help="override GRPO's max_steps (0 skips GRPO)"
+        "--grpo-steps", type=integer(0, 10**9), default=None, help="override GRPO's max_steps (0 skips GRPO)"
     )
     parser.add_argument(
         "--heldout-scenes",
-        type=int,
+        type=integer(1, 1_000_000),
         default=None,
         help="held-out scenes of the trained family, x 7 tasks (default: 80)",
     )
     parser.add_argument(
         "--family-scenes",
-        type=int,
+        type=integer(1, 1_000_000),
         default=None,
         help="scenes of the held-out visual family, x 7 tasks (default: 30)",
     )
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=integer(1, MAX_PROCESSES), default=None, help="torch CPU threads")
     parser.add_argument(
         "--rebuild-base",
         action="store_true",

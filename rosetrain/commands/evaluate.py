@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetrain.commands import add_bridges_flags
+from rosetrain.commands import MAX_PROCESSES, MAX_TOKENS, add_bridges_flags, integer, number
 from rosetrain.core.errors import RosetrainError
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 
@@ -56,32 +56,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=integer(1, 65536),
         help="items per generate call (default: transformers 8, vllm 256); for openai, "
         "the items a fresh run tries before giving up if all fail (32)",
     )
     parser.add_argument(
-        "--max-new-tokens", type=int, help=f"default {DEFAULT_MAX_NEW_TOKENS} (or the suite's)"
+        "--max-new-tokens",
+        type=integer(1, MAX_TOKENS),
+        help=f"default {DEFAULT_MAX_NEW_TOKENS} (or the suite's)",
     )
-    parser.add_argument("--limit", type=int, help="only the first N items of the split")
+    parser.add_argument("--limit", type=integer(1, 10**12), help="only the first N items of the split")
     parser.add_argument(
-        "--concurrency", type=int, default=8, help="requests in flight at once (openai runner)"
+        "--concurrency",
+        type=integer(1, MAX_PROCESSES),
+        default=8,
+        help="requests in flight at once (openai runner)",
     )
     parser.add_argument(
         "--request-timeout",
-        type=float,
+        type=number(0, 86400, low_open=True),
         default=120.0,
         help="seconds per request before it is retried (openai runner)",
     )
     parser.add_argument(
         "--max-retries",
-        type=int,
+        type=integer(0, 100),
         default=6,
         help="retries of a request after 429/5xx/timeouts (openai runner)",
     )
     parser.add_argument(
         "--max-error-rate",
-        type=error_rate,
+        type=number(0, 1),
         default=0.0,
         help="share of items (0 to 1) allowed to end without an answer after "
         "retries; errored items are left out of the figures either way "
@@ -94,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=integer(1, MAX_PROCESSES),
         default=None,
         help="torch CPU threads of the transformers runner (default: 1 on a machine without a "
         "CUDA GPU: a small model answers faster on one thread than with OpenMP's default, "
@@ -103,16 +108,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_bridges_flags(parser, "run")
-
-
-def error_rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
-    return value
 
 
 def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:

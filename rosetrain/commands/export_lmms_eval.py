@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import add_bridges_flags
+from rosetrain.commands import MAX_TOKENS, add_bridges_flags, integer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=integer(1, MAX_TOKENS),
         default=256,
         help="generation limit of the task (default: 256, as rosetrain eval)",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from rosetrain.commands import MAX_PROCESSES, MAX_SCENES, integer, seed
 from rosetrain.core.cpus import available_cpus
 
 
@@ -19,17 +20,25 @@ def add_arguments(parser) -> None:
         "--split", default="train", help="split name (letters, digits, '_', '-', '.'): metadata_<split>.jsonl"
     )
     parser.add_argument(
-        "--scenes", type=int, required=True, help="number of scenes (tasks = scenes x templates)"
+        "--scenes",
+        type=integer(1, MAX_SCENES),
+        required=True,
+        help="number of scenes (tasks = scenes x templates)",
     )
-    parser.add_argument("--seed", type=int, default=None, help="generator seed (default: the spec's)")
+    parser.add_argument("--seed", type=seed(), default=None, help="generator seed (default: the spec's)")
     parser.add_argument(
         "--num-proc",
-        type=int,
+        type=integer(1, MAX_PROCESSES),
         default=available_cpus(),
         help="worker processes (default: the CPUs this process may use)",
     )
     parser.add_argument("--formats", default="release,hf", help="comma list of: release, hf")
-    parser.add_argument("--shard-size", type=int, default=None, help="scenes per shard (default: automatic)")
+    parser.add_argument(
+        "--shard-size",
+        type=integer(1, MAX_SCENES),
+        default=None,
+        help="scenes per shard (default: automatic)",
+    )
     parser.add_argument(
         "--exclude",
         action="append",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rosetrain.commands import add_bridges_flags
+from rosetrain.commands import MAX_PROCESSES, add_bridges_flags, integer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,10 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="name at the start of table1_row.txt / table2_row.txt (default: the model name)",
     )
-    parser.add_argument("--digits", type=int, default=1, help="decimals of the LaTeX table rows (default: 1)")
+    parser.add_argument(
+        "--digits", type=integer(0, 10), default=1, help="decimals of the LaTeX table rows (default: 1)"
+    )
     parser.add_argument(
         "--num-proc",
-        type=int,
+        type=integer(1, MAX_PROCESSES),
         default=None,
         help="processes that read and score the split, in chunks of 2 MB of lines (default: "
         "the CPUs this process may use; a split under 16 MB is scored in one)",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from rosetrain.commands import SEED_NUMPY, integer, seed
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -26,11 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="GRPO recipe whose sampling settings to use (default: the demo's demo-grpo.yaml)",
     )
     parser.add_argument(
-        "--k", type=int, default=None, help="samples per prompt (default: the recipe's num_generations)"
+        "--k",
+        type=integer(1, 65536),
+        default=None,
+        help="samples per prompt (default: the recipe's num_generations)",
     )
-    parser.add_argument("--limit", type=int, default=None, help="the first N items only")
-    parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--limit", type=integer(1, 10**12), default=None, help="the first N items only")
+    parser.add_argument("--batch-size", type=integer(1, 65536), default=8, help="prompts per generate call")
+    parser.add_argument("--seed", type=seed(SEED_NUMPY), default=0, help="sampling seed")
     parser.add_argument("--out", default=None, help="folder for signal.json and signal.md")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from rosetrain.commands import SEED_NUMPY, seed
 from rosetrain.models.tiny import MODEL_FAMILIES, SIZES  # no torch at import: the CLI starts fast
 
 
@@ -27,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "attention); qwen3-vl gives each vision token an absolute position (the "
         "demo's); its images should be multiples of 32 px, Qwen2(.5)-VL's of 28 px",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and tokenizer corpus")
+    parser.add_argument(
+        "--seed", type=seed(SEED_NUMPY), default=0, help="seed of the weights and tokenizer corpus"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

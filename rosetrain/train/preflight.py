@@ -41,6 +41,7 @@ OPTIMIZER_WORDS = {
 def check_run(recipe: Recipe) -> Any:
     """Every check that needs no weights; returns the TRL config for the trainer."""
     check_output_dir(recipe)
+    check_memory(recipe)
     check_precision(recipe)
     args = trl_config(recipe)
     check_distributed(args)
@@ -69,6 +70,53 @@ def check_output_dir(recipe: Recipe) -> None:
         raise RecipeError(f"output_dir: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise RecipeError(f"output_dir: {existing} is not writable")
+
+
+# A row of a generated folder as the trainer holds it: a ROSE-sized image (up to
+# about 1,000 px a side) and its text. A streamed row's size is known from its spec.
+FOLDER_ROW_BYTES = 2**20
+
+
+def row_bytes(recipe: Recipe) -> int:
+    """Estimated bytes of one training row: the largest image its spec can draw
+    (RGB, and T4's second copy), or :data:`FOLDER_ROW_BYTES` for a folder."""
+    if recipe.data.spec is None:
+        return FOLDER_ROW_BYTES
+    from rosetrain.generators.spec import SpecError, load_spec
+
+    try:
+        spec = load_spec(recipe.data.spec, check_fonts=False)
+    except SpecError:
+        return FOLDER_ROW_BYTES  # the data checks name what is wrong with it
+    side = max(
+        max(level.grid_choices(axis)) * level.cell_size[1]
+        for level in spec.levels
+        for axis in ("rows", "cols")
+    )
+    return 2 * 3 * side * side
+
+
+def check_memory(recipe: Recipe) -> None:
+    """Rows held at once (each data worker's shuffle buffer, a training batch, an
+    evaluation batch) must fit in the free memory: a recipe that passes every
+    other check would otherwise run until the machine kills it."""
+    from rosetrain.core.memory import too_big
+
+    size = row_bytes(recipe)
+    held = [  # (key, its value, rows it holds at once)
+        (
+            "data.shuffle_buffer",
+            recipe.data.shuffle_buffer,
+            recipe.data.shuffle_buffer * max(1, recipe.num_workers),
+        ),
+        ("per_device_train_batch_size", recipe.train_batch_size, recipe.train_batch_size),
+        ("eval.batch_size", recipe.eval.batch_size, recipe.eval.batch_size if recipe.eval.folder else 0),
+    ]
+    key, value, _ = max(held, key=lambda item: item[2])
+    rows = sum(count for *_, count in held)
+    problem = too_big(rows * size, f"{key} {value} ({rows} rows held at once, about {size // 1024} KiB each)")
+    if problem:
+        raise RecipeError(f"{recipe.source}: {problem}")
 
 
 def check_precision(recipe: Recipe) -> None:

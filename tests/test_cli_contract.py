@@ -1,0 +1,70 @@
+"""The command line's bad-input contract, for every command and every numeric
+option, enumerated from the argparse parsers themselves (a new option is covered
+the day it is added): an out-of-range, wrong-type or hostile value exits with
+code 2 and one line naming the option, never a traceback, before any work."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from rosetrain import cli
+from rosetrain.commands import integer, number
+
+NUMERIC_TYPES = {integer(0, 1).__name__, number(0, 1).__name__}
+# Values no numeric option takes: negative, too large, not finite, not a number at all.
+HOSTILE = ["-1", "-5", "1e20", "99999999999999999999999", "nan", "inf", "-inf", "abc", "", "0x10", "1.5.2"]
+
+
+def numeric_options() -> list[tuple[str, str, int | None]]:
+    found = []
+    for command in cli.COMMANDS:
+        parser = cli.build_parser(command)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for action in sub.choices[command]._actions:
+            if action.type is None or not action.option_strings:
+                continue
+            name = getattr(action.type, "__name__", "")
+            if action.type in (int, float) or name in NUMERIC_TYPES:
+                nargs = action.nargs if isinstance(action.nargs, int) else None
+                found.append((command, action.option_strings[-1], nargs))
+    return found
+
+
+OPTIONS = numeric_options()
+
+
+def test_every_numeric_option_uses_the_shared_bounded_types():
+    """type=int or type=float would take -1, 1e20 digits or nan: every numeric option
+    is a rosetrain.commands.integer / number with its bounds."""
+    loose = []
+    for command in cli.COMMANDS:
+        parser = cli.build_parser(command)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        loose += [
+            f"{command} {action.option_strings[-1]}"
+            for action in sub.choices[command]._actions
+            if action.type in (int, float)
+        ]
+    assert loose == []
+    assert len(OPTIONS) >= 30  # every command's: the enumeration itself works
+
+
+@pytest.mark.parametrize("command, option, nargs", OPTIONS, ids=[f"{c} {o}" for c, o, _ in OPTIONS])
+def test_a_bad_value_of_a_numeric_option_is_exit_2_and_one_line_naming_it(command, option, nargs, capsys):
+    for value in HOSTILE:
+        if nargs is None:
+            argv = [command, f"{option}={value}"]
+        else:  # several values (--band LOW HIGH): the bad one last
+            argv = [command, option, *["0.5"] * (nargs - 1), value]
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2, (option, value, err)
+        assert "Traceback" not in err
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"rosetrain {command}: error: argument {option}"), (value, err)
+        if nargs is None or not value.startswith("-"):  # argparse reads "-inf" as another option there
+            assert "expected an integer" in last or "expected a number" in last, last
+            assert repr(value) in last, last  # the value given, as given
