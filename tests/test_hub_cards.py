@@ -276,7 +276,7 @@ def test_a_trained_model_names_its_base_data_method_and_version(tmp_path, tiny_m
         cli_main(["train", "sft", "--recipe", str(tmp_path / "r.yaml"), "--set", "learning_rate=1e-3"]) == 0
     )
     sha = json.loads((data / ".parts" / "train.manifest.json").read_text())["spec_sha256"]
-    for folder, library in (("checkpoint-final", "peft"), ("merged", "transformers")):
+    for folder, library in (("checkpoint-final", "peft"), ("merged", "transformers"), (".", "peft")):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             card = ModelCard.load(tmp_path / "run" / folder / "README.md")
@@ -303,3 +303,29 @@ def test_a_hub_base_model_is_the_cards_base_model():
     card = model_card_text(recipe, {"global_step": 5}, adapter=False)
     assert "base_model: Qwen/Qwen2.5-VL-3B-Instruct" in card and "GRPO, full fine-tuning" in card
     assert "library_name: transformers" in card
+
+
+def test_a_readme_of_the_users_in_output_dir_stops_training_before_it_starts(
+    tmp_path, tiny_model_dir, capsys
+):
+    import yaml
+
+    (tmp_path / "spec.yaml").write_text(TRAIN_SPEC)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "README.md").write_text("# my experiment\n")
+    recipe = {
+        "method": "sft",
+        "model": str(tiny_model_dir),
+        "output_dir": str(run),
+        "data": {"spec": str(tmp_path / "spec.yaml")},
+        "eval": {"folder": None},
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "cpu_threads": 1,
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    assert cli_main(["train", "sft", "--recipe", str(tmp_path / "r.yaml")]) == 2
+    assert "README.md: already exists and rosetrain did not write it" in capsys.readouterr().err
+    assert (run / "README.md").read_text() == "# my experiment\n"
+    assert not list(run.glob("checkpoint-*"))  # not one step

@@ -6,8 +6,9 @@ base (the recipe's ``model``), its data (a spec stream, or a generated folder
 and the spec, sha256, seed and scenes its manifest records), the method (SFT or
 GRPO, LoRA or full), the rosetrain and TRL versions, and the recipe itself, so
 the card (``huggingface_hub.ModelCard``) says all of that, with the command.
-It is written to ``checkpoint-final/`` and ``merged/`` (when saved), the
-folders a user loads or pushes, replacing the card peft wrote there.
+It is written to ``checkpoint-final/``, ``merged/`` (when saved) and the
+output folder, replacing the cards peft and TRL wrote there; a README.md of
+the user's own in the output folder stops the run before training.
 """
 
 from __future__ import annotations
@@ -126,10 +127,18 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
     return str(ModelCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(body)))
 
 
+def claim_card(recipe: Recipe) -> None:
+    """Before training: claim ``output_dir/README.md`` for rosetrain (TRL writes its
+    card there at every save, and rosetrain's replaces it at the end). A README.md
+    rosetrain did not write is refused now, before any step, and left as it is."""
+    from rosetrain.core.io import claim_outputs
+
+    claim_outputs(Path(recipe.output_dir) / CARD_NAME)
+
+
 def write_model_cards(recipe: Recipe, summary: Mapping[str, Any]) -> list[Path]:
-    """The card in every folder the run saved a model in (replacing peft's). The
-    output folder's own README.md, TRL's running card, is left to TRL: rosetrain
-    replaces only files it wrote there."""
+    """The card in every folder the run saved a model in (replacing peft's), and in
+    the output folder (replacing TRL's, claimed by :func:`claim_card`)."""
     from rosetrain.models.loading import ADAPTER_CONFIG
 
     written = []
@@ -138,4 +147,9 @@ def write_model_cards(recipe: Recipe, summary: Mapping[str, Any]) -> list[Path]:
         if folder is not None and folder.is_dir():
             adapter = (folder / ADAPTER_CONFIG).is_file()
             written.append(atomic_write(folder / CARD_NAME, model_card_text(recipe, summary, adapter)))
+    if written:  # the output folder's card describes its final model
+        adapter = (Path(str(summary["final"])) / ADAPTER_CONFIG).is_file()
+        written.append(
+            atomic_write(Path(recipe.output_dir) / CARD_NAME, model_card_text(recipe, summary, adapter))
+        )
     return written

@@ -323,10 +323,12 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     """Train (resuming when a checkpoint is there), then save the final model
     (adapter or full) with its processor, and a merged copy on request."""
     from rosetrain.train.callbacks import set_adapter_base
+    from rosetrain.train.card import claim_card
     from rosetrain.train.checkpoints import restore_weights_strictly
     from rosetrain.train.distributed import is_main_process
 
     if is_main_process():  # one writer of output_dir; a resume checks its checkpoints against this record
+        claim_card(recipe)  # TRL writes README.md at each save: refused here if it is the user's
         record_recipe(recipe)
     checkpoint = resume_from(recipe)
     if checkpoint:
