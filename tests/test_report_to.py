@@ -95,9 +95,9 @@ def test_heldout_metrics_reach_tensorboard(tmp_path, tiny_model_dir):
     assert cli_main(["train", "sft", "--recipe", str(recipe)]) == 0
 
     logged = scalars(tmp_path / "run")
-    # transformers' TensorBoard callback files every training-time log under train/
+    # the held-out figures sit under eval/, beside the trainer's own eval/loss
     for name in ("avg_pass", "counting_avg", "gap", "pass/G-Cnt"):
-        assert [step for step, _ in logged[f"train/heldout/{name}"]] == [1, 2], name
-    assert all(0 <= value <= 1 for _, value in logged["train/heldout/avg_pass"])
+        assert [step for step, _ in logged[f"eval/{name}"]] == [1, 2], name
+    assert all(0 <= value <= 1 for _, value in logged["eval/avg_pass"])
     # the steps that evaluated still log their training loss (logging_steps: 1)
     assert [step for step, _ in logged["train/loss"]] == [1, 2]

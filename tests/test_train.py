@@ -352,8 +352,8 @@ def test_sft_lora_trains_only_adapters_lowers_loss_and_saves_a_loadable_adapter(
     evals = [
         json.loads(line) for line in (Path(recipe.output_dir) / "heldout_eval.jsonl").read_text().splitlines()
     ]
-    assert evals[-1]["step"] == 6 and 0 <= evals[-1]["heldout/avg_pass"] <= 1
-    assert any("heldout/gap" in entry for entry in trainer.state.log_history)
+    assert evals[-1]["step"] == 6 and 0 <= evals[-1]["eval_avg_pass"] <= 1
+    assert any("eval_gap" in entry for entry in trainer.state.log_history)
 
 
 @pytest.mark.slow

@@ -4,8 +4,9 @@ that name the model they stack on.
 The held-out evaluation generates greedily on a fixed set of held-out items
 (spread over templates) with the model being trained, scores the answers with
 ``rosetrain.scoring``, logs PASS per template, Counting Avg, Action Avg and the
-gap through the trainer (so every ``report_to`` tracker gets them), and appends
-one line per evaluation to ``OUTPUT_DIR/heldout_eval.jsonl``.
+gap through the trainer as ``eval_<name>`` (so every ``report_to`` tracker gets
+them, under ``eval/``), and appends one line per evaluation to
+``OUTPUT_DIR/heldout_eval.jsonl``.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ class HeldoutEvalCallback(TrainerCallback):
             )
             return
         metrics = self.evaluate(model)
-        metrics = {"heldout/" + k: v for k, v in metrics.items()}
+        # eval_<name>, the trainer's own convention (eval_loss): transformers' TensorBoard,
+        # W&B and trackio callbacks file these under eval/, where their users look
+        metrics = {"eval_" + k: v for k, v in metrics.items()}
         with open(self.log_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": state.global_step, **metrics}) + "\n")
         if self.trainer is not None:

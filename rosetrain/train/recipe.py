@@ -211,7 +211,7 @@ class Recipe:
     )
     eval: EvalConfig = key(
         help="held-out evaluation during training, scored with the scorer; logged as "
-        "heldout/... to every report_to tracker and OUTPUT_DIR/heldout_eval.jsonl",
+        "eval/... (keys eval_<name>) to every report_to tracker and OUTPUT_DIR/heldout_eval.jsonl",
         factory=EvalConfig,
     )
     trust_remote_code: bool = key(False, "run a model repository's own code")
