@@ -37,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
         help="a ROSE release folder (metadata_<split>.jsonl + images/), "
-        "or one metadata .jsonl file beside its images/",
+        "one metadata .jsonl file beside its images/, or a Hub dataset "
+        "hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face "
+        "cache, downloaded into it when missing; HF_HUB_OFFLINE=1: the cache only)",
     )
     parser.add_argument("--split", help="split name (default: test, or the suite's)")
     parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
@@ -117,7 +119,9 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
 
     suite = load_suite(find_config("suite", args.suite)) if args.suite else None
     if args.data:
-        data = Path(args.data)
+        from rosetrain.data.hub import resolve_data as local_path
+
+        data = local_path(args.data)
         if not data.exists():
             raise RosetrainError(f"--data: no such folder or metadata .jsonl file: {data}")
     elif suite:

@@ -21,7 +21,11 @@ from rosetrain.commands import MAX_PROCESSES, add_bridges_flags, integer
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", required=True, help="a ROSE release folder (metadata_<split>.jsonl) or a metadata .jsonl"
+        "--data",
+        required=True,
+        help="a ROSE release folder (metadata_<split>.jsonl), a metadata .jsonl, or a Hub "
+        "dataset hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face "
+        "cache, downloaded into it when missing; HF_HUB_OFFLINE=1: the cache only)",
     )
     parser.add_argument("--split", default="test", help="split name (default: test)")
     parser.add_argument(
@@ -77,11 +81,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
     from rosetrain.core.cpus import available_cpus
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import output_lock, remove_atomic_temps
+    from rosetrain.data.hub import resolve_data
     from rosetrain.data.predictions import check_same_data, predictions_model, read_predictions
     from rosetrain.data.release import split_files
     from rosetrain.reports.console import print_summary
@@ -90,11 +96,12 @@ def _run(args: argparse.Namespace) -> int:
     from rosetrain.scoring.split import score_split
 
     _check_flags(args)
-    metadata = split_files(args.data, args.split, args.bridges)[0]
+    data = resolve_data(args.data)
+    metadata = split_files(data, args.split, args.bridges)[0]
     predictions = read_predictions(args.predictions)
     model = args.model or predictions_model(predictions, Path(args.predictions).stem)
     scored = score_split(
-        args.data, args.split, args.bridges, predictions, model, args.num_proc or available_cpus()
+        data, args.split, args.bridges, predictions, model, args.num_proc or available_cpus()
     )
     # after scoring, which hashed the files meanwhile: data that is not the
     # predictions' is named as such before any coverage error
@@ -108,7 +115,8 @@ def _run(args: argparse.Namespace) -> int:
         model=model,
         display_name=args.display_name,
         split=args.split,
-        metadata_jsonl=str(metadata.resolve()),
+        # absolute, not resolved: a Hub snapshot's file is a link to a blob with a hash for a name
+        metadata_jsonl=os.path.abspath(metadata),
         predictions_jsonl=str(Path(args.predictions).resolve()),
         allow_partial=args.allow_partial,
         num_prediction_rows=len(predictions),

@@ -26,33 +26,62 @@ from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "eval_run.json"
 DEFAULT_BATCH_SIZE = {"transformers": 8, "vllm": 256, "openai": 32}
-SUITE_FIELDS = ("name", "description", "data", "split", "limit", "max_new_tokens", "hub_dataset", "prepare")
+SUITE_FIELDS = (
+    "name",
+    "description",
+    "data",
+    "split",
+    "limit",
+    "max_new_tokens",
+    "hub_dataset",
+    "revision",
+    "prepare",
+)
 
 
 @dataclass
 class EvalSuite:
-    """An ``eval/*.yaml`` file: which split to evaluate on, and how to get it."""
+    """An ``eval/*.yaml`` file: which split to evaluate on, and how to get it:
+    ``data`` (a local folder) or, without it, ``hub_dataset`` (a dataset repo
+    OWNER/NAME on the Hugging Face Hub, at ``revision``, read from the local
+    Hub cache and downloaded into it when missing)."""
 
     name: str
-    data: str
+    data: str | None = None
     split: str = "test"
     description: str = ""
     limit: int | None = None
     max_new_tokens: int | None = None
-    hub_dataset: str | None = None  # informational: rosetrain never downloads it
+    hub_dataset: str | None = None
+    revision: str | None = None  # of hub_dataset: a branch, tag or commit (default: main)
     prepare: str | None = None  # how to create ``data`` when it is missing
     source: str = "<suite>"
 
     def __post_init__(self):
-        for field in ("name", "data", "split"):
+        for field in ("name", "split"):
             if not isinstance(getattr(self, field), str) or not getattr(self, field):
                 raise RosetrainError(f"{self.source}: '{field}' must be a non-empty string")
+        for field in ("data", "hub_dataset", "revision"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise RosetrainError(f"{self.source}: '{field}' must be a non-empty string or null")
+        if self.data is None and self.hub_dataset is None:
+            raise RosetrainError(
+                f"{self.source}: give 'data' (a local release folder) or 'hub_dataset' "
+                "(a dataset OWNER/NAME on the Hugging Face Hub)"
+            )
         for field in ("limit", "max_new_tokens"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise RosetrainError(f"{self.source}: '{field}' must be a positive integer")
 
     def data_dir(self) -> Path:
+        """``data``, or the snapshot of ``hub_dataset`` in the local Hub cache
+        (downloaded when missing and the Hub can be reached)."""
+        if self.data is None:
+            from rosetrain.data.hub import hub_snapshot
+
+            return hub_snapshot(self.hub_dataset, self.revision, f"{self.source}: hub_dataset")
         path = Path(self.data).expanduser()
         if not path.is_dir():
             hint = f" ({self.prepare})" if self.prepare else ""
@@ -72,6 +101,8 @@ def load_suite(path: str | Path) -> EvalSuite:
         raise RosetrainError(
             f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(SUITE_FIELDS)}"
         )
+    if "name" not in raw:
+        raise RosetrainError(f"{path}: 'name' is missing")
     return EvalSuite(**raw, source=str(path))
 
 

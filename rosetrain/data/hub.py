@@ -1,0 +1,101 @@
+"""A dataset on the Hugging Face Hub as a local folder: ``hf://datasets/OWNER/NAME``.
+
+``--data`` and an eval suite's ``hub_dataset`` name a dataset repo (the ROSE
+release is ``sysuwyh357/ROSE-v0.1``); ``huggingface_hub.snapshot_download``
+turns it into the snapshot folder of the local Hub cache, downloading what is
+missing. It honours ``HF_HUB_OFFLINE``, ``HF_HOME`` / ``HF_HUB_CACHE`` and an
+existing cache, so one command works online and offline. The snapshot's files
+are symlinks into the cache's ``blobs/``: ``rosetrain.data.paths`` accepts
+links that stay inside the same repo's cache folder.
+
+Only huggingface_hub (no torch) is imported, and only when a Hub name is given.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rosetrain.core.errors import RosetrainError, first_line
+from rosetrain.data.paths import confined_path
+
+HF_SCHEME = "hf://"
+
+
+def is_hub_uri(text: str | os.PathLike) -> bool:
+    return isinstance(text, str) and text.startswith(HF_SCHEME)
+
+
+def resolve_data(text: str | os.PathLike, what: str = "--data") -> Path:
+    """The local path of ``text``: itself (``~`` expanded), or for
+    ``hf://datasets/OWNER/NAME[@REVISION][/PATH]`` the snapshot folder of the
+    local Hub cache (``PATH`` inside it), fetched when missing."""
+    if not is_hub_uri(text):
+        return Path(text).expanduser()
+    from huggingface_hub import parse_hf_uri
+    from huggingface_hub.errors import HfUriError
+
+    try:
+        uri = parse_hf_uri(str(text))
+    except HfUriError as err:
+        raise RosetrainError(
+            f"{what}: {first_line(err)} (expected {HF_SCHEME}datasets/OWNER/NAME[@REVISION])"
+        ) from None
+    if uri.type != "dataset":
+        raise RosetrainError(
+            f"{what}: {text} names a {uri.type} repo; a dataset is {HF_SCHEME}datasets/{uri.id}"
+        )
+    snapshot = hub_snapshot(uri.id, uri.revision, what)
+    if not uri.path_in_repo:
+        return snapshot
+    return confined_path(snapshot, uri.path_in_repo.rstrip("/"), f"{what}: {text}")
+
+
+def hub_snapshot(repo_id: object, revision: object = None, what: str = "hub_dataset") -> Path:
+    """The local snapshot folder of the dataset repo ``repo_id`` at ``revision``
+    (default: main), downloaded into the Hub cache unless it is there already.
+    Every failure is one line naming ``what``; offline with nothing cached it
+    says how to get the data."""
+    if not isinstance(repo_id, str) or not repo_id:
+        raise RosetrainError(f"{what}: expected a Hub dataset id OWNER/NAME, got {repo_id!r:.200}")
+    if revision is not None and (not isinstance(revision, str) or not revision):
+        raise RosetrainError(f"{what}: revision must be a branch, tag or commit, got {revision!r:.200}")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HFValidationError,
+        IncompleteSnapshotError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    at = f" (revision {revision})" if revision else ""
+    fetch = f"hf download --repo-type dataset {repo_id}" + (f" --revision {revision}" if revision else "")
+    try:
+        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision))
+    except HFValidationError as err:
+        raise RosetrainError(
+            f"{what}: {repo_id!r:.200} is not a Hub dataset id ({first_line(err)})"
+        ) from None
+    except (LocalEntryNotFoundError, IncompleteSnapshotError):
+        # offline (HF_HUB_OFFLINE, no network, the Hub down) and not (wholly) in the cache
+        from huggingface_hub import constants
+
+        raise RosetrainError(
+            f"{what}: dataset {repo_id}{at} is not (completely) in the Hugging Face cache "
+            f"{constants.HF_HUB_CACHE} and the Hub cannot be reached; on a connected machine run "
+            f"`{fetch}` (same HF_HOME), or pass --data with a local copy"
+        ) from None
+    except GatedRepoError:
+        raise RosetrainError(
+            f"{what}: dataset {repo_id} is gated: accept its terms on the Hub and log in (`hf auth login`)"
+        ) from None
+    except RevisionNotFoundError:
+        raise RosetrainError(f"{what}: dataset {repo_id} has no revision {revision!r}") from None
+    except RepositoryNotFoundError:
+        raise RosetrainError(
+            f"{what}: no dataset {repo_id} on the Hub (or it is private: log in with `hf auth login`)"
+        ) from None
+    except OSError as err:  # a full disk, a cache folder we may not write, an HTTP error
+        raise RosetrainError(f"{what}: cannot download dataset {repo_id}{at}: {first_line(err)}") from None
