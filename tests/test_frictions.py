@@ -90,14 +90,14 @@ def test_eval_threads_is_applied(tmp_path, monkeypatch, rose_sample_dir):
     assert seen == [1]
 
 
-def test_a_runner_that_answered_nothing_does_not_block_a_retry_with_another(tmp_path, tiny_model_dir, capsys):
+def test_a_runner_that_answered_nothing_does_not_block_a_retry_with_another(
+    tmp_path, tiny_model_dir, capsys, smoke_split
+):
     import importlib.util
-
-    from conftest import generate_smoke_split
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here: its runner would start")
-    data = generate_smoke_split(tmp_path / "data", scenes=1)
+    data = smoke_split(tmp_path / "data", scenes=1)
     run = ("eval", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(tmp_path / "run"))
     assert cli(*run, "--runner", "vllm", "--no-progress") == 2  # vllm is missing: nothing answered
     assert "vllm" in capsys.readouterr().err
@@ -171,3 +171,16 @@ def test_eval_help_shows_the_defaults(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "requests in flight at once (openai runner) (default: 8)" in out
     assert "transformers: the model in this process" in out and "(default: transformers)" in out
+
+
+def test_the_folders_the_docs_write_into_are_ignored_by_git():
+    """docs/generating.md's --shard jobs write parts/, docs/lmms-eval.md's export tasks/."""
+    ignored = (ROOT / ".gitignore").read_text().split()
+    for folder in ("/data/", "/runs/", "/models/", "/tasks/", "/parts/"):
+        assert folder in ignored
+
+
+def test_ci_comments_say_what_lint_checks():
+    text = (ROOT / ".ci" / "run").read_text()
+    assert "core modules" not in text and "mypy on the whole rosetrain package" in text
+    assert 'files = ["rosetrain"]' in (ROOT / "pyproject.toml").read_text()  # what mypy checks
