@@ -184,3 +184,77 @@ def test_ci_comments_say_what_lint_checks():
     text = (ROOT / ".ci" / "run").read_text()
     assert "core modules" not in text and "mypy on the whole rosetrain package" in text
     assert 'files = ["rosetrain"]' in (ROOT / "pyproject.toml").read_text()  # what mypy checks
+
+
+def demo_summary() -> dict:
+    def stage(counting, action):
+        return {"counting_avg": counting, "action_avg": action, "gap": counting - action, "avg_pass": 0.5}
+
+    return {
+        "stages": {"base": stage(0.8, 0.0), "sft": stage(0.8, 0.6), "grpo": stage(0.82, 0.62)},
+        "heldout_family": {"base": stage(0.5, 0.0), "sft": stage(0.5, 0.2), "grpo": stage(0.5, 0.25)},
+        "targets": {"base_gap": {"met": True}, "gap_ratio": {"met": False}},
+    }
+
+
+def test_the_demo_ends_with_a_table_a_person_reads(tmp_path):
+    from rosetrain.demo.report import final_table
+
+    lines = final_table(demo_summary(), tmp_path / "report.md")
+    assert "in distribution" in lines[0] and "out of distribution" in lines[0]
+    assert lines[2].split() == ["base", "80.0", "0.0", "80.0", "50.0", "0.0", "50.0"]
+    assert lines[-2] == "targets met: 1 of 2 (missed: gap_ratio)"
+    assert lines[-1] == f"report: {tmp_path / 'report.md'}"
+    assert not any(line.lstrip().startswith("{") for line in lines)  # no raw JSON
+
+
+def test_stages_plot_is_in_points_with_both_distributions(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from rosetrain.demo.report import plot_stages
+
+    seen = []
+    original = matplotlib.axes.Axes.bar
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "bar",
+        lambda ax, x, h, *a, **k: seen.append(list(h)) or original(ax, x, h, *a, **k),
+    )
+    summary = demo_summary()
+    plot_stages(summary["stages"], tmp_path / "stages.png", summary["heldout_family"])
+    assert (tmp_path / "stages.png").stat().st_size > 1000
+    assert len(seen) == 4  # counting and action bars, in and out of distribution
+    assert seen[0] == pytest.approx([80, 80, 82]) and seen[3] == pytest.approx([0, 20, 25])
+
+
+def test_compare_plot_legends_name_the_runs(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from rosetrain.reports.compare import write_plots
+
+    labels = []
+    original = matplotlib.axes.Axes.bar
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "bar",
+        lambda ax, *a, **k: labels.append(k.get("label")) or original(ax, *a, **k),
+    )
+    entry = {
+        "before": 0.5,
+        "after": 0.7,
+        "ci95_before": (0.4, 0.6),
+        "ci95_after": (0.6, 0.8),
+        "delta": 0.2,
+        "ci95": (0.1, 0.3),
+    }
+    result = {
+        "before_run": "runs/demo/eval/base-heldout",
+        "after_run": "runs/demo/eval/grpo-heldout",
+        "templates": {"T1": {**entry, "short": "G-Cnt"}},
+        "counting_avg": entry,
+        "action_avg": entry,
+        "gap": entry,
+        "by_region_case": {"zero": {**entry, "n": 3}},
+    }
+    write_plots(result, tmp_path)
+    assert labels[:2] == ["before: base-heldout", "after: grpo-heldout"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rosetrain.commands import MAX_PROCESSES, SEED_NUMPY, integer, seed
@@ -102,5 +101,7 @@ def run(args) -> int:
         )
         return 0
     summary = demo.run_demo(config)
-    print(json.dumps({name: t for name, t in summary["targets"].items()}, indent=1))
+    from rosetrain.demo.report import final_table
+
+    print("\n".join(final_table(summary, Path(args.out) / "report.md")))  # all figures: summary.json
     return 0

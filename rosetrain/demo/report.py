@@ -53,33 +53,68 @@ def majority_baseline(metadata: Path) -> dict[str, float]:
     return {t: c.most_common(1)[0][1] / sum(c.values()) for t, c in answers.items()}
 
 
-def plot_stages(stages: dict[str, dict[str, Any]], path: Path) -> None:
+def plot_stages(
+    stages: dict[str, dict[str, Any]], path: Path, family: dict[str, dict[str, Any]] | None = None
+) -> None:
+    """Counting and Action Avg per stage in points (0-100, as the report's tables),
+    in distribution and, beside it, on the held-out visual family."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(stages)
-    counting = [stages[n]["counting_avg"] for n in names]
-    action = [stages[n]["action_avg"] for n in names]
-    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
-    xs = range(len(names))
-    ax.bar([x - 0.2 for x in xs], counting, 0.4, label="Counting Avg (G-Cnt, L-Cnt)", color="#4C72B0")
-    ax.bar([x + 0.2 for x in xs], action, 0.4, label="Action Avg (L-Clk, V-Clk, Excl-CS)", color="#DD8452")
-    for x, c, a in zip(xs, counting, action):
-        ax.annotate(f"gap {100 * (c - a):.0f}", (x, max(c, a) + 0.03), ha="center", fontsize=8)
-    ax.set_xticks(list(xs), names)
-    ax.set_ylim(0, 1.1)
-    ax.set_ylabel("PASS on held-out scenes")
-    ax.set_title("Counting-to-action gap, per stage")
-    ax.legend(fontsize=7, loc="upper right")
+    panels = [("in distribution: held-out scenes", stages)]
+    if family:
+        panels.append(("out of distribution: unseen family", family))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 3.6), dpi=120, squeeze=False)
+    for ax, (title, runs) in zip(axes[0], panels):
+        names = list(runs)
+        counting = [100 * (runs[n]["counting_avg"] or 0.0) for n in names]
+        action = [100 * (runs[n]["action_avg"] or 0.0) for n in names]
+        xs = range(len(names))
+        ax.bar([x - 0.2 for x in xs], counting, 0.4, label="Counting Avg (G-Cnt, L-Cnt)", color="#4C72B0")
+        ax.bar(
+            [x + 0.2 for x in xs], action, 0.4, label="Action Avg (L-Clk, V-Clk, Excl-CS)", color="#DD8452"
+        )
+        for x, c, a in zip(xs, counting, action):
+            ax.annotate(f"gap {c - a:.0f}", (x, max(c, a) + 3), ha="center", fontsize=8)
+        ax.set_xticks(list(xs), names)
+        ax.set_ylim(0, 110)
+        ax.set_ylabel("PASS (points, 0-100)")
+        ax.set_title(f"Counting-to-action gap per stage, {title}", fontsize=9)
+        ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
 
+def final_table(summary: dict[str, Any], report: Path) -> list[str]:
+    """What `rosetrain demo` prints at the end: each stage's figures in and out of
+    distribution (points), the targets met, and where the report is."""
+    family = summary.get("heldout_family") or {}
+    lines = [
+        f"{'stage':8s} {'in distribution':>30s}   {'out of distribution':>30s}",
+        f"{'':8s} {'Counting':>10s} {'Action':>9s} {'Gap':>9s}   {'Counting':>10s} {'Action':>9s} {'Gap':>9s}",
+    ]
+    for name, stage in summary["stages"].items():
+        other = family.get(name, {})
+        cells = [pct(stage.get(k)) for k in ("counting_avg", "action_avg", "gap")]
+        cells += [pct(other.get(k)) for k in ("counting_avg", "action_avg", "gap")]
+        lines.append(
+            f"{name:8s} {cells[0]:>10s} {cells[1]:>9s} {cells[2]:>9s}   {cells[3]:>10s} {cells[4]:>9s} {cells[5]:>9s}"
+        )
+    targets = summary.get("targets") or {}
+    missed = [name for name, t in targets.items() if not t["met"]]
+    lines.append(
+        f"targets met: {len(targets) - len(missed)} of {len(targets)}"
+        + (f" (missed: {', '.join(missed)})" if missed else "")
+    )
+    lines.append(f"report: {report}")
+    return lines
+
+
 def write_report(out: Path, summary: dict[str, Any]) -> None:
-    plot_stages(summary["stages"], out / "stages.png")
+    plot_stages(summary["stages"], out / "stages.png", summary.get("heldout_family"))
     compare_dir = out / "compare" / "base-vs-final" / "heldout"
     for png in compare_dir.glob("*.png"):
         shutil.copyfile(png, out / png.name)

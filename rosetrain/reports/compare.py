@@ -438,7 +438,10 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
         for k, run in enumerate(("before", "after")):
             heights = [100 * (v or 0.0) for v in values[run]]
             yerr = None if errors is None else np.array(errors[run]).T * 100
-            ax.bar(x + (k - 0.5) * 0.38, heights, 0.38, label=run, yerr=yerr, capsize=3)
+            # the legend names each run's folder: "before" alone does not say which model
+            folder = result.get(f"{run}_run")
+            label = f"{run}: {Path(folder).name}" if folder else run
+            ax.bar(x + (k - 0.5) * 0.38, heights, 0.38, label=label, yerr=yerr, capsize=3)
         ax.set_xticks(x, labels)
         ax.axhline(0, color="black", linewidth=0.6)
         ax.legend()
