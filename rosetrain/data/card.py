@@ -108,12 +108,14 @@ def split_facts(out_dir: Path, split: str, record: Mapping[str, Any]) -> SplitFa
     manifest = read_manifest(manifest_path(out_dir, split), split) or {}
     files = set(manifest.get("files") or ())
     mix: collections.Counter[tuple[str, str]] = collections.Counter()
-    scenes: set[int] = set()
+    n_scenes = 0
     for part in sorted(parts_dir(out_dir, split).glob("part-*.jsonl")):
+        scenes = set()  # per part: a part is a shard, and shards hold disjoint scenes
         for line in part.read_bytes().splitlines():
             row = _ROW.decode(line)
             scenes.add(row.scene_index)
             mix[row.task_template, row.family or "none"] += 1
+        n_scenes += len(scenes)
     parquet = None
     if "hf" in manifest.get("formats", ()):
         import pyarrow.parquet as pq
@@ -133,7 +135,7 @@ def split_facts(out_dir: Path, split: str, record: Mapping[str, Any]) -> SplitFa
             if name in files
         }
     kept = dict(record) if _record_matches(record, manifest) else {}
-    return SplitFacts(split, manifest, kept, len(scenes), sum(mix.values()), mix, parquet, release_files)
+    return SplitFacts(split, manifest, kept, n_scenes, sum(mix.values()), mix, parquet, release_files)
 
 
 def _record_matches(record: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
