@@ -90,14 +90,14 @@ def test_eval_threads_is_applied(tmp_path, monkeypatch, rose_sample_dir):
     assert seen == [1]
 
 
-def test_a_runner_that_answered_nothing_does_not_block_a_retry_with_another(
-    tmp_path, tiny_model_dir, capsys, smoke_split
-):
+def test_a_runner_that_answered_nothing_does_not_block_a_retry_with_another(tmp_path, tiny_model_dir, capsys):
     import importlib.util
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here: its runner would start")
-    data = smoke_split(tmp_path / "data", scenes=1)
+    data = tmp_path / "data"
+    generate = ("generate", "--spec", "smoke", "--out", str(data), "--split", "test", "--scenes", "1")
+    assert cli(*generate, "--formats", "release", "--num-proc", "1", "--quiet") == 0
     run = ("eval", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(tmp_path / "run"))
     assert cli(*run, "--runner", "vllm", "--no-progress") == 2  # vllm is missing: nothing answered
     assert "vllm" in capsys.readouterr().err
