@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import generate_smoke_split
 from fake_openai_server import GARBAGE, behaviour, fetch_stats, serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
@@ -20,8 +19,8 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def split_dir(tmp_path_factory) -> Path:
-    return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke", scenes=3)
+def split_dir(tmp_path_factory, smoke_split) -> Path:
+    return smoke_split(tmp_path_factory.mktemp("split") / "smoke", scenes=3)
 
 
 class OracleRunner:

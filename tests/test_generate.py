@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GENERATORS, SMALL_SPEC, write_spec
 from PIL import Image
 
 from rosetrain.cli import main
@@ -15,6 +14,8 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.data.generate import make_job, run_job
 from rosetrain.generators.spec import load_spec
 from rosetrain.scoring import parse_answer, score_item
+
+GENERATORS = Path(__file__).resolve().parent.parent / "generators"
 
 
 def generate(spec_path, out, scenes=12, num_proc=1, **kw):
@@ -32,9 +33,9 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def small_split(tmp_path_factory):
+def small_split(tmp_path_factory, small_spec_text, write_spec):
     tmp = tmp_path_factory.mktemp("small")
-    spec = write_spec(tmp, SMALL_SPEC)
+    spec = write_spec(tmp, small_spec_text)
     return spec, tmp / "out", generate(spec, tmp / "out", scenes=30)
 
 
@@ -165,12 +166,12 @@ def test_rose_prompts_are_verbatim(small_split):
         ("heldout_family: sprite_pair", "now heldout_family_name"),
     ],
 )
-def test_bad_spec_fails_before_output(tmp_path, mutation, message, capsys):
+def test_bad_spec_fails_before_output(tmp_path, mutation, message, capsys, small_spec_text, write_spec):
     key = mutation.split(":")[0]
     text = (
         "\n".join(
             line
-            for line in SMALL_SPEC.splitlines()
+            for line in small_spec_text.splitlines()
             if not line.startswith(key) and not (key == "families" and line.startswith("  "))
         )
         + "\n"
@@ -197,8 +198,10 @@ def test_bad_spec_fails_before_output(tmp_path, mutation, message, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_missing_font_is_a_clear_error(tmp_path, capsys):
-    spec = write_spec(tmp_path, SMALL_SPEC.replace("  attribute: 1", "  glyph: {fonts: [No Such Font Sans]}"))
+def test_missing_font_is_a_clear_error(tmp_path, capsys, small_spec_text, write_spec):
+    spec = write_spec(
+        tmp_path, small_spec_text.replace("  attribute: 1", "  glyph: {fonts: [No Such Font Sans]}")
+    )
     code = main(["generate", "--spec", str(spec), "--out", str(tmp_path / "o"), "--scenes", "2", "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "glyph" in err and str(spec) in err
@@ -307,7 +310,9 @@ def test_stream_shards_split_across_ranks_and_dataloader_workers(small_split):
     assert all(index[i] % 2 == worker for i, worker in by_workers)
 
 
-def test_stream_never_yields_an_excluded_scene(tmp_path, small_split, monkeypatch):
+def test_stream_never_yields_an_excluded_scene(
+    tmp_path, small_split, monkeypatch, small_spec_text, write_spec
+):
     import rosetrain.generators.heldout as heldout
     from rosetrain.generators.scene import sample_scene
 
@@ -321,14 +326,14 @@ def test_stream_never_yields_an_excluded_scene(tmp_path, small_split, monkeypatc
     # a training spec that names a held-out spec skips the held-out scenes by default
     write_spec(
         tmp_path,
-        SMALL_SPEC.replace("role: eval", "role: heldout").replace(
+        small_spec_text.replace("role: eval", "role: heldout").replace(
             "namespace: test-small", "namespace: heldout"
         ),
         "h.yaml",
     )
     train = write_spec(
         tmp_path,
-        SMALL_SPEC.replace("role: eval", "role: train").replace(
+        small_spec_text.replace("role: eval", "role: train").replace(
             "namespace: test-small", "namespace: t-small\nheldout_spec: h.yaml"
         ),
         "t.yaml",
@@ -340,22 +345,22 @@ def test_stream_never_yields_an_excluded_scene(tmp_path, small_split, monkeypatc
     assert {r["scene_id"] for r in _stream_ids(train, stop=4)} == {"test-0000001", "test-0000003"}
 
 
-def test_image_multiple_of_28(tmp_path):
-    spec = write_spec(tmp_path, SMALL_SPEC.replace("image_multiple: 4", "image_multiple: 28"))
+def test_image_multiple_of_28(tmp_path, small_spec_text, write_spec):
+    spec = write_spec(tmp_path, small_spec_text.replace("image_multiple: 4", "image_multiple: 28"))
     for r in generate(spec, tmp_path / "o", scenes=6):
         assert r["image_width"] % 28 == 0 and r["image_height"] % 28 == 0
 
 
-def test_training_spec_never_overlaps_heldout(tmp_path):
+def test_training_spec_never_overlaps_heldout(tmp_path, small_spec_text, write_spec):
     heldout = write_spec(
         tmp_path,
-        SMALL_SPEC.replace("role: eval", "role: heldout").replace(
+        small_spec_text.replace("role: eval", "role: heldout").replace(
             "namespace: test-small",
             "namespace: heldout\nheldout_family_name: sprite_pair\nheldout_scenes: 50",
         ),
         "h.yaml",
     )
-    train_text = SMALL_SPEC.replace(
+    train_text = small_spec_text.replace(
         "namespace: test-small", "namespace: train\nheldout_spec: h.yaml"
     ).replace("role: eval", "role: train")
     with pytest.raises(RosetrainError, match="held out"):
@@ -376,8 +381,8 @@ def load_and_make(spec_path, tmp_path):
     return make_job(load_spec(spec_path), tmp_path / "x", "train", 5)
 
 
-def test_reserved_namespace(tmp_path):
-    spec = write_spec(tmp_path, SMALL_SPEC.replace("namespace: test-small", "namespace: heldout"))
+def test_reserved_namespace(tmp_path, small_spec_text, write_spec):
+    spec = write_spec(tmp_path, small_spec_text.replace("namespace: test-small", "namespace: heldout"))
     with pytest.raises(RosetrainError, match="heldout"):
         load_spec(spec)
 
@@ -388,7 +393,7 @@ def test_shipped_specs_load(name):
     assert spec.levels
 
 
-def test_generate_cli_starts_without_torch(tmp_path):
+def test_generate_cli_starts_without_torch(tmp_path, small_spec_text, write_spec):
     import subprocess
     import sys
 
@@ -396,17 +401,17 @@ def test_generate_cli_starts_without_torch(tmp_path):
         "import sys, rosetrain.cli as c; c.main(['generate','--spec',sys.argv[1],'--out',sys.argv[2],"
         "'--scenes','2','--quiet']); assert 'torch' not in sys.modules, 'torch imported'"
     )
-    spec = write_spec(tmp_path, SMALL_SPEC)
+    spec = write_spec(tmp_path, small_spec_text)
     subprocess.run([sys.executable, "-c", code, str(spec), str(tmp_path / "o")], check=True)
 
 
-def test_generate_command_refuses_pandas_only_in_its_own_process(tmp_path):
+def test_generate_command_refuses_pandas_only_in_its_own_process(tmp_path, small_spec_text, write_spec):
     """pyarrow would import pandas for nothing: the command's own process refuses
     it (the bytes are the same); a caller's process is left as it was."""
     import subprocess
     import sys
 
-    spec = write_spec(tmp_path, SMALL_SPEC)
+    spec = write_spec(tmp_path, small_spec_text)
     args = "'generate','--spec',sys.argv[1],'--out',sys.argv[2],'--scenes','2','--num-proc','1','--quiet'"
     own = f"import sys, rosetrain.cli as c; sys.argv = ['rosetrain', {args}]; c.main(); assert 'pandas' not in sys.modules"
     callers = f"import sys, rosetrain.cli as c; c.main([{args}]); import pandas"

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_SPEC, write_spec
 
 from rosetrain.cli import main
 
@@ -46,9 +45,9 @@ def command(spec: Path, out: Path, *extra: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def one_machine(tmp_path_factory):
+def one_machine(tmp_path_factory, small_spec_text, write_spec):
     root = tmp_path_factory.mktemp("one-machine")
-    spec = write_spec(root, SMALL_SPEC)
+    spec = write_spec(root, small_spec_text)
     assert main(command(spec, root / "out")) == 0
     return spec, root / "out"
 

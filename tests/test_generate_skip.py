@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_SPEC, write_spec
 
 from rosetrain.cli import main
 
@@ -35,9 +34,9 @@ def run(capsys, args: list[str]) -> dict:
 
 
 @pytest.fixture
-def made(tmp_path, capsys):
+def made(tmp_path, capsys, small_spec_text, write_spec):
     """A split of scenes 0-5, then 12 scenes of the same spec excluding it."""
-    spec = write_spec(tmp_path, SMALL_SPEC)
+    spec = write_spec(tmp_path, small_spec_text)
     run(capsys, command(spec, tmp_path / "first", 6))
     exclude = ["--exclude", str(tmp_path / "first" / "metadata_train.jsonl")]
     summary = run(capsys, command(spec, tmp_path / "out", 12, *exclude))

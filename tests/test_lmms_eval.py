@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write_spec
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import read_jsonl
 from rosetrain.integrations.lmms_eval import export_task, predictions_from_samples
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # one scene of every template (7 items), images multiples of 28 px for Qwen2.5-VL
 SPEC = """
@@ -37,7 +38,7 @@ NO_LMMS_EVAL = "lmms-eval is not installed (pip install 'rosetrain[lmms-eval]'; 
 
 
 @pytest.fixture(scope="module")
-def split_dir(tmp_path_factory) -> Path:
+def split_dir(tmp_path_factory, write_spec) -> Path:
     root = tmp_path_factory.mktemp("lmms-split")
     command = ["generate", "--spec", str(write_spec(root, SPEC)), "--out", str(root / "data")]
     command += ["--split", "test", "--scenes", "1", "--formats", "release", "--num-proc", "1", "--quiet"]

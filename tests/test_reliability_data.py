@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_SPEC, write_spec
 
 from rosetrain.cli import main
 from rosetrain.core.errors import RosetrainError
@@ -16,10 +15,10 @@ from rosetrain.data.release import load_split, select_records, with_image_paths
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory):
+def split(tmp_path_factory, small_spec_text, write_spec):
     """A generated split (release layout), read-only: tests copy it before changing it."""
     root = tmp_path_factory.mktemp("data")
-    spec = write_spec(root, SMALL_SPEC)
+    spec = write_spec(root, small_spec_text)
     assert (
         main(
             [
@@ -169,12 +168,18 @@ def test_clicks_must_be_the_targets_in_the_region(tmp_path, split, capsys):
 # ----------------------------------------------------------------- specs
 
 
-def spec_with(tmp_path: Path, *replacements: tuple[str, str]) -> Path:
-    text = SMALL_SPEC
-    for old, new in replacements:
-        assert old in text
-        text = text.replace(old, new)
-    return write_spec(tmp_path, text)
+@pytest.fixture
+def spec_with(tmp_path, small_spec_text, write_spec):
+    """``spec_with(*(old, new))``: the small spec so changed, in ``tmp_path``."""
+
+    def changed(*replacements: tuple[str, str]) -> Path:
+        text = small_spec_text
+        for old, new in replacements:
+            assert old in text
+            text = text.replace(old, new)
+        return write_spec(tmp_path, text)
+
+    return changed
 
 
 LEVELS = "levels:\n  - {name: easy}\n  - {name: hard, rows: [5, 6]}\n  - {name: easy, cols: [5, 6]}\n"
@@ -216,8 +221,8 @@ LEVELS = "levels:\n  - {name: easy}\n  - {name: hard, rows: [5, 6]}\n  - {name: 
         ([("role: eval", "role: train\nheldout_spec: no-such.yaml")], "heldout_spec: spec file not found"),
     ],
 )
-def test_a_bad_spec_value_is_refused_naming_the_field(tmp_path, capsys, replacements, message):
-    spec = spec_with(tmp_path, *replacements)
+def test_a_bad_spec_value_is_refused_naming_the_field(tmp_path, capsys, replacements, message, spec_with):
+    spec = spec_with(*replacements)
     assert (
         main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--scenes", "2", "--quiet"])
         == 2
@@ -364,8 +369,8 @@ def test_preview_inputs_and_output_in_the_wrong_shape(tmp_path, split, capsys):
     assert "--template: unknown template 'T3'" in one_error_line(capsys)
 
 
-def test_exclude_needs_a_split_it_can_check_against(tmp_path, capsys):
-    spec = write_spec(tmp_path, SMALL_SPEC)
+def test_exclude_needs_a_split_it_can_check_against(tmp_path, capsys, small_spec_text, write_spec):
+    spec = write_spec(tmp_path, small_spec_text)
     official = tmp_path / "metadata_test.jsonl"
     official.write_text('{"item_id": "CHITEM_000001__GCLK", "scene_id": "CHSCENE_000001"}\n')
     assert (
@@ -393,21 +398,19 @@ def test_exclude_needs_a_split_it_can_check_against(tmp_path, capsys):
 # ----------------------------------------------------------------- held-out scenes
 
 
-def test_a_heldout_spec_is_never_streamed_for_training(tmp_path):
+def test_a_heldout_spec_is_never_streamed_for_training(spec_with):
     from rosetrain.data.hf import stream_dataset
 
-    spec = spec_with(
-        tmp_path, ("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout")
-    )
+    spec = spec_with(("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout"))
     with pytest.raises(RosetrainError, match="role: heldout"):
         stream_dataset(str(spec), split="train")
 
 
-def test_a_stream_of_the_heldout_splits_own_scenes_is_refused(tmp_path):
+def test_a_stream_of_the_heldout_splits_own_scenes_is_refused(tmp_path, small_spec_text, write_spec):
     from rosetrain.train.data import check_stream_apart
     from rosetrain.train.recipe import DataConfig, EvalConfig, RecipeError
 
-    spec = write_spec(tmp_path, SMALL_SPEC)  # role eval: the split a run is evaluated on
+    spec = write_spec(tmp_path, small_spec_text)  # role eval: the split a run is evaluated on
     assert (
         main(
             [
@@ -436,13 +439,11 @@ def test_a_stream_of_the_heldout_splits_own_scenes_is_refused(tmp_path):
     check_stream_apart(DataConfig(spec=str(spec), seed=4), records, heldout)  # other scenes: fine
 
 
-def test_a_folder_generated_from_a_heldout_spec_is_never_training_data(tmp_path):
+def test_a_folder_generated_from_a_heldout_spec_is_never_training_data(tmp_path, spec_with):
     from rosetrain.train.data import check_folder
     from rosetrain.train.recipe import DataConfig, RecipeError
 
-    spec = spec_with(
-        tmp_path, ("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout")
-    )
+    spec = spec_with(("role: eval", "role: heldout"), ("namespace: test-small", "namespace: heldout"))
     assert (
         main(
             [

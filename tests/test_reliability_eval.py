@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import generate_smoke_split
 from fake_openai_server import serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
@@ -24,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def split_dir(tmp_path_factory) -> Path:
-    return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke")
+def split_dir(tmp_path_factory, smoke_split) -> Path:
+    return smoke_split(tmp_path_factory.mktemp("split") / "smoke")
 
 
 def eval_command(base_url: str, data: Path, out: Path, *options: str, model: str = "fake") -> list[str]:
@@ -168,9 +167,9 @@ def test_an_endpoint_that_goes_away_mid_run_stops_the_run(split_dir, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def other_split_dir(tmp_path_factory) -> Path:
+def other_split_dir(tmp_path_factory, smoke_split) -> Path:
     """Same spec, another seed: the same item ids, other scenes."""
-    return generate_smoke_split(tmp_path_factory.mktemp("other") / "smoke", seed=11)
+    return smoke_split(tmp_path_factory.mktemp("other") / "smoke", seed=11)
 
 
 def test_split_fingerprint_names_the_metadata_bytes(split_dir, other_split_dir):

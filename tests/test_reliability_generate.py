@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_SPEC, write_spec
 
 from rosetrain.cli import main
 from rosetrain.core.io import output_lock
@@ -20,8 +19,8 @@ SCENES, SHARD = "12", "4"
 
 
 @pytest.fixture
-def spec(tmp_path):
-    return write_spec(tmp_path, SMALL_SPEC)
+def spec(tmp_path, small_spec_text, write_spec):
+    return write_spec(tmp_path, small_spec_text)
 
 
 def run_generate(spec, out, *extra, split="test", scenes=SCENES):

@@ -10,16 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMALL_SPEC, write_spec
 from test_reliability_generate import run_generate, tree
+
+ROOT = Path(__file__).resolve().parent.parent
 
 KILLER = Path(__file__).with_name("kill_generate.py")
 
 
 @pytest.fixture
-def world(tmp_path):
+def world(tmp_path, small_spec_text, write_spec):
     """A spec, an output folder to be, and a bystander file beside it."""
-    spec = write_spec(tmp_path, SMALL_SPEC)
+    spec = write_spec(tmp_path, small_spec_text)
     (tmp_path / "bystander.txt").write_text("must not change")
     return spec, tmp_path / "out"
 

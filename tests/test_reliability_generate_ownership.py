@@ -11,14 +11,13 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_SPEC, write_spec
 
 from rosetrain.cli import main
 
 
 @pytest.fixture
-def spec(tmp_path):
-    return write_spec(tmp_path, SMALL_SPEC)
+def spec(tmp_path, small_spec_text, write_spec):
+    return write_spec(tmp_path, small_spec_text)
 
 
 def run_generate(spec, out, *extra, scenes="6"):

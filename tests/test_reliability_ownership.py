@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import generate_smoke_split
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
@@ -16,8 +15,8 @@ from rosetrain.core.io import MARKER_NAME, atomic_write, output_lock
 
 
 @pytest.fixture(scope="module")
-def split_dir(tmp_path_factory) -> Path:
-    return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke")
+def split_dir(tmp_path_factory, smoke_split) -> Path:
+    return smoke_split(tmp_path_factory.mktemp("split") / "smoke")
 
 
 @pytest.fixture(scope="module")

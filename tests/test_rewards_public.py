@@ -5,7 +5,6 @@ completion."""
 from __future__ import annotations
 
 import pytest
-from conftest import write_spec
 
 from rosetrain.cli import main as cli_main
 from rosetrain.scoring import score_item
@@ -25,7 +24,7 @@ families: [attribute]
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory):
+def rows(tmp_path_factory, write_spec):
     from rosetrain.data.hf import load_hf_split
 
     root = tmp_path_factory.mktemp("rewards-user")

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import write_spec
 
 from rosetrain.cli import main
 from rosetrain.core.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES, T1B, T2B
@@ -108,7 +107,7 @@ def test_family_subset_names():
     assert subset_name("attribute", {}, "rose") == "rosetrain-attribute"
 
 
-def test_layout_is_checked(tmp_path):
+def test_layout_is_checked(tmp_path, write_spec):
     spec = write_spec(tmp_path, "name: x\nlayout: nested\n")
     with pytest.raises(Exception, match="layout"):
         load_spec(spec, check_fonts=False)

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import generate_smoke_split
 from fake_openai_server import GARBAGE, REFUSED_POSITION, behaviour, fetch_stats, serve_in_subprocess
 
 from rosetrain.cli import main as cli_main
@@ -24,8 +23,8 @@ SECRET = "sk-test-do-not-log-4242"
 
 
 @pytest.fixture(scope="module")
-def split_dir(tmp_path_factory) -> Path:
-    return generate_smoke_split(tmp_path_factory.mktemp("split") / "smoke")
+def split_dir(tmp_path_factory, smoke_split) -> Path:
+    return smoke_split(tmp_path_factory.mktemp("split") / "smoke")
 
 
 def split_records(split_dir: Path) -> list[dict]:

@@ -11,7 +11,6 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import generate_smoke_split
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
@@ -31,9 +30,9 @@ def parallel_at_any_size(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory) -> tuple[Path, Path]:
+def split(tmp_path_factory, smoke_split) -> tuple[Path, Path]:
     """A smoke split and predictions: gold, wrong, prose, empty and API errors."""
-    data = generate_smoke_split(tmp_path_factory.mktemp("parallel") / "data", scenes=12)
+    data = smoke_split(tmp_path_factory.mktemp("parallel") / "data", scenes=12)
     rng = random.Random(0)
     rows = []
     for line in (data / "metadata_test.jsonl").read_text().splitlines():

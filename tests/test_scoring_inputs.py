@@ -5,12 +5,14 @@ metadata of a small split or one scored with ``--num-proc 1`` (``score``)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from conftest import ROSE_V01
 
 from rosetrain.cli import main as cli_main
 from rosetrain.scoring import score_many
+
+ROSE_V01 = Path(__file__).resolve().parent / "data" / "rose-v0.1"  # real release metadata, vendored
 
 BRIDGE = ROSE_V01 / "metadata_test_matched_local_count_bridge.jsonl"
 

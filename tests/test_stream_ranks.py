@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_SPEC, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENES = 96  # rounds of 64 stream shards: one whole, one partial
@@ -83,8 +82,8 @@ def launch_two_ranks(tmp_path: Path, spec: Path, how: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("how", ["accelerate", "split_dataset_by_node"])
-def test_two_ranks_stream_disjoint_scenes_covering_the_stream(tmp_path, how):
-    spec = write_spec(tmp_path, SMALL_SPEC.replace("role: eval", "role: train"))
+def test_two_ranks_stream_disjoint_scenes_covering_the_stream(tmp_path, how, small_spec_text, write_spec):
+    spec = write_spec(tmp_path, small_spec_text.replace("role: eval", "role: train"))
     ranks = launch_two_ranks(tmp_path, spec, how)
     assert [rank["world"] for rank in ranks] == [2, 2]
     first, second = ({*rank["scenes"]} for rank in ranks)

@@ -9,28 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
 
-SPEC = """
-name: t-check
-role: train
-namespace: t-check
-seed: 1
-rows: [3, 4]
-cols: [3, 4]
-cell_size: [28, 28]
-image_multiple: 28
-exceptions: [1, 3]
-negative_rate: 0.1
-families: [attribute]
-"""
-
 
 @pytest.fixture(scope="module")
-def data_folder(tmp_path_factory) -> Path:
-    return generate_train_split(tmp_path_factory.mktemp("check-data"), SPEC, scenes=2)
+def data_folder(tmp_path_factory, train_split, tiny_train_spec) -> Path:
+    return train_split(tmp_path_factory.mktemp("check-data"), tiny_train_spec("t-check"), scenes=2)
 
 
 @pytest.fixture
@@ -87,7 +72,7 @@ def assert_one_line_error(code: int, err: str, *expected: str) -> None:
 @pytest.mark.parametrize(
     "override, expected",
     [
-        ("learning_rate=-1", ["learning_rate: must be >= 0, got -1"]),
+        ("learning_rate=-1", ["learning_rate: must be >= 0, got -1.0"]),
         ("bf16=true", ["bf16: true needs a GPU with bf16 support", "set bf16: false"]),
         ("warmup_steps=-1", ["warmup_steps: must be in [0, 1000000000], got -1"]),
         ("trl.adam_epsilon=-1", ["trl.adam_epsilon", "Invalid epsilon value"]),

@@ -13,25 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = """
-name: t-dist
-role: train
-namespace: t-dist
-seed: 1
-rows: [3, 4]
-cols: [3, 4]
-cell_size: [28, 28]
-image_multiple: 28
-exceptions: [1, 3]
-negative_rate: 0.1
-families: [attribute]
-"""
 # Trains through rosetrain's own trainer and records, per rank, the world size
 # the trainer saw and a fingerprint of every row its data loader handed over.
 RECORDING_RUN = """
@@ -69,8 +55,8 @@ Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(
 
 
 @pytest.fixture(scope="module")
-def data_folder(tmp_path_factory) -> Path:
-    return generate_train_split(tmp_path_factory.mktemp("dist-data"), SPEC, scenes=4)
+def data_folder(tmp_path_factory, train_split, tiny_train_spec) -> Path:
+    return train_split(tmp_path_factory.mktemp("dist-data"), tiny_train_spec("t-dist"), scenes=4)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import generate_train_split
 
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
@@ -21,19 +20,6 @@ from rosetrain.models.tiny import MODEL_FAMILIES
 from rosetrain.train.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = """
-name: t-resume
-role: train
-namespace: t-resume
-seed: 1
-rows: [3, 4]
-cols: [3, 4]
-cell_size: [28, 28]
-image_multiple: 28
-exceptions: [1, 3]
-negative_rate: 0.1
-families: [attribute]
-"""
 STEPS, SAVE_EVERY = 4, 2
 # Trains a recipe and SIGKILLs itself at a training event: nothing after it reaches the disk.
 KILLED_RUN = """
@@ -62,8 +48,8 @@ common.train_and_save(trainer, recipe, processor)
 
 
 @pytest.fixture(scope="module")
-def data_folder(tmp_path_factory) -> Path:
-    return generate_train_split(tmp_path_factory.mktemp("resume-data"), SPEC, scenes=4)
+def data_folder(tmp_path_factory, train_split, tiny_train_spec) -> Path:
+    return train_split(tmp_path_factory.mktemp("resume-data"), tiny_train_spec("t-resume"), scenes=4)
 
 
 @pytest.fixture(scope="module")
