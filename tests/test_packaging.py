@@ -151,3 +151,14 @@ def test_the_heldout_suite_prepare_line_agrees_with_the_readme_and_recipes():
         for line in path.read_text().splitlines():
             if "rosetrain generate" in line and "data/heldout " in line:
                 assert command in line, f"{path.name}: {line.strip()} differs from the suite's {command}"
+
+
+def test_stream_dataset_takes_a_shipped_spec_from_any_folder(tmp_path, monkeypatch):
+    """The README's Python example names generators/curriculum.yaml: it must run where
+    rosetrain is installed, not only in a clone."""
+    from rosetrain.data.hf import stream_dataset
+
+    monkeypatch.chdir(tmp_path)
+    for spec in ("curriculum", "generators/curriculum.yaml"):
+        row = next(iter(stream_dataset(spec, split="train", seed=0)))
+        assert row["task_template"]

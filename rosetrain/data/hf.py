@@ -175,8 +175,9 @@ def stream_dataset(
     stop: int | None = None,
     exclude_fingerprints: Iterable[str] = (),
 ):
-    """An unlimited ``datasets.IterableDataset`` over a spec: the same rows the
-    Parquet writer would write, for training without disk.
+    """An unlimited ``datasets.IterableDataset`` over a spec (a YAML path, or the
+    name of a shipped spec: ``"curriculum"``): the same rows the Parquet writer
+    would write, for training without disk.
 
     Shards: scene ``i`` belongs to shard ``i % STREAM_SHARDS``. ``datasets``
     hands dataloader workers (and ``split_dataset_by_node`` or accelerate's
@@ -197,9 +198,10 @@ def stream_dataset(
     from rosetrain.core.errors import RosetrainError
     from rosetrain.data.shards import interleaved_dataset
     from rosetrain.generators.heldout import heldout_guard
+    from rosetrain.core.resources import find as find_config
     from rosetrain.generators.spec import load_spec
 
-    spec = load_spec(spec_path)
+    spec = load_spec(find_config("spec", spec_path, option="spec"))  # a path, or a shipped spec's name
     if spec.role == "heldout":
         raise RosetrainError(
             f"{spec_path}: role: heldout; a held-out spec is never streamed for "
