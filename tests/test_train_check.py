@@ -72,7 +72,7 @@ def assert_one_line_error(code: int, err: str, *expected: str) -> None:
 @pytest.mark.parametrize(
     "override, expected",
     [
-        ("learning_rate=-1", ["learning_rate: must be >= 0, got -1.0"]),
+        ("learning_rate=-1", ["learning_rate: must be >= 0, got -1"]),
         ("bf16=true", ["bf16: true needs a GPU with bf16 support", "set bf16: false"]),
         ("warmup_steps=-1", ["warmup_steps: must be in [0, 1000000000], got -1"]),
         ("trl.adam_epsilon=-1", ["trl.adam_epsilon", "Invalid epsilon value"]),
