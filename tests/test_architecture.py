@@ -306,3 +306,17 @@ def test_a_converted_module_leaves_the_flag_debt():
 )
 def test_flag_raises_finds_what_it_should(source, expected):
     assert flag_raises(source) == expected
+
+
+def test_no_test_file_imports_conftest():
+    """Shared test helpers are fixtures (tests/conftest.py): pytest hands them to a
+    test by name, whatever directory it runs from."""
+    tests = PACKAGE.parent / "tests"
+    importing = [
+        path.name
+        for path in sorted(tests.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.ImportFrom) and node.module == "conftest")
+        or (isinstance(node, ast.Import) and any(alias.name == "conftest" for alias in node.names))
+    ]
+    assert importing == []
