@@ -59,6 +59,9 @@ def probe_spec(out: Path) -> Path:
     for key in ("heldout_family_name", "heldout_scenes"):
         raw.pop(key, None)
     raw.update(name="demo-probe", role="eval", namespace="probe", seed=15)
+    # every template the round-2 spec trains, bridges too: a template the probe
+    # does not hold could only be weighted by the pooled failure rate
+    raw["tasks"] = yaml.safe_load((GENERATORS / "rl.yaml").read_text())["tasks"]
     path = out / "specs" / "probe.yaml"
     atomic_write(path, yaml.safe_dump(raw, sort_keys=False))
     return path

@@ -31,7 +31,14 @@ WEIGHT_TABLE = [
         {"A": (10, 10), "B": (10, 0), "C": (0, 0), "D": (2, 1)},
         {},
         {"A": 0.875 * 11 / 23, "B": 0.125, "C": 0.875 * 6 / 23, "D": 0.875 * 6 / 23},
-        id="floor lifts a learned cell; unmeasured cells sit at 0.5",
+        id="floor lifts a learned cell; C unmeasured: pooled (11 + 1) / (22 + 2)",
+    ),
+    pytest.param(
+        # B unmeasured: it fails as often as the axis pooled, (0 + 1) / (10 + 2), as A does
+        {"A": (10, 0), "B": (0, 0)},
+        {"floor": 0.0},
+        {"A": 0.5, "B": 0.5},
+        id="an unmeasured cell takes the pooled rate, not 0.5",
     ),
     pytest.param(
         # cap 1.5 x 1/4 = 0.375: raw 101/102, 1/2, 1/2, 1/102; D to the floor 1/8, then A
@@ -57,7 +64,8 @@ WEIGHT_TABLE = [
     ),
     pytest.param(
         # balanced, band [0.1, 0.9] on the smoothed PASS rate: A (1/22) and C (21/22)
-        # are outside -> 0 -> floor 1/8; B (pass 1/2) and D (unmeasured, 1/2) share 3/4
+        # are outside -> 0 -> floor 1/8; B (pass 1/2) and D (unmeasured: pooled
+        # (30 + 1) / (60 + 2) = 1/2) share 3/4
         {"A": (20, 20), "B": (20, 10), "C": (20, 0), "D": (0, 0)},
         {"mode": "balanced"},
         {"A": 0.125, "B": 0.375, "C": 0.125, "D": 0.375},
@@ -98,8 +106,8 @@ def test_bad_rule_options_are_named(options, flag):
 
 def test_the_command_line_names_the_flag(tmp_path, capsys):
     args = ["curriculum", "--from", str(tmp_path), "--spec", "x.yaml", "--out", str(tmp_path / "n.yaml")]
-    assert main([*args, "--cap", "0.5"]) == 2
-    assert "(option --cap)" in capsys.readouterr().err
+    assert main([*args, "--band", "0.9", "0.1"]) == 2  # each in range, the pair is not
+    assert "(option --band)" in capsys.readouterr().err
 
 
 def test_template_weights_are_fitted_to_draws_without_replacement():

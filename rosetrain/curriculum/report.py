@@ -48,12 +48,15 @@ def axis_rows(plan: Plan, axis: Axis) -> list[str]:
     realised = axis.realised is not None
     head = "| value | items | failed | PASS % [95% CI] | smoothed failure | source share | chosen share |"
     rows += [head + (" realised share |" if realised else ""), "|---" * (7 + realised) + "|"]
+    n_all = sum(c.n for c in axis.cells.values())
+    fails_all = sum(c.fails for c in axis.cells.values())
     for value, cell in axis.cells.items():
         interval = wilson(cell)
+        failure = smoothed_failure(cell.n or n_all, cell.fails if cell.n else fails_all, plan.rule.prior)
         ci = "-" if interval is None else f"{pct(cell.pass_rate)} [{pct(interval[0])}, {pct(interval[1])}]"
         line = (
             f"| {label(axis.name, value)} | {cell.n} | {cell.fails} | {ci} | "
-            f"{smoothed_failure(cell.n, cell.fails, plan.rule.prior):.3f} | "
+            f"{failure:.3f}{'' if cell.n else ' (pooled)'} | "
             f"{pct(axis.source_shares.get(value, 0.0))} | {pct(axis.shares[value])} |"
         )
         if axis.realised is not None:

@@ -7,7 +7,7 @@ value is a cell with ``n`` items of which ``fails`` failed:
 - ``failures`` mode: the raw weight is the smoothed failure rate
   ``(fails + prior) / (n + 2 * prior)`` (the mean of a Beta(prior, prior)
   posterior; ``prior`` 1 is add-one smoothing), so a cell of 3 items cannot
-  swing the mixture and a cell never measured sits at 0.5;
+  swing the mixture; a cell never measured gets the axis's pooled rate;
 - ``balanced`` mode: the same raw weight, but only for cells whose smoothed
   pass rate lies inside the band (0.1..0.9 by default); cells outside it (always
   failed, or learned) get 0 and so end at the floor: the data goes where the
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 
@@ -99,7 +100,15 @@ def bounded_shares(raw: Mapping[str, float], floor: float, cap: float) -> dict[s
             return {k: fixed[k] if k in fixed else shares[k] for k in keys}
 
 
-def axis_shares(counts: Mapping[str, tuple[int, int]], rule: Rule) -> dict[str, float]:
-    """``value -> (n, fails)`` to ``value -> share`` by the rule."""
-    raw = {value: raw_weight(n, fails, rule) for value, (n, fails) in counts.items()}
+def axis_shares(counts: Mapping[Any, tuple[int, int]], rule: Rule) -> dict[Any, float]:
+    """``value -> (n, fails)`` to ``value -> share`` by the rule. A value the run
+    did not measure (n = 0) is taken to fail as often as the axis's measured
+    items pooled: with the bare prior (0.5) a model passing 90% would get most of
+    its data on whatever the probe split happened not to hold."""
+    n_all = sum(n for n, _ in counts.values())
+    fails_all = sum(f for _, f in counts.values())
+    raw = {
+        value: raw_weight(n, fails, rule) if n else raw_weight(n_all, fails_all, rule)
+        for value, (n, fails) in counts.items()
+    }
     return bounded_shares(raw, rule.floor, rule.cap)
