@@ -1,11 +1,11 @@
 """The dataset card of a generated folder: ``README.md``, as the Hugging Face Hub reads it.
 
 The card's YAML header (written with ``huggingface_hub.DatasetCardData``) is
-what the Hub and ``datasets.load_dataset`` read: a ``default`` config over the
-Parquet shards (``hf/<split>/``) with their features and row counts, and a
-``release`` config over the ROSE release metadata files (``metadata_<split>.jsonl``,
-and the bridge files of a ``layout: rose`` spec); with no Parquet shards the
-release config is the default. Its body says which spec (its text embedded),
+what the Hub and ``datasets.load_dataset`` read: one config (``datasets`` reads
+all of a repo's configs with one builder), over the Parquet shards
+(``hf/<split>/``) with their features and row counts, or in a release-only
+folder over the ROSE metadata files (bridge files as splits of their own) with
+the union of their columns. Its body says which spec (its text embedded),
 seed and rosetrain version made each split, how many scenes and rows, the
 template and family mix, and the command that remakes it byte for byte.
 
@@ -17,7 +17,7 @@ spec and seed give the same bytes. rosetrain replaces only a card it wrote:
 a ``README.md`` that is not that card (the user's own, or one the user edited)
 is left as it is.
 
-huggingface_hub and msgspec only; never ``datasets`` (it imports pandas, which
+huggingface_hub, msgspec and pyarrow; never ``datasets`` (it imports pandas, which
 ``rosetrain generate`` keeps out of its process): the features are written in
 the form ``datasets`` writes them, from the schema in :mod:`rosetrain.data.hf`.
 """
@@ -246,34 +246,66 @@ def _yaml_type(feature: Any) -> dict[str, Any]:
     return {"dtype": kind.lower()}  # Image, Audio: datasets writes the type's name
 
 
+RELEASE_SCHEMA_BYTES = 1 << 30  # above this much release metadata, no features are declared
+
+
+def release_features(paths: list[Path]) -> list[dict[str, Any]] | None:
+    """The columns of release metadata files: every file's, united. A release row
+    carries its family's and template's own fields, and ``datasets`` takes a
+    config's columns from its first file (then fails to cast the next), so the card
+    declares the union (a field a file lacks reads as null there). Read with
+    pyarrow's JSON reader, as ``datasets`` reads them (a 64-bit ``item_seed`` reads
+    as a float there too); None above :data:`RELEASE_SCHEMA_BYTES` of files."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    if not paths or sum(path.stat().st_size for path in paths) > RELEASE_SCHEMA_BYTES:
+        return None
+    schema = pa.unify_schemas([pj.read_json(path).schema for path in paths], promote_options="permissive")
+    return [{"name": field.name, **_arrow_yaml_type(field.type)} for field in schema]
+
+
+_ARROW_DTYPES = {"string": "string", "large_string": "string", "double": "float64", "bool": "bool"}
+
+
+def _arrow_yaml_type(kind: Any) -> dict[str, Any]:
+    import pyarrow as pa
+
+    if pa.types.is_struct(kind):
+        return {"struct": [{"name": field.name, **_arrow_yaml_type(field.type)} for field in kind]}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        inner = _arrow_yaml_type(kind.value_type)
+        return {"list": inner.get("dtype", inner.get("struct", inner))}
+    return {"dtype": _ARROW_DTYPES.get(str(kind), str(kind))}  # int64, uint64, null: datasets' names
+
+
 def card_text(out_dir: Path, facts: list[SplitFacts]) -> str:
     from huggingface_hub import DatasetCard, DatasetCardData
 
     from rosetrain.data.hf import COLUMNS
 
     # datasets reads every config of a repo with one builder (the first config's file
-    # type), so the configs are the Parquet shards, or without them the release metadata
+    # type), so the one config is the Parquet shards, or without them the release metadata
     parquet = [f for f in facts if f.parquet is not None and f.on_hub]
-    kinds: dict[str, list[tuple[str, str, int, int]]] = {}  # config -> (split, path, rows, bytes)
+    files: list[tuple[str, str, int, int]]  # (split, path, rows, bytes)
+    features: list[dict[str, Any]] | None
     if parquet:
-        kinds["default"] = [
-            (f.name, f"hf/{f.name}/shard-*.parquet", *f.parquet) for f in parquet if f.parquet
+        files = [(f.name, f"hf/{f.name}/shard-*.parquet", *f.parquet) for f in parquet if f.parquet]
+        features = features_yaml({n: feature for n, (_, feature) in COLUMNS.items()})
+    else:  # the bridge files, in the release beside each split's metadata, are splits of their own
+        files = [
+            (name[len("metadata_") : -len(".jsonl")], name, *found)
+            for f in facts
+            if f.on_hub
+            for name, found in f.release_files.items()
         ]
-    else:  # a config per kind of file: datasets takes one config's columns from its first file
-        for f in facts:
-            for name, found in f.release_files.items():
-                kind = "default" if name == metadata_name(f.name) else name[len(f"metadata_{f.name}_") : -6]
-                if f.on_hub:
-                    kinds.setdefault(kind, []).append((f.name, name, *found))
-    configs, infos = [], []
-    for kind, files in kinds.items():
-        configs.append({"config_name": kind, "data_files": [{"split": s, "path": p} for s, p, _, _ in files]})
-        info: dict[str, Any] = {"config_name": kind}
-        if parquet:  # release rows carry their family's own fields: datasets reads them from the JSON
-            info["features"] = features_yaml({n: feature for n, (_, feature) in COLUMNS.items()})
-        info["splits"] = [{"name": s, "num_bytes": size, "num_examples": n} for s, _, n, size in files]
-        infos.append(info)
-    hub_splits = {s for files in kinds.values() for s, _, _, _ in files}
+        features = release_features([out_dir / name for _, name, _, _ in files])
+    info: dict[str, Any] = {"config_name": "default"}
+    if features is not None:
+        info["features"] = features
+    info["splits"] = [{"name": s, "num_bytes": size, "num_examples": n} for s, _, n, size in files]
+    configs = [{"config_name": "default", "data_files": [{"split": s, "path": p} for s, p, _, _ in files]}]
+    hub_splits = {s for s, _, _, _ in files}
     rows = sum(f.rows for f in facts)
     names = sorted({Path(str(f.settings.get("spec"))).stem for f in facts})
     data = DatasetCardData(
@@ -284,7 +316,7 @@ def card_text(out_dir: Path, facts: list[SplitFacts]) -> str:
         size_categories=[next((label for limit, label in _SIZES if rows < limit), "n>1B")],
         pretty_name="rosetrain " + ", ".join(names),
         configs=configs,
-        dataset_info=infos if len(infos) > 1 else infos[0],
+        dataset_info=info,
     )
     body = _body(facts, bool(parquet), hub_splits)
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
