@@ -210,6 +210,25 @@ def test_push_uploads_the_finished_splits_and_the_card_only(tmp_path, hub_standi
     assert set(commit["files"]) == expected and len(commit["files"]) == len(expected)
 
 
+def test_push_refuses_a_damaged_folder_before_uploading(tmp_path, hub_standin):
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.data.publish import push_folder
+
+    out = tmp_path / "data"
+    assert _generate(out, "test", 2) == 0
+    lines = (out / "metadata_test.jsonl").read_text().splitlines(keepends=True)
+    row = json.loads(lines[0])
+    row["ground_truth_count"] += 1  # a gold record that contradicts its own targets
+    (out / "metadata_test.jsonl").write_text(json.dumps(row) + "\n" + "".join(lines[1:]))
+    with pytest.raises(RosetrainError, match=r"metadata_test.jsonl:1: ground_truth_count"):
+        push_folder(out, "me/x")
+    image = next((out / "images").rglob("*.png"))
+    image.unlink()
+    with pytest.raises(RosetrainError, match=f"{image.name}: listed in split 'test'"):
+        push_folder(out, "me/x")
+    assert "commit" not in hub_standin and "create_repo" not in hub_standin  # nothing went up
+
+
 @pytest.mark.parametrize(
     "env, message",
     [

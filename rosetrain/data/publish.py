@@ -11,7 +11,8 @@ split, so a folder of millions of images is matched in one pass.
 Before any work (:func:`check_push`): the repo id must be ``OWNER/NAME``, the
 Hub reachable (``HF_HUB_OFFLINE`` unset) and a token known (``HF_TOKEN`` or
 ``hf auth login``). Before the upload (:func:`push_folder`): every file the
-manifests list is on disk, and the card is there.
+manifests list is on disk, every gold record of the release files passes the
+checks ``rosetrain score`` makes, and the card is there.
 
 huggingface_hub only (no torch, no datasets).
 """
@@ -27,6 +28,7 @@ from rosetrain.core.io import output_lock
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS
 from rosetrain.data.card import CARD_NAME, finished_splits
 from rosetrain.data.manifest import manifest_path, metadata_name, read_manifest
+from rosetrain.data.release import load_split
 
 OPTION = "--push-to-hub"
 
@@ -68,7 +70,7 @@ def upload_patterns(out_dir: Path) -> list[str]:
 
 
 def check_folder(out_dir: Path) -> list[str]:
-    """The splits to push; an error naming what is missing when the folder is not whole."""
+    """The splits to push; an error naming what is missing or wrong when the folder is not whole."""
     splits = finished_splits(out_dir)
     if not splits:
         raise RosetrainError(f"{out_dir}: no finished split to push (run rosetrain generate into it first)")
@@ -82,7 +84,13 @@ def check_folder(out_dir: Path) -> list[str]:
                     f"{out_dir / name}: listed in split {split!r}'s manifest but missing; run the same "
                     f"generate command again to repair the split, then push"
                 )
+        if "release" in manifest.get("formats", ()):  # every gold record checked, as score reads it
+            load_split(out_dir, split, bridges=True, fields=("item_id",), build=_nothing)
     return splits
+
+
+def _nothing(record: Any, checked: Any) -> None:
+    return None  # the checks are what counts; no record is kept
 
 
 def push_folder(
