@@ -7,8 +7,8 @@ file never imports this module).
   into the test's ``tmp_path``.
 - ``tiny_train_spec``: ``tiny_train_spec(name) -> text``, the one training spec
   of the train/report tests (one family, 28 px cells: Qwen-VL patches).
-- ``smoke_split`` and ``train_split``: factories of generated splits (one
-  process), for a test's own or a module's folder.
+- ``release_split``, ``smoke_split`` and ``train_split``: factories of generated
+  splits (one process), for a test's own or a module's folder.
 - ``tiny_model_dir`` (one tiny model per session, read-only) and
   ``rose_sample_dir`` (the vendored ROSE v0.1 metadata).
 
@@ -127,16 +127,29 @@ def train_split() -> Callable[[Path, str, int], Path]:
     return _generate_train_split
 
 
-def _generate_smoke_split(out: Path, scenes: int = 3, seed: int | None = None) -> Path:
-    """A release-only ``test`` split of ``generators/smoke.yaml`` at ``out`` (one process)."""
+def _generate_release_split(
+    spec: Path, out: Path, scenes: int, split: str = "test", seed: int | None = None
+) -> Path:
+    """A release-only split of the spec file ``spec`` at ``out`` (one process)."""
     from rosetrain.cli import main as cli_main
 
-    command = ["generate", "--spec", str(GENERATORS / "smoke.yaml"), "--out", str(out), "--split", "test"]
+    command = ["generate", "--spec", str(spec), "--out", str(out), "--split", split]
     command += ["--scenes", str(scenes), "--formats", "release", "--num-proc", "1", "--quiet"]
     if seed is not None:
         command += ["--seed", str(seed)]
     assert cli_main(command) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def release_split() -> Callable[..., Path]:
+    """``release_split(spec, out, scenes, split="test", seed=None)``: a release-only
+    split of a spec file at ``out``."""
+    return _generate_release_split
+
+
+def _generate_smoke_split(out: Path, scenes: int = 3, seed: int | None = None) -> Path:
+    return _generate_release_split(GENERATORS / "smoke.yaml", out, scenes, seed=seed)
 
 
 @pytest.fixture(scope="session")

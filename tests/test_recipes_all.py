@@ -75,32 +75,9 @@ def tiny_models(tmp_path_factory, tiny_model_dir):
 
 
 @pytest.fixture(scope="session")
-def heldout(tmp_path_factory) -> Path:
+def heldout(tmp_path_factory, write_spec, release_split) -> Path:
     root = tmp_path_factory.mktemp("recipes-heldout")
-    (root / "spec.yaml").write_text(HELDOUT_SPEC)
-    out = root / "heldout"
-    assert (
-        cli_main(
-            [
-                "generate",
-                "--spec",
-                str(root / "spec.yaml"),
-                "--out",
-                str(out),
-                "--split",
-                "test",
-                "--scenes",
-                "1",
-                "--formats",
-                "release",
-                "--num-proc",
-                "1",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
-    return out
+    return release_split(write_spec(root, HELDOUT_SPEC), root / "heldout", scenes=1)
 
 
 def test_every_shipped_recipe_has_a_known_architecture():

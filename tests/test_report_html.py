@@ -78,30 +78,8 @@ def predictions(rows, path, right_share: float, seed: int):
     )
 
 
-def test_compare_writes_a_self_contained_html_report(tmp_path):
-    (tmp_path / "spec.yaml").write_text(SPEC)
-    data = tmp_path / "data"
-    assert (
-        cli_main(
-            [
-                "generate",
-                "--spec",
-                str(tmp_path / "spec.yaml"),
-                "--out",
-                str(data),
-                "--split",
-                "test",
-                "--scenes",
-                "12",
-                "--formats",
-                "release",
-                "--num-proc",
-                "1",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+def test_compare_writes_a_self_contained_html_report(tmp_path, write_spec, release_split):
+    data = release_split(write_spec(tmp_path, SPEC), tmp_path / "data", scenes=12)
     rows = [json.loads(line) for line in (data / "metadata_test.jsonl").read_text().splitlines()]
     for name, share, seed in (("before", 0.3, 1), ("after", 0.8, 2)):
         predictions(rows, tmp_path / f"{name}.jsonl", share, seed)
