@@ -273,3 +273,30 @@ def test_rows_held_at_once_beyond_free_memory_are_refused_with_the_estimate(
     with pytest.raises(RecipeError) as err:
         check_memory(load_recipe(path, [override]))
     assert expected in str(err.value) and "of memory, more than the 1.0 GiB free" in str(err.value)
+
+
+# ----------------------------------------------------------------- eval suites
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("limit: 0", "limit: must be in [1, 1000000000000], got 0"),
+        ("max_new_tokens: -5", "max_new_tokens: must be in [1, 1000000], got -5"),
+        ("max_new_tokens: '64'", "max_new_tokens: expected an integer, got '64'"),
+        ("max_new_tokens: true", "max_new_tokens: expected an integer, got True"),
+        ("limit: .nan", "limit: must be a finite number, got nan"),
+        ("description: [a]", "description: expected a string, got ['a']"),
+        ("splt: test", "unknown key 'splt' at the top level (did you mean 'split'?)"),
+    ],
+)
+def test_a_suite_value_that_cannot_run_is_refused_naming_the_key(tmp_path, line, message):
+    from rosetrain.evaluation.evaluate import load_suite
+
+    path = tmp_path / "suite.yaml"
+    path.write_text(f"name: s\ndata: {tmp_path}\n")
+    assert load_suite(path).limit is None
+    path.write_text(f"name: s\ndata: {tmp_path}\n{line}\n")
+    with pytest.raises(RosetrainError) as err:
+        load_suite(path)
+    assert str(err.value) == f"{path}: {message}" or str(err.value).startswith(f"{path}: {message}")

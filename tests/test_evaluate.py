@@ -206,7 +206,9 @@ def test_eval_openai_endpoint_scores_resumes_and_retries_only_failures(split_dir
 def test_suite_files_are_validated(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\ndata: d\nsplits: test\n")
-    with pytest.raises(RosetrainError, match=r"unknown field\(s\) splits"):
+    with pytest.raises(
+        RosetrainError, match=r"unknown key .splits. at the top level \(did you mean .split.\?\)"
+    ):
         load_suite(bad)
     missing = tmp_path / "missing.yaml"
     missing.write_text(f"name: x\ndata: {tmp_path / 'nowhere'}\nprepare: run rosetrain generate\n")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core import config
+from rosetrain.core.config import check_fields, setting
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.formats import pct
 from rosetrain.data.predictions import PredictionWriter, prediction_row
@@ -26,17 +28,7 @@ from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "eval_run.json"
 DEFAULT_BATCH_SIZE = {"transformers": 8, "vllm": 256, "openai": 32}
-SUITE_FIELDS = (
-    "name",
-    "description",
-    "data",
-    "split",
-    "limit",
-    "max_new_tokens",
-    "hub_dataset",
-    "revision",
-    "prepare",
-)
+SUITE_NOT_KEYS = frozenset({"source"})
 
 
 @dataclass
@@ -44,18 +36,19 @@ class EvalSuite:
     """An ``eval/*.yaml`` file: which split to evaluate on, and how to get it:
     ``data`` (a local folder) or, without it, ``hub_dataset`` (a dataset repo
     OWNER/NAME on the Hugging Face Hub, at ``revision``, read from the local
-    Hub cache and downloaded into it when missing)."""
+    Hub cache and downloaded into it when missing). Keys, types and ranges are
+    checked by :mod:`rosetrain.core.config`."""
 
-    name: str
-    data: str | None = None
-    split: str = "test"
-    description: str = ""
-    limit: int | None = None
-    max_new_tokens: int | None = None
-    hub_dataset: str | None = None
-    revision: str | None = None  # of hub_dataset: a branch, tag or commit (default: main)
-    prepare: str | None = None  # how to create ``data`` when it is missing
-    source: str = "<suite>"
+    name: str = setting(help="the suite's name")
+    data: str | None = setting(None, "a local ROSE release folder")
+    split: str = setting("test", "the split to evaluate")
+    description: str = setting("", "free text")
+    limit: int | None = setting(None, "only the first N items of the split", low=1, high=10**12)
+    max_new_tokens: int | None = setting(None, "the answer length (default: eval's)", low=1, high=1_000_000)
+    hub_dataset: str | None = setting(None, "or a dataset OWNER/NAME on the Hugging Face Hub")
+    revision: str | None = setting(None, "of hub_dataset: a branch, tag or commit (default: main)")
+    prepare: str | None = setting(None, "how to create `data` when it is missing")
+    source: str = "<suite>"  # the file it came from (not a key)
 
     def __post_init__(self):
         for field in ("name", "split"):
@@ -65,15 +58,15 @@ class EvalSuite:
             value = getattr(self, field)
             if value is not None and (not isinstance(value, str) or not value):
                 raise RosetrainError(f"{self.source}: '{field}' must be a non-empty string or null")
+        try:
+            check_fields(self, hidden=SUITE_NOT_KEYS)
+        except ValueError as err:
+            raise RosetrainError(f"{self.source}: {err}") from None
         if self.data is None and self.hub_dataset is None:
             raise RosetrainError(
                 f"{self.source}: give 'data' (a local release folder) or 'hub_dataset' "
                 "(a dataset OWNER/NAME on the Hugging Face Hub)"
             )
-        for field in ("limit", "max_new_tokens"):
-            value = getattr(self, field)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise RosetrainError(f"{self.source}: '{field}' must be a positive integer")
 
     def data_dir(self) -> Path:
         """``data``, or the snapshot of ``hub_dataset`` in the local Hub cache
@@ -95,12 +88,11 @@ def load_suite(path: str | Path) -> EvalSuite:
     path = Path(path)
     if not path.is_file():
         raise RosetrainError(f"--suite: no such file: {path}")
-    raw = read_yaml_mapping(path, "suite", expected=f"a mapping of {', '.join(SUITE_FIELDS)}")
-    unknown = sorted(set(raw) - set(SUITE_FIELDS))
-    if unknown:
-        raise RosetrainError(
-            f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(SUITE_FIELDS)}"
-        )
+    keys = config.valid_keys(EvalSuite, SUITE_NOT_KEYS)
+    raw = read_yaml_mapping(path, "suite", expected=f"a mapping of {', '.join(keys)}")
+    for key in raw:
+        if key not in keys:
+            raise RosetrainError(f"{path}: {config.unknown_key(key, keys)}")
     if "name" not in raw:
         raise RosetrainError(f"{path}: 'name' is missing")
     return EvalSuite(**raw, source=str(path))
