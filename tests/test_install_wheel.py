@@ -139,3 +139,24 @@ def test_an_installed_wheel_runs_generate_train_check_and_eval_by_name(installed
     copied = run(installed, empty, "rosetrain", "configs", "copy", "recipe", "tiny-sft", "mine")
     assert Path(copied.strip()) == Path("mine/tiny-sft.yaml")
     assert sorted(p.name for p in empty.iterdir()) == ["data", "mine", "models", "runs"]
+
+
+def test_the_readme_commands_run_from_the_installed_wheel(installed, tmp_path):
+    """The fast half of tests/readme_commands.py (3 scenes where the README says
+    more): every README command a CPU-only offline machine can run, from an
+    empty folder, with the wheel's rosetrain; what it cannot run is listed."""
+    script = Path(__file__).resolve().parent / "readme_commands.py"
+    done = subprocess.run(
+        [sys.executable, script, "--bin", installed, "--work", tmp_path / "work"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = done.stdout.split("skipped")[0]
+    for command in (
+        "rosetrain generate --spec rose-protocol",
+        "rosetrain preview",
+        "rosetrain score",
+        "python block",
+    ):
+        assert command in ran, done.stdout
