@@ -300,3 +300,17 @@ def test_a_suite_value_that_cannot_run_is_refused_naming_the_key(tmp_path, line,
     with pytest.raises(RosetrainError) as err:
         load_suite(path)
     assert str(err.value) == f"{path}: {message}" or str(err.value).startswith(f"{path}: {message}")
+
+
+def test_the_docs_list_the_current_spec_keys():
+    from pathlib import Path
+
+    from rosetrain.generators.spec_keys import replace_block
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "generating.md"
+    text = doc.read_text(encoding="utf-8")
+    assert replace_block(text) == text, (
+        "docs/generating.md's spec keys are out of date: run "
+        "`python -m rosetrain.generators.spec_keys docs/generating.md`"
+    )
+    assert "- `heldout_scenes` (default `2000`; in [0, 1000000])" in text

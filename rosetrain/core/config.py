@@ -95,14 +95,23 @@ def setting(
     high_open: bool = False,
     choices: tuple[Any, ...] | None = None,
     parse: Callable[[Any, str], Any] | None = None,
+    shown_default: str | None = None,
 ) -> Any:
     """A config field: its default, help text, allowed range (numbers, finite) or
     choices, and for values of their own shape (a weight table, a cell range) the
-    function that reads them (``parse(value, key) -> value``, raising ValueError)."""
+    function that reads them (``parse(value, key) -> value``, raising ValueError).
+    ``shown_default`` is what the key table says of a default the code works out
+    (``the file's name``)."""
     bounds = None
     if low is not None or high is not None:
         bounds = Range(low, high, low_open, high_open)
-    metadata = {"help": help, "range": bounds, "choices": choices, "parse": parse}
+    metadata = {
+        "help": help,
+        "range": bounds,
+        "choices": choices,
+        "parse": parse,
+        "shown_default": shown_default,
+    }
     return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
 
 
@@ -364,6 +373,8 @@ def render_keys(cls: type, hidden: frozenset[str] | set[str] = frozenset(), inde
 
 
 def _default(field: dataclasses.Field) -> str:
+    if field.metadata.get("shown_default"):
+        return f"default: {field.metadata['shown_default']}"
     if field.default is not dataclasses.MISSING:
         value = field.default
     elif field.default_factory is not dataclasses.MISSING:

@@ -214,12 +214,17 @@ class LevelSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
-    name: str = setting(help="the spec's name (default: the file's name)")
+    name: str = setting(help="the spec's name", shown_default="the file's name")
     path: str = setting(help="the file it came from (not a key)")
-    role: str = setting(help="what its data is for", choices=ROLES)
-    namespace: str = setting(help="seed namespace (default: the role); `heldout` is the held-out specs' own")
-    seed: int = setting(help="generator seed (default 0)", low=0, high=SEED_64)
-    levels: tuple[LevelSpec, ...] = setting(help="a curriculum's levels, each overriding the fields above")
+    role: str = setting(help="what its data is for", choices=ROLES, shown_default="`train`")
+    namespace: str = setting(
+        help="seed namespace; `heldout` belongs to held-out specs only", shown_default="the role"
+    )
+    seed: int = setting(help="generator seed", low=0, high=SEED_64, shown_default="`0`")
+    levels: tuple[LevelSpec, ...] = setting(
+        help="a curriculum: a list of levels, each a mapping of level keys that override the top level's",
+        shown_default="one level, of the top-level keys",
+    )
     curriculum: str = setting(
         "mixture", "mixture: level drawn by weight; staged: by scene index", choices=("mixture", "staged")
     )
