@@ -25,14 +25,7 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "rosetrain", "generators", "recip
 
 def build_wheel(tmp: Path) -> Path:
     """The wheel of a copy of the checkout (the build writes build/ and egg-info beside its sources)."""
-    source = tmp / "source"
-    source.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in BUILD_INPUTS:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, symlinks=True, ignore=ignore)
-        else:
-            shutil.copy2(ROOT / name, source / name)
+    source = copy_sources(tmp / "source")
     dist = tmp / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", dist, source],
@@ -43,9 +36,19 @@ def build_wheel(tmp: Path) -> Path:
     return wheel
 
 
-def fresh_environment(tmp: Path, wheel: Path) -> Path:
-    """A venv holding only the wheel, seeing the test environment's other packages; its bin/."""
-    venv = tmp / "venv"
+def copy_sources(source: Path) -> Path:
+    source.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in BUILD_INPUTS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, symlinks=True, ignore=ignore)
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    return source
+
+
+def bare_venv(venv: Path) -> Path:
+    """A venv without pip that sees the test environment's packages; its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
     purelib = subprocess.run(
@@ -55,12 +58,18 @@ def fresh_environment(tmp: Path, wheel: Path) -> Path:
         text=True,
     ).stdout.strip()
     (Path(purelib) / "reuse_test_environment.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel],
-        check=True,
-        capture_output=True,
-    )
-    return venv / "bin"
+    return python
+
+
+def pip_install(python: Path, *what: str | Path) -> None:
+    command = [sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q"]
+    subprocess.run([*command, "--no-build-isolation", *what], check=True, capture_output=True)
+
+
+def fresh_environment(tmp: Path, wheel: Path) -> Path:
+    """A venv holding only the wheel, seeing the test environment's other packages; its bin/."""
+    pip_install(bare_venv(tmp / "venv"), wheel)
+    return tmp / "venv" / "bin"
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +169,35 @@ def test_the_readme_commands_run_from_the_installed_wheel(installed, tmp_path):
         "python block",
     ):
         assert command in ran, done.stdout
+
+
+def test_an_editable_install_finds_the_shipped_configs_too(tmp_path):
+    """pip install -e (PEP 660) maps the package to its source folder, where
+    rosetrain/resources/ holds links: names resolve through them."""
+    source = copy_sources(tmp_path / "source")
+    venv = tmp_path / "venv"
+    pip_install(bare_venv(venv), "-e", source)
+    empty = tmp_path / "work"
+    empty.mkdir()
+    where = run(venv / "bin", empty, "python", "-c", "import rosetrain; print(rosetrain.__file__)")
+    assert where.startswith(str(source)), where
+    run(
+        venv / "bin",
+        empty,
+        "rosetrain",
+        "generate",
+        "--spec",
+        "smoke",
+        "--out",
+        "d",
+        "--split",
+        "test",
+        "--scenes",
+        "1",
+        "--formats",
+        "release",
+        "--num-proc",
+        "1",
+        "--quiet",
+    )
+    assert (empty / "d" / "metadata_test.jsonl").is_file()
