@@ -237,13 +237,11 @@ OTHER_PROGRAMS_FLAGS = {
     "rosetrain.integrations.lmms_eval.export": ("--log_samples",),  # lmms-eval's
 }
 FLAG_DEBT = {
-    "rosetrain.core.config": 2,
     "rosetrain.data.generate": 9,
     "rosetrain.data.hub": 1,
     "rosetrain.data.manifest": 3,
     "rosetrain.data.merge": 9,
     "rosetrain.evaluation.evaluate": 6,
-    "rosetrain.train.recipe": 3,
 }
 
 

@@ -11,7 +11,7 @@ returns the values to build the dataclass with:
   :func:`rosetrain.core.io.load_yaml`) and ``true`` is not an integer;
 - a number outside its range, NaN or infinity fails naming the key and the range.
 
-:func:`apply_override` applies ``--set key=value`` to such a mapping, and
+applies an override ``key=value`` (``rosetrain train --set``) to such a mapping, and
 :func:`render_keys` writes the Markdown list of keys the docs show. Standard
 library only (yaml is imported to read an override's value), so the fast
 commands can use it.
@@ -329,11 +329,11 @@ def apply_override(
     key, sep, text = item.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ConfigError(f"--set {item!r}: expected key=value (e.g. learning_rate=5e-7, lora.r=8)")
+        raise ConfigError(f"override {item!r}: expected key=value (e.g. learning_rate=5e-7, lora.r=8)")
     try:
         value = load_yaml(text) if text.strip() else None
     except ValueError as err:
-        raise ConfigError(f"--set {item!r}: the value is not YAML: {err}") from None
+        raise ConfigError(f"override {item!r}: the value is not YAML: {err}") from None
     parts = key.split(".")
     section: type | None = cls
     for depth, part in enumerate(parts):

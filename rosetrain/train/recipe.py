@@ -366,9 +366,8 @@ def apply_override(raw: dict, item: str, path: str | Path = "<recipe>") -> None:
         config.apply_override(raw, item, Recipe, NOT_KEYS)
     except ValueError as err:
         message = str(err)
-        raise RecipeError(
-            message if message.startswith("--set") else f"{path} (--set {item}): {err}"
-        ) from None
+        where = "" if message.startswith("override") else f"{path} (override {item}): "
+        raise RecipeError(where + message, argument="overrides") from None
 
 
 def recipe_from_dict(raw: Mapping[str, Any], path: str | Path = "<recipe>") -> Recipe:
