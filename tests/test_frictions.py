@@ -171,6 +171,7 @@ def test_eval_help_shows_the_defaults(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "requests in flight at once (openai runner) (default: 8)" in out
     assert "transformers: the model in this process" in out and "(default: transformers)" in out
+    assert "tokens an answer may take (default: 256, or the suite's)" in out  # the unit, then the default
 
 
 def test_the_folders_the_docs_write_into_are_ignored_by_git():

@@ -32,7 +32,7 @@ def add_arguments(parser) -> None:
         "--sft-steps",
         type=integer(0, 10**9),
         default=None,
-        help="override the SFT recipe's max_steps (with --rebuild-base: the base's)",
+        help="optimizer steps of SFT (with --rebuild-base: of the base) (default: the recipe's max_steps)",
     )
     parser.add_argument(
         "--grpo-steps", type=integer(0, 10**9), default=None, help="override GRPO's max_steps (0 skips GRPO)"
@@ -49,7 +49,12 @@ def add_arguments(parser) -> None:
         default=None,
         help="scenes of the held-out visual family, x 7 tasks (default: 30)",
     )
-    parser.add_argument("--threads", type=integer(1, MAX_PROCESSES), default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--threads",
+        type=integer(1, MAX_PROCESSES),
+        default=None,
+        help="torch CPU threads (default: torch's own)",
+    )
     parser.add_argument(
         "--rebuild-base",
         action="store_true",

@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-new-tokens",
         type=integer(1, MAX_TOKENS),
-        help=f"default {DEFAULT_MAX_NEW_TOKENS} (or the suite's)",
+        help=f"tokens an answer may take (default: {DEFAULT_MAX_NEW_TOKENS}, or the suite's)",
     )
     parser.add_argument("--limit", type=integer(1, 10**12), help="only the first N items of the split")
     parser.add_argument(
