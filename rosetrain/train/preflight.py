@@ -78,22 +78,25 @@ FOLDER_ROW_BYTES = 2**20
 
 
 def row_bytes(recipe: Recipe) -> int:
-    """Estimated bytes of one training row: the largest image its spec can draw
-    (RGB, and T4's second copy), or :data:`FOLDER_ROW_BYTES` for a folder."""
+    """Estimated bytes of one training row: the mean image its spec's levels draw
+    (mean grid sides x mean cell side, RGB, twice for T4's second copy), or
+    :data:`FOLDER_ROW_BYTES` for a folder. A mean, not the largest image: a
+    worst case would refuse buffers that fit."""
     if recipe.data.spec is None:
         return FOLDER_ROW_BYTES
+    from statistics import fmean
+
     from rosetrain.generators.spec import SpecError, load_spec
 
     try:
         spec = load_spec(recipe.data.spec, check_fonts=False)
     except SpecError:
         return FOLDER_ROW_BYTES  # the data checks name what is wrong with it
-    side = max(
-        max(level.grid_choices(axis)) * level.cell_size[1]
+    pixels = fmean(
+        fmean(level.grid_choices("rows")) * fmean(level.grid_choices("cols")) * fmean(level.cell_size) ** 2
         for level in spec.levels
-        for axis in ("rows", "cols")
     )
-    return 2 * 3 * side * side
+    return int(2 * 3 * pixels)
 
 
 def check_memory(recipe: Recipe) -> None:
