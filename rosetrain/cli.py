@@ -75,14 +75,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# A library argument whose option has another dest: out_dir is --out, ...
+ARGUMENT_DESTS = {"out_dir": "out", "exclude_metadata": "exclude", "folders": "merge"}
+
+
 def option_hint(command: str, err: RosetrainError) -> str:
     """The " (option --flag)" that sets the argument a library error names
-    (an option's ``dest``; ``out_dir`` is ``--out``), else ""."""
+    (an option's ``dest``, or the dest :data:`ARGUMENT_DESTS` gives), else ""."""
     if not err.argument:
         return ""
     parser = build_parser(command)
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    wanted = (err.argument, err.argument.removesuffix("_dir"))
+    wanted = (err.argument, ARGUMENT_DESTS.get(err.argument))
     for action in commands.choices[command]._actions:
         if action.dest in wanted and action.option_strings:
             return f" (option {action.option_strings[0]})"

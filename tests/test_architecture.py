@@ -237,10 +237,6 @@ OTHER_PROGRAMS_FLAGS = {
     "rosetrain.integrations.lmms_eval.export": ("--log_samples",),  # lmms-eval's
 }
 FLAG_DEBT = {
-    "rosetrain.data.generate": 9,
-    "rosetrain.data.hub": 1,
-    "rosetrain.data.manifest": 3,
-    "rosetrain.data.merge": 9,
     "rosetrain.evaluation.evaluate": 6,
 }
 

@@ -91,7 +91,10 @@ def test_merge_refuses_to_merge_into_a_job_folder(one_machine, three_jobs, capsy
     spec, _ = one_machine
     before = tree_digest(three_jobs[0])
     assert main(command(spec, three_jobs[0], "--merge", *map(str, three_jobs), "--overwrite")) == 2
-    assert "is also --out" in capsys.readouterr().err
+    assert (
+        "is also the output folder; merge into a folder of its own (option --merge)"
+        in capsys.readouterr().err
+    )
     assert tree_digest(three_jobs[0]) == before
 
 
@@ -100,7 +103,7 @@ def test_merge_refuses_jobs_of_another_command(tmp_path, one_machine, three_jobs
     other = command(spec, tmp_path / "merged", "--merge", *map(str, three_jobs))
     other[other.index("--scenes") + 1] = str(SCENES + 1)
     assert main(other) == 2
-    assert "other settings than this command (scenes: 20)" in capsys.readouterr().err
+    assert "other settings than this job (scenes: 20)" in capsys.readouterr().err
 
 
 def test_merge_refuses_a_damaged_shard(tmp_path, one_machine, three_jobs, capsys):

@@ -83,5 +83,5 @@ def test_a_split_with_every_scene_excluded_is_an_error(tmp_path, made, capsys):
     capsys.readouterr()
     assert main(command(spec, tmp_path / "none", 6, *exclude)) != 0
     err = capsys.readouterr().err.strip()
-    assert "every one of the 6 scenes" in err and "held-out split or an --exclude split" in err
+    assert "every one of the 6 scenes" in err and "held-out split or an excluded split" in err
     assert len(err.splitlines()) == 1

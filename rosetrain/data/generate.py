@@ -156,7 +156,8 @@ def _refuse_other_settings(job: GenerateJob, old: dict[str, Any]) -> None:
         raise RosetrainError(
             f"{job.out_dir} already holds split {job.split!r} made with other settings "
             f"({', '.join(f'{k}: {old.get(k)!r} -> {new.get(k)!r}' for k in changed)}); "
-            f"pass --overwrite or choose another --out"
+            f"pass overwrite=True to remake it, or choose another output folder",
+            argument="overwrite",
         )
 
 
@@ -350,7 +351,7 @@ def run_job(job: GenerateJob, *, overwrite: bool = False, progress: bool = True)
     if total and not n_scenes:
         raise RosetrainError(
             f"every one of the {total} scenes of {job.spec.path} (seed {job.seed}) is also in the "
-            f"held-out split or an --exclude split, so the split is empty; change the seed or the spec"
+            f"held-out split or an excluded split, so the split is empty; change the seed or the spec"
         )
     counts = {"scenes": n_scenes, "skipped_scenes": total - n_scenes, "rows": n_rows}
     if job.shard_of is not None:
@@ -386,8 +387,9 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
             if isinstance(err, BrokenProcessPool):  # a worker was killed: the OOM killer, a user
                 raise RosetrainError(
                     "a generate worker process died (killed, or out of memory); run "
-                    "the same command again to resume, with a smaller --num-proc "
-                    "if memory is short"
+                    "the same command again to resume, with a smaller num_proc "
+                    "if memory is short",
+                    argument="num_proc",
                 ) from None
             raise
 
@@ -448,24 +450,27 @@ def make_job(
     formats = tuple(formats)
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
-        raise RosetrainError(f"--formats: {bad or formats!r}; valid: {', '.join(FORMATS)}")
+        raise RosetrainError(f"formats: {bad or formats!r}; valid: {', '.join(FORMATS)}", argument="formats")
     check_split_name(split)
-    _check_positive_int(scenes, "--scenes")
-    _check_positive_int(num_proc, "--num-proc")
+    _check_positive_int(scenes, "scenes")
+    _check_positive_int(num_proc, "num_proc")
     if shard_size is not None:
-        _check_positive_int(shard_size, "--shard-size")
+        _check_positive_int(shard_size, "shard_size")
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise RosetrainError(f"--out: {out_dir} is a file, not a folder")
+        raise RosetrainError(f"out_dir: {out_dir} is a file, not a folder", argument="out_dir")
     heldout_family_name, exclude = heldout_guard(spec)
     excluded: set[str] = set()
     for path in exclude_metadata:
         if not Path(path).is_file():
-            raise RosetrainError(f"--exclude: {path} is not a metadata .jsonl file")
+            raise RosetrainError(
+                f"exclude_metadata: {path} is not a metadata .jsonl file", argument="exclude_metadata"
+            )
         fingerprints = read_fingerprints(Path(path))
         if not fingerprints:  # e.g. the official release: nothing to prove disjointness with
             raise RosetrainError(
-                f"--exclude: {path} has no scene_fingerprint in any row (not a split "
-                f"rosetrain generated), so no overlap with it can be checked"
+                f"exclude_metadata: {path} has no scene_fingerprint in any row (not a split "
+                f"rosetrain generated), so no overlap with it can be checked",
+                argument="exclude_metadata",
             )
         excluded |= fingerprints
     exclude |= excluded
@@ -486,9 +491,10 @@ def make_job(
     )
     if job.shard_of and job.shard_of[1] > job.num_shards:  # a job with nothing to do is a mistake
         raise RosetrainError(
-            f"--shard {shard}: the split has only {job.num_shards} shards of "
+            f"shard {shard}: the split has only {job.num_shards} shards of "
             f"{job.shard_scenes} scenes; use at most {job.num_shards} jobs or a "
-            f"smaller --shard-size"
+            f"smaller shard_size",
+            argument="shard",
         )
     return job
 
@@ -504,10 +510,12 @@ def parse_shard(text: str) -> tuple[int, int]:
     array indices are) -> (K, N)."""
     k, slash, n = str(text).partition("/")
     if not (slash and k.isdigit() and n.isdigit() and int(k) < int(n)):
-        raise RosetrainError(f"--shard must be K/N with 0 <= K < N (job K of N, from 0), got {text!r}")
+        raise RosetrainError(
+            f"shard must be K/N with 0 <= K < N (job K of N, from 0), got {text!r}", argument="shard"
+        )
     return int(k), int(n)
 
 
-def _check_positive_int(value: object, flag: str) -> None:
+def _check_positive_int(value: object, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RosetrainError(f"{flag} must be a whole number >= 1, got {value!r}")
+        raise RosetrainError(f"{name} must be a whole number >= 1, got {value!r}", argument=name)

@@ -85,7 +85,8 @@ def hub_snapshot(repo_id: object, revision: object = None, what: str = "hub_data
         raise RosetrainError(
             f"{what}: dataset {repo_id}{at} is not (completely) in the Hugging Face cache "
             f"{constants.HF_HUB_CACHE} and the Hub cannot be reached; on a connected machine run "
-            f"`{fetch}` (same HF_HOME), or pass --data with a local copy"
+            f"`{fetch}` (same HF_HOME), or give the data as a local copy",
+            argument="data",
         ) from None
     except GatedRepoError:
         raise RosetrainError(

@@ -168,7 +168,8 @@ def refuse_foreign_images(out_dir: Path, split: str) -> None:
             f"{out_dir}: holds {found[0].relative_to(out_dir).as_posix()}, named as an image of "
             f"split {split!r} but not written by rosetrain generate (no manifest "
             f"{PARTS_DIR}/{split}.manifest.json lists it); rosetrain never replaces or deletes "
-            f"it, --overwrite included: choose an empty --out, or move those files away"
+            f"it, overwrite included: choose an empty output folder, or move those files away",
+            argument="out_dir",
         )
 
 
@@ -184,8 +185,9 @@ def refuse_links_out(out_dir: Path, split: str) -> None:
         if path.is_symlink():
             raise RosetrainError(
                 f"{path}: a symbolic link (to {os.readlink(path)}); rosetrain generate writes only "
-                f"inside --out {out_dir}, never through a link: replace it with a folder, or "
-                f"choose another --out"
+                f"inside the output folder {out_dir}, never through a link: replace it with a "
+                f"folder, or choose another output folder",
+                argument="out_dir",
             )
 
 
@@ -229,8 +231,9 @@ def refuse_foreign_files(out_dir: Path, split: str, owned: Iterable[Path] = ()) 
         raise RosetrainError(
             f"{out_dir}: holds {names}{' ...' if len(found) > 3 else ''}, which rosetrain generate "
             f"did not write (no manifest {PARTS_DIR}/{split}.manifest.json lists it); it may be a "
-            f"ROSE release, which rosetrain never replaces or deletes, --overwrite included: "
-            f"choose an empty --out, or move those files away"
+            f"ROSE release, which rosetrain never replaces or deletes, overwrite included: "
+            f"choose an empty output folder, or move those files away",
+            argument="out_dir",
         )
 
 

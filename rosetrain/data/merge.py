@@ -68,23 +68,29 @@ def shard_owners(job: GenerateJob, folders: list[Path]) -> dict[int, Path]:
     """shard -> the folder of the job that made it, after checking that the
     folders are the N finished jobs of this split (same settings, each K once)."""
     if not folders:
-        raise RosetrainError("--merge: name the folders of the --shard K/N jobs")
+        raise RosetrainError("folders: name the folders of the shard K/N jobs", argument="folders")
     jobs: dict[int, Path] = {}
     total = 0  # the number of jobs, as the first folder says
     for folder in folders:
         if folder.resolve() == job.out_dir.resolve():  # --overwrite would delete what it merges
-            raise RosetrainError(f"--merge: {folder} is also --out; merge into a folder of its own")
+            raise RosetrainError(
+                f"folders: {folder} is also the output folder; merge into a folder of its own",
+                argument="folders",
+            )
         k, n = _finished_shard_job(job, folder)
         if jobs and n != total:
-            raise RosetrainError(f"--merge: {folder} is job {k}/{n}, the others are of {total} jobs")
+            raise RosetrainError(
+                f"folders: {folder} is job {k}/{n}, the others are of {total} jobs", argument="folders"
+            )
         if k in jobs:
-            raise RosetrainError(f"--merge: {jobs[k]} and {folder} are both job {k}/{n}")
+            raise RosetrainError(f"folders: {jobs[k]} and {folder} are both job {k}/{n}", argument="folders")
         total, jobs[k] = n, folder
     missing = sorted(set(range(total)) - set(jobs))
     if missing:
         raise RosetrainError(
-            f"--merge: jobs {', '.join(f'{k}/{total}' for k in missing)} are missing "
-            f"(got {len(jobs)} of {total} folders)"
+            f"folders: jobs {', '.join(f'{k}/{total}' for k in missing)} are missing "
+            f"(got {len(jobs)} of {total} folders)",
+            argument="folders",
         )
     owners = {}
     for k, folder in jobs.items():
@@ -92,8 +98,9 @@ def shard_owners(job: GenerateJob, folders: list[Path]) -> dict[int, Path]:
         for shard in shard_job.own_shards:
             if not shard_is_whole(shard_job, shard):
                 raise RosetrainError(
-                    f"--merge: {folder}: shard {shard} is missing or damaged; rerun "
-                    f"that job's command (with --shard {k}/{total}) to repair it"
+                    f"folders: {folder}: shard {shard} is missing or damaged; rerun "
+                    f"that job's command (shard {k}/{total}) to repair it",
+                    argument="folders",
                 )
             owners[shard] = folder
     return owners
@@ -103,21 +110,24 @@ def _finished_shard_job(job: GenerateJob, folder: Path) -> tuple[int, int]:
     manifest = read_manifest(manifest_path(folder, job.split), job.split)
     if manifest is None or "shard" not in manifest:
         raise RosetrainError(
-            f"--merge: {folder} holds no --shard job of split {job.split!r} "
-            f"(no {manifest_path(folder, job.split).relative_to(folder)} naming a shard)"
+            f"folders: {folder} holds no shard job of split {job.split!r} "
+            f"(no {manifest_path(folder, job.split).relative_to(folder)} naming a shard)",
+            argument="folders",
         )
     k, n = parse_shard(manifest["shard"])
     ours = settings(dataclasses.replace(job, shard_of=(k, n)))
     changed = [key for key in MANIFEST_KEYS if manifest.get(key) != ours.get(key)]
     if changed:
         raise RosetrainError(
-            f"--merge: {folder} was made with other settings than this command "
-            f"({', '.join(f'{key}: {manifest.get(key)!r}' for key in changed)})"
+            f"folders: {folder} was made with other settings than this job "
+            f"({', '.join(f'{key}: {manifest.get(key)!r}' for key in changed)})",
+            argument="folders",
         )
     if manifest.get("files") is None:
         raise RosetrainError(
-            f"--merge: {folder}: job {k}/{n} has not finished; run its command "
-            f"again (with --shard {k}/{n}) to finish it"
+            f"folders: {folder}: job {k}/{n} has not finished; run its command "
+            f"again (shard {k}/{n}) to finish it",
+            argument="folders",
         )
     return k, n
 
