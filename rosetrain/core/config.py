@@ -249,7 +249,10 @@ def _type_name(target: Any) -> str:
         args = typing.get_args(target)
         return f"a mapping of {_plural(args[1])}" if args else "a mapping"
     if origin is tuple:
-        return f"a list of {len(typing.get_args(target))} values"
+        args = typing.get_args(target)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {_plural(args[0])}"
+        return f"a list of {len(args)} {_plural(args[0]) if len(set(args)) == 1 else 'values'}"
     return _TYPE_NAMES.get(target, getattr(target, "__name__", str(target)))
 
 
