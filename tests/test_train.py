@@ -493,13 +493,17 @@ def test_grpo_refuses_a_batch_other_than_num_generations_on_mrope_models(tmp_pat
 
 
 def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, env):
+    from rosetrain.core.io import claim_outputs, output_lock
     from rosetrain.train import common
 
     recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=4, eval={}))
     common.record_recipe(recipe)
     checkpoint = Path(recipe.output_dir) / "checkpoint-2"
+    with output_lock(recipe.output_dir):
+        claim_outputs(checkpoint)  # as a run names its checkpoints in output_dir's marker
     checkpoint.mkdir()
-    (checkpoint / "trainer_state.json").write_text("{}")
+    for name in ("trainer_state.json", "optimizer.pt", "scheduler.pt"):  # what a checkpoint holds
+        (checkpoint / name).write_text("{}")
 
     common.check_resumable(load_recipe(tmp_path / "r.yaml", ["max_steps=8", "save_steps=1"]))  # longer: fine
     with pytest.raises(RecipeError, match=r"checkpoint-2 .*learning_rate: 0.01 -> 0.001"):

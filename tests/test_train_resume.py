@@ -250,11 +250,15 @@ def test_a_checkpoint_cut_short_by_a_kill_is_skipped(tmp_path, data_folder, tiny
 
 
 def test_auto_resume_refuses_a_checkpoint_without_the_recipe_record(tmp_path, data_folder, tiny_model_dir):
+    from rosetrain.core.io import claim_outputs, output_lock
     from rosetrain.train.common import RECIPE_RECORD, check_resumable, record_recipe
 
     run = tmp_path / "run"
+    with output_lock(run):  # a checkpoint a run wrote: named in output_dir's marker, with its state
+        claim_outputs(run / "checkpoint-2")
     (run / "checkpoint-2").mkdir(parents=True)
-    (run / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    for name, text in (("trainer_state.json", "{}"), ("optimizer.pt", ""), ("scheduler.pt", "")):
+        (run / "checkpoint-2" / name).write_text(text)
     recipe_path = write_recipe(tmp_path, tiny_model_dir, data_folder, lora=False)
     recipe = load_recipe(recipe_path, [f"output_dir={run}"])
     with pytest.raises(RosetrainError, match=rf"holds checkpoint-2 but no {RECIPE_RECORD}.*resume: never"):

@@ -255,6 +255,13 @@ def _read_marker(marker: Path) -> set[str]:
     return set(files)
 
 
+def owned_names(folder: str | os.PathLike) -> set[str] | None:
+    """The names ``folder``'s ownership marker lists (empty without one); None
+    for a folder an older rosetrain wrote (its lock file and no marker), all of
+    whose files are taken as rosetrain's."""
+    return _Owned(Path(folder), "this folder").claimed
+
+
 def check_replaceable_folder(path: str | os.PathLike, what: str) -> None:
     """Refuse to replace ``path`` as a whole (a model folder rosetrain builds) unless
     it is missing, an empty folder, or a folder whose every entry its
@@ -321,6 +328,9 @@ def output_lock(folder: str | os.PathLike, what: str = "this folder") -> Iterato
     import fcntl
 
     folder = Path(folder)
+    if os.path.realpath(folder) in _held:  # held already, by a caller up the stack: the same lock
+        yield folder
+        return
     try:
         folder.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)

@@ -27,17 +27,106 @@ WEIGHTS_INDEX = "model.safetensors.index.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 
 
+OPTIMIZER, SCHEDULER = "optimizer.pt", "scheduler.pt"  # what Trainer saves beside the weights
+
+
 def restore_weights_strictly(trainer: Any) -> None:
     """Make ``trainer`` resume through :func:`load_weights` (plain and LoRA
-    models); DeepSpeed/FSDP keep the trainer's own loader."""
+    models); DeepSpeed/FSDP keep the trainer's own loader. The optimizer and
+    scheduler states load through the trainer's loader, but a file it cannot
+    read is one line naming the checkpoint, not a traceback."""
     trainer_load = trainer._load_from_checkpoint
+    trainer_load_state = trainer._load_optimizer_and_scheduler
 
     def load(checkpoint: str, model: Any = None) -> None:
         if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
             return trainer_load(checkpoint, model)
         load_weights(model if model is not None else trainer.model, Path(checkpoint))
 
+    def load_state(checkpoint: str | None) -> None:
+        if checkpoint is None or trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
+            return trainer_load_state(checkpoint)
+        try:
+            return trainer_load_state(checkpoint)
+        except Exception as err:  # torch.load of a cut or foreign file: any of several types
+            raise RosetrainError(
+                f"resume: {checkpoint}: its {OPTIMIZER} or {SCHEDULER} cannot be read "
+                f"({type(err).__name__}: {_first_line(err)}); the checkpoint is damaged: resume from "
+                f"another one (resume: <checkpoint folder>) or start over (resume: never)"
+            ) from None
+
     trainer._load_from_checkpoint = load
+    trainer._load_optimizer_and_scheduler = load_state
+
+
+def missing_training_state(checkpoint: Path) -> list[str]:
+    """The optimizer and scheduler files a plain (not DeepSpeed) checkpoint lacks:
+    without them the trainer resumes with a fresh optimizer and learning-rate
+    schedule, silently."""
+    if any(checkpoint.glob("global_step*")):  # DeepSpeed keeps its own optimizer state
+        return []
+    missing = [] if any(checkpoint.glob("optimizer*")) else [OPTIMIZER]  # FSDP: optimizer_0/, .bin
+    return missing + ([] if (checkpoint / SCHEDULER).is_file() else [SCHEDULER])
+
+
+def finished_steps(checkpoint: Path, max_steps: int) -> int | None:
+    """The checkpoint's step when it already reached the run's last step (the
+    recipe's ``max_steps``, or the one the trainer computed from the epochs), else
+    None: resuming a finished run must not train past it."""
+    try:
+        state = json.loads((checkpoint / "trainer_state.json").read_text())
+        step, planned = int(state["global_step"]), int(state.get("max_steps") or 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    target = max_steps if max_steps > 0 else planned
+    return step if target > 0 and step >= target else None
+
+
+def refuse_foreign_checkpoints(output_dir: Path) -> None:
+    """A ``checkpoint-N`` (or ``checkpoint-final``) in output_dir that rosetrain did
+    not write (its ``.rosetrain.json`` does not name it) is refused: the trainer would
+    resume from it, write into it, or delete it to keep ``save_total_limit``."""
+    from rosetrain.core.io import MARKER_NAME, owned_names
+
+    if not output_dir.is_dir():
+        return
+    owned = owned_names(output_dir)
+    if owned is None:  # an older rosetrain's output_dir: all of it is its own
+        return
+    foreign = sorted(p.name for p in output_dir.glob("checkpoint-*") if p.name not in owned)
+    if foreign:
+        raise RosetrainError(
+            f"output_dir {output_dir}: holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}, "
+            f"which rosetrain did not write (its {MARKER_NAME} does not name it); the trainer would "
+            f"resume from it, write into it or delete it: move it away, or choose another output_dir"
+        )
+
+
+def claim_checkpoints(trainer: Any) -> None:
+    """Name each checkpoint in output_dir's marker before the trainer writes it (so a
+    kill mid-save never leaves one of ours unnamed); a no-op where this process does
+    not hold output_dir's lock (ranks other than the main one)."""
+    from transformers import TrainerCallback
+
+    from rosetrain.core.io import claim_outputs
+
+    class ClaimCheckpoints(TrainerCallback):
+        def _claim(self, args: Any, state: Any, control: Any) -> None:
+            if control.should_save:  # set by the trainer's flow callback, which runs first
+                claim_outputs(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self._claim(args, state, control)
+
+        def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self._claim(args, state, control)
+
+    trainer.add_callback(ClaimCheckpoints())
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else "no detail"
 
 
 def load_weights(model: Any, checkpoint: Path) -> None:
@@ -87,19 +176,36 @@ def saved_name_to_tensor(model: Any) -> dict[str, Any]:
 
 
 def _read_full(checkpoint: Path) -> dict[str, Any]:
-    from safetensors.torch import load_file
-
     if (checkpoint / WEIGHTS).is_file():
-        return load_file(checkpoint / WEIGHTS, device="cpu")
+        return _load_safetensors(checkpoint / WEIGHTS)
     if (checkpoint / WEIGHTS_INDEX).is_file():
-        index = json.loads((checkpoint / WEIGHTS_INDEX).read_text())
+        try:
+            shards = sorted(set(json.loads((checkpoint / WEIGHTS_INDEX).read_text())["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise _damaged(checkpoint / WEIGHTS_INDEX, err) from None
         saved: dict[str, Any] = {}
-        for shard in sorted(set(index["weight_map"].values())):
-            saved.update(load_file(checkpoint / shard, device="cpu"))
+        for shard in shards:
+            saved.update(_load_safetensors(checkpoint / str(shard)))
         return saved
     raise RosetrainError(
         f"resume: {checkpoint} has no {WEIGHTS} (or {WEIGHTS_INDEX}) to restore "
         f"the model from; it is not a full fine-tuning checkpoint of this run"
+    )
+
+
+def _load_safetensors(path: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(path, device="cpu")
+    except Exception as err:  # safetensors' own error, OSError, a header that is not JSON
+        raise _damaged(path, err) from None
+
+
+def _damaged(path: Path, err: BaseException) -> RosetrainError:
+    return RosetrainError(
+        f"resume: {path} cannot be read ({type(err).__name__}: {_first_line(err)}); the checkpoint "
+        f"is damaged: resume from another one (resume: <checkpoint folder>) or start over (resume: never)"
     )
 
 
@@ -122,14 +228,13 @@ def _check_same_keys(checkpoint: Path, saved: set[str], expected: set[str], mode
 def _load_adapter(model: Any, checkpoint: Path) -> None:
     from peft import set_peft_model_state_dict
     from peft.utils import get_peft_model_state_dict
-    from safetensors.torch import load_file
 
     if not (checkpoint / ADAPTER_WEIGHTS).is_file():
         raise RosetrainError(
             f"resume: {checkpoint} has no {ADAPTER_WEIGHTS}: it is not a LoRA "
             f"checkpoint, and this run trains LoRA adapters"
         )
-    saved = load_file(checkpoint / ADAPTER_WEIGHTS, device="cpu")
+    saved = _load_safetensors(checkpoint / ADAPTER_WEIGHTS)
     adapter = model.active_adapter
     expected = set(get_peft_model_state_dict(model, adapter_name=adapter))
     _check_same_keys(checkpoint, set(saved), expected, model)

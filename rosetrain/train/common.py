@@ -258,12 +258,28 @@ def resume_from(recipe: Recipe) -> str | None:
     if recipe.resume == "never":
         return None
     if recipe.resume == "auto":
-        return last_checkpoint(recipe.output_dir)
+        found = last_checkpoint(recipe.output_dir)
+        if found is not None:  # named by hand (resume: <folder>), a checkpoint resumes without them
+            _refuse_missing_training_state(Path(found))
+        return found
     if not is_complete_checkpoint(Path(recipe.resume)):
         raise RecipeError(
             f"resume: {recipe.resume} is not a complete training checkpoint (no readable trainer_state.json)"
         )
     return recipe.resume
+
+
+def _refuse_missing_training_state(checkpoint: Path) -> None:
+    from rosetrain.train.checkpoints import missing_training_state
+
+    missing = missing_training_state(checkpoint)
+    if missing:
+        raise RecipeError(
+            f"resume: auto: {checkpoint} has no {' or '.join(missing)}, so the run would go on with a "
+            f"fresh optimizer and learning-rate schedule, not as the interrupted one would have; name "
+            f"the checkpoint (resume: {checkpoint}) to continue from its weights anyway, or set "
+            f"resume: never to start over"
+        )
 
 
 # Keys a resumed run may change: how long and how it logs/saves, not what it trains.
@@ -285,12 +301,16 @@ def check_resumable(recipe: Recipe) -> None:
     folder was trained with another recipe (another model, learning rate,
     data...), resuming would mix two runs or fail deep inside the optimizer,
     so refuse, naming the keys that differ."""
+    from rosetrain.train.checkpoints import refuse_foreign_checkpoints
+
     if recipe.resume != "auto":
         resume_from(recipe)  # a named checkpoint must be complete
+        refuse_foreign_checkpoints(Path(recipe.output_dir))  # the trainer would write into or delete them
         return
     record = Path(recipe.output_dir) / RECIPE_RECORD
     checkpoint = last_checkpoint(recipe.output_dir)
     if checkpoint is None:
+        refuse_foreign_checkpoints(Path(recipe.output_dir))
         return
     if not record.is_file():
         # Without the record nothing says what the checkpoint was trained with.
@@ -309,6 +329,8 @@ def check_resumable(recipe: Recipe) -> None:
             f"with another recipe ({detail}); use another output_dir, set "
             f"resume: never to start over there, or delete the folder"
         )
+    refuse_foreign_checkpoints(Path(recipe.output_dir))  # the trainer would resume from them, or delete them
+    _refuse_missing_training_state(Path(checkpoint))
 
 
 def record_recipe(recipe: Recipe) -> None:
@@ -321,21 +343,45 @@ def record_recipe(recipe: Recipe) -> None:
 
 def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, Any]:
     """Train (resuming when a checkpoint is there), then save the final model
-    (adapter or full) with its processor, and a merged copy on request."""
+    (adapter or full) with its processor, and a merged copy on request. The main
+    process holds output_dir's lock (and so keeps its ownership marker) throughout."""
+    from rosetrain.train.distributed import output_dir_lock
+
+    with output_dir_lock(recipe.output_dir):
+        return _train_and_save(trainer, recipe, processor)
+
+
+def _train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, Any]:
     from rosetrain.train.callbacks import set_adapter_base
     from rosetrain.train.card import claim_card
-    from rosetrain.train.checkpoints import restore_weights_strictly
+    from rosetrain.train.checkpoints import claim_checkpoints, finished_steps, restore_weights_strictly
     from rosetrain.train.distributed import is_main_process
 
     if is_main_process():  # one writer of output_dir; a resume checks its checkpoints against this record
         claim_card(recipe)  # TRL writes README.md at each save: refused here if it is the user's
         record_recipe(recipe)
     checkpoint = resume_from(recipe)
-    if checkpoint:
-        logger.warning("resuming from %s", checkpoint)
-        restore_weights_strictly(trainer)
-    result = trainer.train(resume_from_checkpoint=checkpoint)
+    done = finished_steps(Path(checkpoint), recipe.max_steps) if checkpoint else None
+    if done is not None and (previous := _finished_summary(recipe, done)) is not None:
+        logger.warning("%s already holds this run's last step (%d); nothing to train", checkpoint, done)
+        return previous  # a rerun of a finished run changes nothing (the trainer would train one step more)
+    claim_checkpoints(trainer)  # output_dir's marker names each checkpoint before it is written
+    result: Any = None
+    if done is not None and checkpoint:  # killed after its last checkpoint, before the final save
+        from rosetrain.train.checkpoints import load_weights
+
+        load_weights(trainer.model, Path(checkpoint))
+        trainer.state.global_step = done
+    else:
+        if checkpoint:
+            logger.warning("resuming from %s", checkpoint)
+            restore_weights_strictly(trainer)
+        result = trainer.train(resume_from_checkpoint=checkpoint)
     final = Path(recipe.output_dir) / FINAL_DIR
+    if is_main_process():
+        from rosetrain.core.io import claim_outputs
+
+        claim_outputs(final)
     trainer.save_model(str(final))
     if trainer.is_world_process_zero():
         processor.save_pretrained(str(final))
@@ -344,7 +390,7 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
         "final": str(final),
         "global_step": trainer.state.global_step,
         "train_loss": getattr(result, "training_loss", None),
-        "train_runtime": (result.metrics or {}).get("train_runtime"),
+        "train_runtime": (getattr(result, "metrics", None) or {}).get("train_runtime"),
         "world_size": trainer.args.world_size,
         "is_main_process": trainer.is_world_process_zero(),
     }
@@ -357,6 +403,16 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
         write_model_cards(recipe, summary)  # names the base model, data, method (TRL's: "[None]")
         atomic_write(Path(recipe.output_dir) / "train_summary.json", json.dumps(summary, indent=2))
     return summary
+
+
+def _finished_summary(recipe: Recipe, step: int) -> dict[str, Any] | None:
+    """The summary a finished run wrote (its final model saved at ``step``), if whole."""
+    try:
+        summary = json.loads((Path(recipe.output_dir) / "train_summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    whole = isinstance(summary, dict) and summary.get("global_step") == step
+    return summary if whole and (Path(recipe.output_dir) / FINAL_DIR).is_dir() else None
 
 
 def save_merged(trainer: Any, recipe: Recipe, processor: Any) -> Path:
