@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from rosetrain.core.config import render_keys
+from rosetrain.core.io import atomic_write
 from rosetrain.train.recipe import NOT_KEYS, Recipe
 
 BEGIN = "<!-- recipe keys: begin (python -m rosetrain.train.recipe_keys recipes/README.md) -->"
@@ -35,5 +36,5 @@ def replace_block(text: str) -> str:
 
 if __name__ == "__main__":
     readme = Path(sys.argv[1] if len(sys.argv) > 1 else "recipes/README.md")
-    readme.write_text(replace_block(readme.read_text(encoding="utf-8")), encoding="utf-8")
+    atomic_write(readme, replace_block(readme.read_text(encoding="utf-8")))
     print(f"wrote the recipe keys of {readme}")
