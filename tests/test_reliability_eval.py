@@ -86,7 +86,7 @@ def test_library_eval_fails_when_errors_remain_unless_allowed(split_dir, tmp_pat
     with pytest.raises(
         RosetrainError,
         match=r"7 of 21 items \(33.3%\) got no answer after "
-        r"retries .*--max-error-rate 0.333",
+        r"retries .*max_error_rate=0.333",
     ):
         evaluate(
             "oracle", split_dir, out_dir=tmp_path / "a", runner=OracleRunner(fail_every=3), progress=False

@@ -87,7 +87,7 @@ def load_suite(path: str | Path) -> EvalSuite:
 
     path = Path(path)
     if not path.is_file():
-        raise RosetrainError(f"--suite: no such file: {path}")
+        raise RosetrainError(f"suite: no such file: {path}", argument="suite")
     keys = config.valid_keys(EvalSuite, SUITE_NOT_KEYS)
     raw = read_yaml_mapping(path, "suite", expected=f"a mapping of {', '.join(keys)}")
     for key in raw:
@@ -161,7 +161,8 @@ def _check_same_model(writer: PredictionWriter, name: str, path: Path) -> None:
     if others:
         raise RosetrainError(
             f"{path} holds predictions of {sorted(map(str, others))[0]!r}, "
-            f"not {name!r}; use another --out folder"
+            f"not {name!r}; use another output folder",
+            argument="out_dir",
         )
 
 
@@ -203,7 +204,7 @@ def evaluate(
     kind = runner if isinstance(runner, str) else "custom"
     batch_size = batch_size or DEFAULT_BATCH_SIZE.get(kind, 8)
     if batch_size < 1:
-        raise RosetrainError(f"--batch-size must be at least 1, got {batch_size}")
+        raise RosetrainError(f"batch_size must be at least 1, got {batch_size}", argument="batch_size")
 
     def build_runner():
         if not isinstance(runner, str):
@@ -270,7 +271,8 @@ def check_same_settings(out: Path, settings: Mapping[str, Any]) -> None:
     except (OSError, ValueError):
         raise RosetrainError(
             f"{previous_file}: not readable JSON; it records how the "
-            "predictions beside it were made; use another --out"
+            "predictions beside it were made; use another output folder",
+            argument="out_dir",
         ) from None
     if not isinstance(previous, dict) or previous.get("runner") == "custom":
         return  # a runner object's own settings are not known here
@@ -280,7 +282,8 @@ def check_same_settings(out: Path, settings: Mapping[str, Any]) -> None:
         if key in previous and previous[key] != settings[key]:
             raise RosetrainError(
                 f"{out}: its predictions were made with {key} {previous[key]!r}, this run asks "
-                f"for {settings[key]!r}; use another --out, or the same {key}"
+                f"for {settings[key]!r}; use another output folder, or the same {key}",
+                argument="out_dir",
             )
 
 
@@ -346,8 +349,9 @@ def check_error_rate(summary: Mapping[str, Any], max_error_rate: float, out: Pat
         raise RosetrainError(
             f"{errors} of {total} items ({pct(errors / total)}%) got no answer after "
             f"retries (first: {first['item_id']}: {first['error']}); the figures in {out} "
-            f"leave them out; run the same command again to retry them, or pass "
-            f"--max-error-rate {errors / total:.3g} to accept this"
+            f"leave them out; run the same command again to retry them, or set "
+            f"max_error_rate={errors / total:.3g} to accept this",
+            argument="max_error_rate",
         )
 
 
