@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import math
 import mimetypes
 import os
 import socket
@@ -93,8 +94,13 @@ def response_text(body: Mapping[str, Any]) -> str:
         content = body["choices"][0]["message"].get("content")
     except (KeyError, IndexError, TypeError, AttributeError):
         raise ValueError(f"no choices[0].message in the response: {str(body)[:200]}") from None
-    if isinstance(content, list):
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if isinstance(content, list):  # text parts; other parts (refusals, images) carry no answer text
+        texts = [part.get("text") for part in content if isinstance(part, dict) and "text" in part]
+        if not all(isinstance(text, str) for text in texts):
+            raise ValueError(f"a text part of the response's content is not a string: {str(content)[:200]}")
+        content = "".join(texts)
+    if content is not None and not isinstance(content, str):  # recorded as the item's error
+        raise ValueError(f"the response's content is not text: {str(content)[:200]}")
     return content or ""
 
 
@@ -288,9 +294,11 @@ def probe_endpoint(url: str, timeout_s: float) -> None:
 def _retry_after(err: urllib.error.HTTPError) -> float | None:
     value = err.headers.get("Retry-After") if err.headers else None
     try:
-        return float(value) if value is not None else None
+        seconds = float(value) if value is not None else None
     except ValueError:
         return None  # an HTTP date: fall back to exponential backoff
+    # "nan", "inf", "-5": no wait a sleep can take; exponential backoff instead
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _error_detail(err: urllib.error.HTTPError) -> str:
