@@ -196,9 +196,9 @@ def stream_dataset(
     training stream never yields a held-out scene.
     """
     from rosetrain.core.errors import RosetrainError
+    from rosetrain.core.resources import find as find_config
     from rosetrain.data.shards import interleaved_dataset
     from rosetrain.generators.heldout import heldout_guard
-    from rosetrain.core.resources import find as find_config
     from rosetrain.generators.spec import load_spec
 
     spec = load_spec(find_config("spec", spec_path, option="spec"))  # a path, or a shipped spec's name
