@@ -256,28 +256,14 @@ def test_a_bad_repo_id_is_one_line(tmp_path, capsys):
 
 # ----------------------------------------------------------------- a trained model's card
 
-TRAIN_SPEC = """
-name: t-card
-role: train
-namespace: t-card
-seed: 1
-rows: [3, 4]
-cols: [3, 4]
-cell_size: [28, 28]
-image_multiple: 28
-exceptions: [1, 3]
-negative_rate: 0.1
-families: [attribute]
-"""
 
-
-def test_a_trained_model_names_its_base_data_method_and_version(tmp_path, tiny_model_dir):
+def test_a_trained_model_names_its_base_data_method_and_version(tmp_path, tiny_model_dir, tiny_train_spec):
     import yaml
     from huggingface_hub import ModelCard
 
     import rosetrain
 
-    (tmp_path / "spec.yaml").write_text(TRAIN_SPEC)
+    (tmp_path / "spec.yaml").write_text(tiny_train_spec("t-card"))
     data = tmp_path / "train-data"
     args = ["generate", "--spec", str(tmp_path / "spec.yaml"), "--out", str(data), "--split", "train"]
     assert cli_main([*args, "--scenes", "4", "--num-proc", "1", "--quiet"]) == 0
@@ -329,11 +315,11 @@ def test_a_hub_base_model_is_the_cards_base_model():
 
 
 def test_a_readme_of_the_users_in_output_dir_stops_training_before_it_starts(
-    tmp_path, tiny_model_dir, capsys
+    tmp_path, tiny_model_dir, capsys, tiny_train_spec
 ):
     import yaml
 
-    (tmp_path / "spec.yaml").write_text(TRAIN_SPEC)
+    (tmp_path / "spec.yaml").write_text(tiny_train_spec("t-card"))
     run = tmp_path / "run"
     run.mkdir()
     (run / "README.md").write_text("# my experiment\n")

@@ -10,20 +10,6 @@ import yaml
 
 from rosetrain.cli import main as cli_main
 
-SPEC = """
-name: tb-train
-role: train
-namespace: tb-train
-seed: 1
-rows: [3, 4]
-cols: [3, 4]
-cell_size: [28, 28]
-image_multiple: 28
-exceptions: [1, 3]
-negative_rate: 0.1
-families: [attribute]
-"""
-
 
 def scalars(log_root: Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar in every event file under ``log_root``: tag -> [(step, value)]."""
@@ -39,34 +25,13 @@ def scalars(log_root: Path) -> dict[str, list[tuple[int, float]]]:
 
 
 @pytest.mark.slow
-def test_heldout_metrics_reach_tensorboard(tmp_path, tiny_model_dir):
+def test_heldout_metrics_reach_tensorboard(
+    tmp_path, tiny_model_dir, tiny_train_spec, write_spec, release_split
+):
     pytest.importorskip("tensorboard")  # in the test extra; CI installs it
-    (tmp_path / "spec.yaml").write_text(SPEC)
-    held = tmp_path / "held.yaml"
-    held.write_text(
-        SPEC.replace("tb-train", "tb-held").replace("role: train", "role: eval").replace("seed: 1", "seed: 2")
-    )
-    assert (
-        cli_main(
-            [
-                "generate",
-                "--spec",
-                str(held),
-                "--out",
-                str(tmp_path / "heldout"),
-                "--split",
-                "test",
-                "--scenes",
-                "1",
-                "--formats",
-                "release",
-                "--num-proc",
-                "1",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    write_spec(tmp_path, tiny_train_spec("tb-train"))
+    held = tiny_train_spec("tb-held").replace("role: train", "role: eval").replace("seed: 1", "seed: 2")
+    release_split(write_spec(tmp_path, held, "held.yaml"), tmp_path / "heldout", scenes=1)
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(
         yaml.safe_dump(
