@@ -143,3 +143,28 @@ def test_eval_never_appends_to_a_foreign_predictions_file(split_dir, tmp_path):
     with pytest.raises(RosetrainError, match="predictions.jsonl: already exists and rosetrain did not write"):
         evaluate("oracle", split_dir, out_dir=out, runner=Oracle(), progress=False)
     assert (out / "predictions.jsonl").read_text() == '{"my": "own rows"}\n'
+
+
+def test_compare_refuses_a_run_that_names_no_data_unless_told(split_dir, tmp_path, capsys):
+    from rosetrain.evaluation.evaluate import evaluate
+
+    class Oracle:
+        name = "oracle"
+
+        def generate(self, records):
+            return [(r["answer"], None) for r in records]
+
+    evaluate("oracle", split_dir, out_dir=tmp_path / "a", runner=Oracle(), progress=False)
+    old = tmp_path / "old"  # the same run, as a rosetrain older than fingerprints scored it
+    old.mkdir()
+    for name in ("per_item_eval.jsonl", "evaluation_summary.json"):
+        (old / name).write_bytes((tmp_path / "a" / name).read_bytes())
+    summary = json.loads((old / "evaluation_summary.json").read_text())
+    del summary["data_fingerprint"]
+    (old / "evaluation_summary.json").write_text(json.dumps(summary))
+    command = ["compare", str(tmp_path / "a"), str(old), "--out", str(tmp_path / "cmp"), "--no-plots"]
+    assert cli_main(command) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "names no data fingerprint" in err and "--same-data" in err
+    assert not (tmp_path / "cmp" / "compare.json").exists()
+    assert cli_main([*command, "--same-data"]) == 0

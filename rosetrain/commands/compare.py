@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=seed(), default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument(
+        "--same-data",
+        action="store_true",
+        help="the runs were scored on the same data although a summary names no data fingerprint "
+        "(an older rosetrain, another tool); without it such runs are refused",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +38,13 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.reports.compare import HEADLINE_KEYS, compare_runs
 
     result = compare_runs(
-        args.before, args.after, args.out, resamples=args.resamples, seed=args.seed, plots=not args.no_plots
+        args.before,
+        args.after,
+        args.out,
+        resamples=args.resamples,
+        seed=args.seed,
+        plots=not args.no_plots,
+        assume_same_data=args.same_data,
     )
     print(f"compared {result['n_items']} items ({result['n_scenes']} scenes) -> {args.out}")
     excluded = result["errored_excluded"]

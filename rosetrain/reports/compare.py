@@ -102,6 +102,20 @@ def same_data(before_run: str | os.PathLike, after_run: str | os.PathLike) -> st
     return before or after
 
 
+def check_fingerprints_known(
+    before_run: str | os.PathLike, after_run: str | os.PathLike, assume_same_data: bool
+) -> None:
+    """A run whose summary names no data (an older rosetrain, another tool) cannot be
+    shown to hold the other run's data: refused unless the user says it does."""
+    unknown = [str(run) for run in (before_run, after_run) if run_fingerprint(run) is None]
+    if unknown and not assume_same_data:
+        raise RosetrainError(
+            f"{' and '.join(unknown)}: its {SUMMARY_FILE} names no data fingerprint, so rosetrain "
+            f"cannot check that both runs were scored on the same data (item ids repeat across "
+            f"datasets); rescore it with rosetrain score, or pass --same-data if you know they were"
+        )
+
+
 def drop_errored(
     pairs: Sequence[tuple[Mapping, Mapping]],
 ) -> tuple[list[tuple[Mapping, Mapping]], dict[str, int]]:
@@ -325,13 +339,17 @@ def compare_runs(
     resamples: int = 2000,
     seed: int = 0,
     plots: bool = True,
+    assume_same_data: bool = False,
 ) -> dict[str, Any]:
     """Pair two scored runs; write compare.json, report.md, report.html (the same, plots
-    inline, for a browser) and PNG plots into ``out_dir``."""
+    inline, for a browser) and PNG plots into ``out_dir``. Runs whose summaries name
+    no data fingerprint are refused unless ``assume_same_data``."""
     if resamples < 1:
         raise RosetrainError(f"resamples must be at least 1, got {resamples}")
     fingerprint = same_data(before_dir, after_dir)
-    pairs, excluded = drop_errored(pair_runs(read_scored_rows(before_dir), read_scored_rows(after_dir)))
+    paired = pair_runs(read_scored_rows(before_dir), read_scored_rows(after_dir))
+    check_fingerprints_known(before_dir, after_dir, assume_same_data)
+    pairs, excluded = drop_errored(paired)
     if not pairs and excluded["pairs"]:
         raise RosetrainError(
             f"nothing to compare: every one of the {excluded['pairs']} items "
