@@ -18,6 +18,12 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.formats import ci, pct
 from rosetrain.core.io import atomic_write
 
+# A demo trains with seed + 1 and seed + 2, which numpy's seeding must take. Each seed
+# of a sweep is a full demo: past this many, a typo (0-99999) is more likely than a plan,
+# and the list of a huge range alone never finished building.
+MAX_SEED = 2**32 - 3
+MAX_SWEEP = 1000
+
 
 def parse_seeds(text: str) -> list[int]:
     """``0-4`` or ``0,2,7`` or ``1-3,9``: distinct seeds, in the order given."""
@@ -26,12 +32,14 @@ def parse_seeds(text: str) -> list[int]:
         for part in text.split(","):
             low, _, high = part.strip().partition("-")
             span = range(int(low), int(high or low) + 1)
-            if not span:
+            if not span or span[-1] > MAX_SEED:
                 raise ValueError(part)
+            if len(seeds) + len(span) > MAX_SWEEP:  # checked before the list is built
+                raise RosetrainError(f"seeds: {text!r} is more than {MAX_SWEEP} seeds", argument="seeds")
             seeds += [s for s in span if s not in seeds]
     except ValueError:
         raise RosetrainError(
-            f"seeds: expected e.g. 0-4 or 0,2,7 (seeds >= 0), got {text!r}", argument="seeds"
+            f"seeds: expected e.g. 0-4 or 0,2,7 (seeds 0 to {MAX_SEED}), got {text!r}", argument="seeds"
         ) from None
     return seeds
 
