@@ -1,8 +1,8 @@
 """Generator specs: what scenes and tasks a dataset holds.
 
-A spec is YAML read with ``yaml.safe_load`` into frozen dataclasses that
-validate themselves, so a typo fails before any output is written, with the
-field and the file named. A spec with ``levels`` is a curriculum: each level
+A spec is YAML read into frozen dataclasses whose fields carry their type,
+range and help (:mod:`rosetrain.core.config`), so a typo or a value out of range
+fails before any output is written, with the key and the file named. A spec with ``levels`` is a curriculum: each level
 overrides some fields of the base spec (reasoning-gym style: difficulty is a
 declared attribute level, not code). ``curriculum: staged`` runs the levels in
 order (``scenes`` each); ``mixture`` draws a level per scene by weight, after
