@@ -57,3 +57,15 @@ def test_the_temps_a_kill_leaves_are_the_ones_cleanup_removes(tmp_path):
     (tmp_path / "keep.tmp").write_text("not ours")
     assert remove_atomic_temps(tmp_path) == [left]
     assert [p.name for p in tmp_path.iterdir()] == ["keep.tmp"]
+
+
+def test_a_killed_folder_write_is_cleaned_up_by_name(tmp_path):
+    """A folder written whole (the demo's base model) that a kill cut short is a
+    temp folder; cleanup by name removes it and leaves other temps alone."""
+    half = temp_path(tmp_path / "base")
+    half.mkdir()
+    (half / "model.safetensors").write_bytes(b"half")
+    other = temp_path(tmp_path / "report.md")
+    other.write_text("half")
+    assert remove_atomic_temps(tmp_path, "base") == [half]
+    assert [p.name for p in tmp_path.iterdir()] == [other.name]

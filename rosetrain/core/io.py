@@ -87,14 +87,19 @@ def _loads(data: bytes) -> Any:
 _ATOMIC_TEMP = re.compile(r"^\..+\.\d+-\d+\.tmp$")  # the names temp_path makes
 
 
-def remove_atomic_temps(folder: str | os.PathLike) -> list[Path]:
-    """Delete the temp files a killed :func:`atomic_write` left in ``folder`` (not
-    below it); return them. Call it only while holding ``folder``'s
-    :func:`output_lock`: then no live writer owns any of them."""
+def remove_atomic_temps(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
+    """Delete the temps a killed :func:`atomic_path` left in ``folder`` (not below
+    it): files, and the folders of a folder written whole; with ``name``, only
+    those of ``folder/name``. Return them. Call it only while no live writer can
+    own any of them (holding ``folder``'s :func:`output_lock`)."""
     folder = Path(folder)
-    stale = [p for p in folder.iterdir() if _ATOMIC_TEMP.match(p.name) and p.is_file()]
+    pattern = _ATOMIC_TEMP if name is None else re.compile(rf"^\.{re.escape(name)}\.\d+-\d+\.tmp$")
+    stale = [p for p in folder.iterdir() if pattern.match(p.name) and not p.is_symlink()]
     for path in stale:
-        path.unlink(missing_ok=True)
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
     return stale
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_path, atomic_write
+from rosetrain.core.io import atomic_path, atomic_write, remove_atomic_temps
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 ASSET_BASE = ASSETS / "demo-base"
@@ -435,6 +435,7 @@ def rebuild_base(out: Path, steps: int | None = None, threads: int | None = None
     if threads is not None:
         overrides.append(f"cpu_threads={threads}")
     result = train(load_recipe(RECIPES / "demo-base-sft.yaml", overrides))
+    remove_atomic_temps(out, "base")  # a killed rebuild's half-copied folder
     with atomic_path(final) as tmp:  # the old base stays whole until the new one is
         shutil.copytree(result["final"], tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))
         atomic_write(tmp / BASE_MARKER, json.dumps({"recipe": "demo-base-sft.yaml", "max_steps": steps}))

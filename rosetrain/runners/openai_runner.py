@@ -98,7 +98,7 @@ def response_text(body: Mapping[str, Any]) -> str:
         texts = [part.get("text") for part in content if isinstance(part, dict) and "text" in part]
         if not all(isinstance(text, str) for text in texts):
             raise ValueError(f"a text part of the response's content is not a string: {str(content)[:200]}")
-        content = "".join(texts)
+        content = "".join(text for text in texts if isinstance(text, str))  # all are: checked above
     if content is not None and not isinstance(content, str):  # recorded as the item's error
         raise ValueError(f"the response's content is not text: {str(content)[:200]}")
     return content or ""
