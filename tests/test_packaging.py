@@ -162,3 +162,15 @@ def test_stream_dataset_takes_a_shipped_spec_from_any_folder(tmp_path, monkeypat
     for spec in ("curriculum", "generators/curriculum.yaml"):
         row = next(iter(stream_dataset(spec, split="train", seed=0)))
         assert row["task_template"]
+
+
+def test_a_folder_named_like_a_config_is_not_taken_for_one(tmp_path, monkeypatch):
+    from rosetrain.core import resources
+    from rosetrain.core.errors import RosetrainError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "heldout").mkdir()  # e.g. a split generated with --out heldout
+    assert resources.find("suite", "heldout").name == "heldout.yaml"
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(RosetrainError, match="--spec: mine is a folder, not a spec file"):
+        resources.find("spec", "mine")

@@ -93,12 +93,12 @@ def find(kind: str, ref: str | Path, option: str | None = None) -> Path:
     path = Path(ref).expanduser()
     if path.is_file():
         return path
-    if path.is_dir():
-        raise RosetrainError(f"{option}: {ref} is a folder, not a {kind} file")
     known = names(kind)
     name = _name_of(spec, str(ref))
-    if name in known:
+    if name in known:  # a folder of that name (say runs/heldout/) is no config: the name wins
         return known[name]
+    if path.is_dir():
+        raise RosetrainError(f"{option}: {ref} is a folder, not a {kind} file")
     listing = ", ".join(known) or "none"
     raise RosetrainError(
         f"{option}: {ref} is neither a file nor a known {kind}; known {spec.plural}: {listing} "
