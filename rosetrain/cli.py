@@ -58,7 +58,7 @@ class HelpFormatter(argparse.HelpFormatter):
             or "default" in text
         ):
             return text
-        shown = "none" if action.default is None else "%(default)s"
+        shown = "none" if action.default is None or action.default == [] else "%(default)s"
         return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 

@@ -172,6 +172,10 @@ def test_eval_help_shows_the_defaults(capsys):
     assert "requests in flight at once (openai runner) (default: 8)" in out
     assert "transformers: the model in this process" in out and "(default: transformers)" in out
     assert "tokens an answer may take (default: 256, or the suite's)" in out  # the unit, then the default
+    with pytest.raises(SystemExit):
+        cli("train", "--help")
+    out = " ".join(capsys.readouterr().out.split())
+    assert "repeatable (default: none)" in out and "[]" not in out.replace("[a, b]", "")
 
 
 def test_the_folders_the_docs_write_into_are_ignored_by_git():
