@@ -246,6 +246,7 @@ def test_the_demo_round2_spec_round_trips(tmp_path):
     out = tmp_path / "next.yaml"
     plan = make_curriculum(run, ROOT / "generators" / "demo" / "rl.yaml", out)
     assert not plan.axes["profile"].expressible
+    assert main(["curriculum", "--from", str(run), "--spec", "demo/rl", "--out", str(out)]) == 0  # by name
     spec = load_spec(out)
     assert Path(spec.heldout_spec).is_absolute() and Path(spec.heldout_spec).is_file()
 
@@ -408,3 +409,17 @@ def test_signal_prediction_with_no_signal():
 def test_source_spec_fixture_is_valid(source_spec):
     assert yaml.safe_load(source_spec.read_text())["tasks_per_scene"] == 2
     load_spec(source_spec)
+
+
+def test_signal_command_runs_a_tiny_model(tmp_path, tiny_model_dir, source_spec):
+    """The real sampler: greedy through the eval runner, k samples through the
+    frontier filter's code, on a tiny random model (its figures mean nothing)."""
+    data = tmp_path / "split"
+    assert main(["generate", "--spec", str(source_spec), "--out", str(data), "--split", "test",
+                 "--scenes", "2", "--formats", "release", "--num-proc", "1"]) == 0  # fmt: skip
+    out = tmp_path / "signal"
+    args = ["signal", "--model", str(tiny_model_dir), "--data", str(data), "--limit", "3", "--k", "2"]
+    assert main([*args, "--out", str(out)]) == 0
+    summary = json.loads((out / "signal.json").read_text())
+    assert summary["k"] == 2 and summary["all"]["n"] == 3
+    assert summary["settings"]["temperature"] == 1.0  # the demo GRPO recipe's

@@ -18,7 +18,11 @@ from rosetrain.commands import number
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="run", required=True, help="scored run (holds per_item_eval.jsonl)")
-    parser.add_argument("--spec", required=True, help="generator spec to reweight (YAML)")
+    parser.add_argument(
+        "--spec",
+        required=True,
+        help="generator spec to reweight: a YAML file or a shipped spec's name (e.g. demo/rl)",
+    )
     parser.add_argument("--out", required=True, help="the new spec to write (YAML)")
     parser.add_argument(
         "--mode",
@@ -59,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.curriculum.weights import Rule
 
     rule = Rule(mode=args.mode, prior=args.prior, floor=args.floor, cap=args.cap, band=tuple(args.band))
-    plan = make_curriculum(args.run, args.spec, args.out, rule, args.report)
+    from rosetrain.core.resources import find as find_config
+
+    spec = find_config("spec", args.spec)  # a path, or a shipped spec's name (demo/rl)
+    plan = make_curriculum(args.run, spec, args.out, rule, args.report)
     report = args.report or default_report_dir(args.out)
     print(f"curriculum spec -> {args.out} ({len(plan.run.items)} items of {args.run}); report -> {report}")
     for name in AXES:

@@ -42,15 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
     import tempfile
-    from pathlib import Path
 
     from rosetrain.core.io import atomic_write, output_lock
+    from rosetrain.core.resources import find as find_config
     from rosetrain.curriculum.signal import TransformersSampler, signal_check, signal_table
     from rosetrain.data.release import select_records, with_image_paths
     from rosetrain.demo.pipeline import RECIPES
     from rosetrain.train.recipe import load_recipe
 
-    recipe_path = Path(args.recipe) if args.recipe else RECIPES / "demo-grpo.yaml"
+    recipe_path = find_config("recipe", args.recipe) if args.recipe else RECIPES / "demo-grpo.yaml"
     grpo = load_recipe(recipe_path, [f"model={args.model}"]).grpo
     k = args.k or grpo.num_generations
     records, root = select_records(args.data, args.split, args.limit)

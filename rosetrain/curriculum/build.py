@@ -1,10 +1,11 @@
 """From a scored run and a generator spec to the next round's spec.
 
 The five axes are weighted *independently* (one share table each, from the
-marginal cells of ``cells.py``), not by their joint cells: in the demo's probe
-run (400 items) the joint cells of template x region case x target count hold
-a median of 13 items and many hold under 5, too few to set a weight by; the
-marginals hold 32 to 160. The spec format already holds one weight table per
+marginal cells of ``cells.py``), not by their joint cells: the 2,224 rows of
+the real ROSE v0.1 bridge files (tests/data/rose-v0.1) fall into 266 joint
+cells of template x region case x family x profile x target count, median 6
+items, 106 of them under 5: too few to set a weight by, while its marginal
+cells hold 18 to 1,112 (the smallest: rare target counts). The spec format already holds one weight table per
 axis within a level (tasks, region_cases, profiles), so those three are
 written as tables; families and target counts have none (a level has one
 family config list and an ``exceptions`` range), so they become levels: one

@@ -136,7 +136,9 @@ def prediction(templates: Mapping[str, Mapping[str, Any]], total: Mapping[str, A
     else:
         lines.append(
             "Prediction: GRPO has signal here: samples pass where greedy fails, so moving "
-            f"probability towards them can lift greedy PASS towards pass@{k} ({pct(total[f'pass@{k}'])}%)."
+            f"probability towards them can lift greedy PASS, at most towards pass@{k} "
+            f"({pct(total[f'pass@{k}'])}%). Signal is needed, not sufficient: where answers are "
+            "few (a count of 0-2 on a small grid) samples also pass by chance."
         )
     gaining = [t for t, f in templates.items() if f["rescue"] >= SOME_RESCUE]
     dead = [t for t, f in templates.items() if f["no_signal"] > 1 - LITTLE_SIGNAL]
