@@ -105,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="torch CPU threads of the transformers runner (default: 1 on a machine without a "
         "CUDA GPU: a small model answers faster on one thread than with OpenMP's default, "
-        "70 items of the demo's model took 11.0 s on 1 thread and 15.0 s on 2 on two cores; "
+        "140 items of the demo's model: 10-11 s on 1 thread, 19-21 s on 2, on two busy cores; "
         "torch's default with a GPU); give the core count for a large model on a CPU",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
