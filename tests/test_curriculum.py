@@ -423,3 +423,16 @@ def test_signal_command_runs_a_tiny_model(tmp_path, tiny_model_dir, source_spec)
     summary = json.loads((out / "signal.json").read_text())
     assert summary["k"] == 2 and summary["all"]["n"] == 3
     assert summary["settings"]["temperature"] == 1.0  # the demo GRPO recipe's
+
+
+def test_levels_not_copied_are_noted(tmp_path, scored_run):
+    spec = tmp_path / "levels.yaml"
+    spec.write_text(
+        SOURCE_SPEC
+        + "levels:\n  - {name: warm, scenes: 10, tasks_per_scene: 1}\n  - {name: easy}\n"
+        + "  - {name: hard, rows: [5, 6], cols: [5, 6]}\n"
+    )
+    plan = make_curriculum(scored_run, spec, tmp_path / "next.yaml")
+    assert any("mixes 2 levels (easy, hard)" in note for note in plan.notes)
+    assert "warm-up levels not copied: warm" in plan.notes
+    assert "Note: warm-up levels not copied: warm." in (tmp_path / "next-report" / "report.md").read_text()

@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         shares = ", ".join(f"{label(name, v)} {pct(s)}" for v, s in axis.shares.items())
         print(f"  {name}: {shares}")
+    for note in plan.notes:
+        print(f"  note: {note}")
     for entry in untaught_summary(plan):
         print(f"  cannot teach: {entry['what']} ({entry['n']} items, {entry['fails']} failed)")
     return 0

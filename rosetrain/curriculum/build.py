@@ -74,6 +74,7 @@ class Plan:
     untaught_items: list[tuple[str, Item]]  # (reason, item): left out of every axis
     spec_dict: dict[str, Any]
     joint: dict[tuple, Cell]
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def mixed_levels(spec: Spec) -> list[LevelSpec]:
@@ -147,7 +148,17 @@ def plan_curriculum(run: Run, spec: Spec, rule: Rule, out_path: str | os.PathLik
         )
         task_weights = dict.fromkeys(template.shares, 1.0)
     spec_dict = write_spec_dict(spec, levels, axes, task_weights, run, rule, out_path)
-    return Plan(run, spec, rule, axes, untaught_items, spec_dict, joint_cells(taught))
+    notes = []
+    mixed = mixed_levels(spec)
+    if len(mixed) > 1:
+        notes.append(
+            f"the source spec mixes {len(mixed)} levels ({', '.join(lv.name for lv in mixed)}); each family's "
+            f"first one ({', '.join(sorted({lv.name for lv in levels.values()}))}) is the template of its "
+            "new levels: the others' grid sizes and settings are not copied"
+        )
+    if spec.warmup_levels:
+        notes.append(f"warm-up levels not copied: {', '.join(lv.name for lv in spec.warmup_levels)}")
+    return Plan(run, spec, rule, axes, untaught_items, spec_dict, joint_cells(taught), notes)
 
 
 def _ordered(values: set, order: Sequence) -> list:

@@ -89,6 +89,7 @@ def report_markdown(plan: Plan, spec_file: str, image: str | None) -> str:
         f"{sum(n < SMALL_CELL for n in joint_sizes)} with fewer than {SMALL_CELL}) are too small to weight by.",
         "",
     ]
+    lines += [f"Note: {note}." for note in plan.notes] + ([""] if plan.notes else [])
     if image:
         lines += [f"![cells and weights]({image})", ""]
     for name in AXES:
