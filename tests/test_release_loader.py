@@ -52,7 +52,9 @@ def test_official_bridge_folder_loads(rose_dir):
     records = load_split(rose_dir, "test")
     assert len(records) == 2224
     assert {r["task_template"] for r in records} == {"T1B_CLICK_GLOBAL", "T2B_COUNT_LOCAL_MATCHED"}
-    assert len(load_split(rose_dir / GLOBAL_BRIDGE, "ignored")) == 1112
+    assert len(load_split(rose_dir / GLOBAL_BRIDGE, "test")) == 1112
+    # a file's rows of another split are left out, as the official evaluator leaves them out
+    assert load_split(rose_dir / GLOBAL_BRIDGE, "dev") == []
     with pytest.raises(RosetrainError, match="metadata_dev.jsonl"):
         load_split(rose_dir, "dev")
 

@@ -77,6 +77,7 @@ CHECKED_FIELDS = (
     "region_params_json",
     "region_target_cells",
     *IMAGE_FIELDS,
+    "split",  # a row of another split is left out, as the official evaluator leaves it out
 )
 
 
@@ -106,22 +107,29 @@ def load_split(
     if fields is not None:
         try:
             return _checked_records(
-                ((path, enumerate(_read_fields(path, fields), start=1)) for path in paths), build
+                ((path, enumerate(_read_fields(path, fields), start=1)) for path in paths), build, split
             )
         except RosetrainError:
             pass  # read it again in full: that error names the file, line and field
-    return _checked_records(((path, iter_jsonl(path)) for path in paths), build)
+    return _checked_records(((path, iter_jsonl(path)) for path in paths), build, split)
 
 
 def _checked_records(
     files: Iterable[tuple[Path, Iterable[tuple[int, dict[str, Any]]]]],
     build: Callable[[dict[str, Any], CheckedRecord], Any] | None,
+    split: str | None = None,
 ) -> list[Any]:
+    """The records, checked; with ``split``, only those of that split: a row whose
+    ``split`` field names another is skipped unread, exactly as the official
+    evaluator skips it (``str(row.get("split", split)) == split``), so a file
+    holding two splits scores the one asked for."""
     records: list[Any] = []
     seen: dict[str, tuple[Path, int]] = {}  # item id -> its file and line
     for path, numbered in files:
         images: set[str] = set()
         for number, record in numbered:
+            if split is not None and "split" in record and str(record["split"]) != split:
+                continue
             if None in map(record.get, REQUIRED_FIELDS) or (
                 "region_params" not in record and "region_params_json" not in record
             ):
@@ -212,13 +220,16 @@ def _line_start(handle: Any, offset: int) -> int:
 
 
 def read_chunk(
-    chunk: Chunk, fields: Collection[str], build: Callable[[dict[str, Any], CheckedRecord], Any]
+    chunk: Chunk,
+    fields: Collection[str],
+    build: Callable[[dict[str, Any], CheckedRecord], Any],
+    split: str | None = None,
 ) -> list[Any]:
-    """``load_split(..., fields, build)`` of one chunk's records. Any problem is a
-    RosetrainError without a useful line number: ``load_split`` the split in full
-    for the error that names the file, line and field."""
+    """``load_split(..., fields, build)`` of one chunk's records (of ``split`` only,
+    when given). Any problem is a RosetrainError without a useful line number:
+    ``load_split`` the split in full for the error that names the file, line and field."""
     records = _read_fields(chunk.path, fields, chunk.start, chunk.end)
-    return _checked_records([(chunk.path, enumerate(records, start=1))], build)
+    return _checked_records([(chunk.path, enumerate(records, start=1))], build, split)
 
 
 def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: bool | None = None) -> str:

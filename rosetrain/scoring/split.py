@@ -59,7 +59,7 @@ PARALLEL_BYTES = 16 << 20  # a smaller split is scored sooner than worker proces
 
 # What the chunks are scored against (predictions, model): set before the
 # worker processes fork, so they inherit the predictions instead of a copy.
-_JOB: tuple[Mapping[str, Mapping], str | None] | None = None
+_JOB: tuple[Mapping[str, Mapping], str | None, str] | None = None  # ..., and the split's name
 
 
 def score_split(
@@ -110,7 +110,7 @@ def _score_chunks(
     scoring here too would keep the gathering thread from the interpreter lock,
     and a worker stalls until its result is read."""
     global _JOB
-    _JOB = (predictions, model)
+    _JOB = (predictions, model, split[1])
     try:
         if num_proc < 2 or len(chunks) < 2:
             parts = [_score_chunk(chunk) for chunk in chunks] or [_score_golds([], predictions, model)]
@@ -157,8 +157,8 @@ def _leave_interrupts() -> None:
 
 def _score_chunk(chunk: Chunk) -> ScoredSplit:
     assert _JOB is not None
-    predictions, model = _JOB
-    return _score_golds(read_chunk(chunk, GOLD_FIELDS, build=Gold), predictions, model)
+    predictions, model, split = _JOB
+    return _score_golds(read_chunk(chunk, GOLD_FIELDS, build=Gold, split=split), predictions, model)
 
 
 def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], model: str | None) -> ScoredSplit:
