@@ -168,3 +168,34 @@ def test_compare_refuses_a_run_that_names_no_data_unless_told(split_dir, tmp_pat
     assert err.count("\n") == 1 and "names no data fingerprint" in err and "--same-data" in err
     assert not (tmp_path / "cmp" / "compare.json").exists()
     assert cli_main([*command, "--same-data"]) == 0
+
+
+def test_export_samples_are_matched_by_their_doc_not_by_position_alone(split_dir, tmp_path):
+    from rosetrain.integrations.lmms_eval import export_task, predictions_from_samples
+
+    task = tmp_path / "task"
+    export_task(split_dir, "test", task)
+    docs = [json.loads(line) for line in (task / "docs_test.jsonl").read_text().splitlines()]
+
+    def samples(rows) -> Path:
+        path = tmp_path / "x_samples_rosetrain_test.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        return path
+
+    def sample(doc_id, doc):  # as lmms-eval logs it: the doc (images left out) and its target
+        return {
+            "doc_id": doc_id,
+            "doc": {"item_id": doc["item_id"]},
+            "target": doc["answer"],
+            "filtered_resps": ["x"],
+        }
+
+    good = predictions_from_samples(samples([sample(i, d) for i, d in enumerate(docs)]), task)
+    assert [row["item_id"] for row in good] == [d["item_id"] for d in docs]
+    swapped = [sample(0, docs[1]), sample(1, docs[0])]  # another export's order of the same items
+    with pytest.raises(RosetrainError, match="another export"):
+        predictions_from_samples(samples(swapped), task)
+    with pytest.raises(RosetrainError, match="already answered"):
+        predictions_from_samples(samples([sample(0, docs[0]), sample(0, docs[0])]), task)
+    with pytest.raises(RosetrainError, match="neither its doc nor its target"):
+        predictions_from_samples(samples([{"doc_id": 0, "filtered_resps": ["x"]}]), task)

@@ -187,12 +187,20 @@ def predictions_from_samples(
     files = samples_files(samples, config.task)
     if len(files) > 1:
         raise RosetrainError(f"{samples}: {len(files)} samples files of {config.task}; name one of them")
-    item_ids = [row["item_id"] for _, row in iter_jsonl(task_dir / f"docs_{config.split}.jsonl")]
+    docs = [row for _, row in iter_jsonl(task_dir / f"docs_{config.split}.jsonl")]
+    item_ids = [row["item_id"] for row in docs]
     rows = []
+    seen: dict[int, int] = {}  # doc_id -> the line that answered it
     for number, sample in iter_jsonl(files[0]):
         doc_id, answer = sample.get("doc_id"), sample.get("filtered_resps")
         if not isinstance(doc_id, int) or not 0 <= doc_id < len(item_ids):
             raise RosetrainError(f"{files[0]}:{number}: doc_id {doc_id!r} is not an item of {task_dir}")
+        _check_same_doc(sample, docs[doc_id], f"{files[0]}:{number}", task_dir)
+        if doc_id in seen:
+            raise RosetrainError(
+                f"{files[0]}:{number}: doc_id {doc_id} already answered at line {seen[doc_id]}"
+            )
+        seen[doc_id] = number
         if isinstance(answer, list):  # lmms-eval unwraps a single response; some versions keep the list
             answer = answer[0] if answer else None
         rows.append(
@@ -205,3 +213,28 @@ def predictions_from_samples(
             }
         )
     return rows
+
+
+def _check_same_doc(sample: dict[str, Any], doc: dict[str, Any], where: str, task_dir: Path) -> None:
+    """A doc_id is a position in the docs file: a sample is this task folder's only
+    when the doc lmms-eval logged with it (its item_id) or, without one, its target
+    (the gold answer) is this folder's; a run of another export would otherwise be
+    scored against the wrong items."""
+    logged = sample.get("doc")
+    if isinstance(logged, dict) and "item_id" in logged:
+        if str(logged["item_id"]) != str(doc["item_id"]):
+            raise RosetrainError(
+                f"{where}: doc_id {sample['doc_id']} is item {logged['item_id']!r} in the run, "
+                f"{doc['item_id']!r} in {task_dir}: the samples are of another export of the task"
+            )
+    elif "target" in sample:
+        if str(sample["target"]) != str(doc.get("answer")):
+            raise RosetrainError(
+                f"{where}: doc_id {sample['doc_id']}'s target is not the answer of item "
+                f"{doc['item_id']!r} in {task_dir}: the samples are of another export of the task"
+            )
+    else:
+        raise RosetrainError(
+            f"{where}: the sample logs neither its doc nor its target, so rosetrain cannot check "
+            f"that doc_id {sample.get('doc_id')} is item {doc['item_id']!r} of {task_dir}"
+        )
