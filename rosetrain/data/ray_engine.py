@@ -14,6 +14,9 @@ A shard's files pass through the object store: with the default shard size
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 from collections.abc import Callable, Iterator
 
 from rosetrain.core.errors import RosetrainError
@@ -26,6 +29,7 @@ def map_shards_on_ray(job, shards: list[int], render: Callable[..., dict[str, by
 
     ray = _ray()
     if not ray.is_initialized():
+        check_reachable(os.environ.get("RAY_ADDRESS", ""))  # ray.init would retry an unreachable one forever
         ray.init(log_to_driver=False)
     task = ray.remote(num_cpus=1, max_retries=2)(render)
     job_ref = ray.put(job)
@@ -37,8 +41,32 @@ def map_shards_on_ray(job, shards: list[int], render: Callable[..., dict[str, by
             store_shard(job, shard, _result(ray, done[0], shard))
             yield len(job.shard_indices(shard))
     finally:
-        for ref in pending:
-            ray.cancel(ref)
+        for ref in pending:  # on Ctrl-C too: the CLI then says, in one line, to rerun to resume
+            with contextlib.suppress(Exception):  # a cluster going away must not hide why we stop
+                ray.cancel(ref)
+
+
+CONNECT_TIMEOUT_S = 10  # as long as eval waits for an endpoint to accept a connection
+
+
+def check_reachable(address: str) -> None:
+    """``RAY_ADDRESS`` as ``host:port`` or ``ray://host:port``: refuse, within
+    CONNECT_TIMEOUT_S, a cluster nothing answers at (``ray.init`` would retry it
+    forever, deaf to SIGTERM). ``auto``, ``local`` and no address start or find a
+    local cluster, and are not probed."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not (colon and host and port.isdigit()):
+        return
+    host = host.strip("[]")  # an IPv6 literal
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as err:
+        reason = "no answer" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+        raise RosetrainError(
+            f"RAY_ADDRESS {address}: cannot reach {host}:{port} ({reason}, waited at most "
+            f"{CONNECT_TIMEOUT_S} s); is the Ray cluster running? Unset RAY_ADDRESS to start a "
+            f"local one"
+        ) from None
 
 
 def _result(ray, ref, shard: int) -> dict[str, bytes]:

@@ -1,0 +1,55 @@
+"""--engine ray waits a bounded time: an unreachable RAY_ADDRESS is one line
+within CONNECT_TIMEOUT_S, never endless retries; a Ctrl-C is the CLI's one line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from rosetrain.cli import main
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_an_unreachable_ray_address_is_one_line_at_once(tmp_path, small_spec, scheme):
+    pytest.importorskip("ray")
+    env = {**os.environ, "RAY_ADDRESS": f"{scheme}127.0.0.1:{free_port()}"}
+    command = ["generate", "--spec", str(small_spec), "--out", str(tmp_path / "out"), "--split", "test"]
+    command += ["--scenes", "4", "--quiet"]
+    code = "import sys; from rosetrain.cli import main; sys.exit(main(sys.argv[1:]))"
+    # in a process of its own, with a bound: ray.init retried such an address forever
+    result = subprocess.run(
+        [sys.executable, "-c", code, *command, "--engine", "ray"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr.count("\n") == 1 and "RAY_ADDRESS" in result.stderr and "cannot reach" in result.stderr
+    )
+    assert main(command) == 0  # the same folder resumes locally
+
+
+def test_a_silent_host_is_given_up_after_the_timeout(monkeypatch):
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.data import ray_engine
+
+    def silent(address, timeout):
+        assert timeout == ray_engine.CONNECT_TIMEOUT_S  # the bound the wait is given
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(ray_engine.socket, "create_connection", silent)
+    with pytest.raises(RosetrainError, match=r"no answer, waited at most 10 s"):
+        ray_engine.check_reachable("10.255.255.1:6379")
+    ray_engine.check_reachable("auto")  # not an address to probe: Ray finds the cluster
