@@ -154,7 +154,9 @@ def stage_settings(config: DemoConfig) -> dict[str, dict[str, Any]]:
         "family_scenes": config.family_scenes,
         "specs": {p.name: yaml_digest(p) for p in sorted(GENERATORS.glob("*.yaml"))},
     }
-    evaluation = {"max_new_tokens": config.max_new_tokens}
+    # threads change the stages' times and, through torch's sums, their numbers: a rerun
+    # with others is refused (check_settings), never reported under the new setting
+    evaluation = {"max_new_tokens": config.max_new_tokens, "threads": config.threads}
     base = {**data, **evaluation, "base": model_digest(config.base)}
     sft = {
         **base,
