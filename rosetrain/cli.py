@@ -76,7 +76,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 # A library argument whose option has another dest: out_dir is --out, ...
-ARGUMENT_DESTS = {"out_dir": "out", "exclude_metadata": "exclude", "folders": "merge"}
+ARGUMENT_DESTS = {
+    "out_dir": "out",
+    "exclude_metadata": "exclude",
+    "folders": "merge",
+    "assume_same_data": "same_data",
+}
 
 
 def option_hint(command: str, err: RosetrainError) -> str:

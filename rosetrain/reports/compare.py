@@ -112,7 +112,8 @@ def check_fingerprints_known(
         raise RosetrainError(
             f"{' and '.join(unknown)}: its {SUMMARY_FILE} names no data fingerprint, so rosetrain "
             f"cannot check that both runs were scored on the same data (item ids repeat across "
-            f"datasets); rescore it with rosetrain score, or pass --same-data if you know they were"
+            f"datasets); rescore it with rosetrain score, or set assume_same_data if you know they were",
+            argument="assume_same_data",
         )
 
 
