@@ -436,3 +436,16 @@ def test_levels_not_copied_are_noted(tmp_path, scored_run):
     assert any("mixes 2 levels (easy, hard)" in note for note in plan.notes)
     assert "warm-up levels not copied: warm" in plan.notes
     assert "Note: warm-up levels not copied: warm." in (tmp_path / "next-report" / "report.md").read_text()
+
+
+def test_axes_not_chosen_keep_the_source_shares(tmp_path, scored_run, source_spec, capsys):
+    out = tmp_path / "next.yaml"
+    assert main(["curriculum", "--from", str(scored_run), "--spec", str(source_spec), "--out", str(out),
+                 "--axes", "template"]) == 0  # fmt: skip
+    level = load_spec(out).levels[0]
+    assert level.region_cases == pytest.approx({"zero": 33.0, "partial": 45.0, "all": 22.0})  # the default's
+    assert level.negative_rate == pytest.approx(0.1)
+    assert level.tasks[T3] > level.tasks[T1]  # the failed clicks still weighted up
+    bad = ["curriculum", "--from", str(scored_run), "--spec", str(source_spec), "--out", str(out)]
+    assert main([*bad, "--axes", "colour"]) == 2
+    assert "unknown axis 'colour'" in capsys.readouterr().err

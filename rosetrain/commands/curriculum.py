@@ -51,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("LOW", "HIGH"),
         help="balanced mode's PASS band",
     )
+    parser.add_argument(
+        "--axes",
+        default=None,
+        help="comma list of the axes to weight (default all: template, region_case, family, "
+        "profile, target_count); the others keep the source spec's shares",
+    )
     parser.add_argument("--report", default=None, help="report folder (default: NEW-report beside NEW.yaml)")
 
 
@@ -62,7 +68,14 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.curriculum.report import label
     from rosetrain.curriculum.weights import Rule
 
-    rule = Rule(mode=args.mode, prior=args.prior, floor=args.floor, cap=args.cap, band=tuple(args.band))
+    rule = Rule(
+        mode=args.mode,
+        prior=args.prior,
+        floor=args.floor,
+        cap=args.cap,
+        band=tuple(args.band),
+        axes=None if args.axes is None else tuple(a.strip() for a in args.axes.split(",") if a.strip()),
+    )
     from rosetrain.core.resources import find as find_config
 
     spec = find_config("spec", args.spec)  # a path, or a shipped spec's name (demo/rl)

@@ -134,7 +134,21 @@ def plan_curriculum(run: Run, spec: Spec, rule: Rule, out_path: str | os.PathLik
         "profile": profile_axis(taught, base, rule),
         "target_count": count_axis(taught, base, rule),
     }
-    if base.tasks_per_scene is not None:
+    weighted = AXES if rule.axes is None else rule.axes
+    unknown = [a for a in weighted if a not in AXES]
+    if unknown:
+        raise RosetrainError(f"axes: unknown axis {unknown[0]!r}; valid: {', '.join(AXES)}", argument="axes")
+    for name in AXES:
+        axis = axes[name]
+        if name not in weighted and axis.expressible:
+            total = sum(axis.source_shares.get(v, 0.0) for v in axis.cells)
+            axis.shares = {v: axis.source_shares.get(v, 0.0) / total for v in axis.cells}
+            axis.note = "kept at the source spec's shares (not among the axes to weight)"
+    if base.tasks_per_scene is not None and "template" not in weighted:
+        template = axes["template"]
+        task_weights = {t: base.tasks.get(t, 0.0) for t in template.shares}
+        template.realised = realised_shares(task_weights, base.tasks_per_scene)
+    elif base.tasks_per_scene is not None:
         template = axes["template"]
         weights = fit_draw_weights(template.shares, base.tasks_per_scene)
         template.realised = realised_shares(weights, base.tasks_per_scene)

@@ -42,6 +42,7 @@ class Rule:
     floor: float = 0.5  # x the uniform share
     cap: float = 3.0  # x the uniform share
     band: tuple[float, float] = (0.1, 0.9)  # balanced mode: smoothed pass rates that count
+    axes: tuple[str, ...] | None = None  # the axes to weight (None: all); the rest keep the source's
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
