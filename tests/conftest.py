@@ -12,8 +12,9 @@ file never imports this module).
 - ``tiny_model_dir`` (one tiny model per session, read-only) and
   ``rose_sample_dir`` (the vendored ROSE v0.1 metadata).
 
-Tests that train or run a model for tens of seconds are marked ``slow``
-(``make test-fast`` leaves them out) with ``@pytest.mark.slow``.
+Tests that train or run a model, or take a second or more, are marked ``slow``
+(``make test-fast`` leaves them out): with ``@pytest.mark.slow``, or by name in
+:data:`SLOW` below.
 """
 
 import shutil
@@ -157,3 +158,69 @@ def smoke_split() -> Callable[..., Path]:
     """``smoke_split(out, scenes=3, seed=None)``: a release-only ``test`` split of
     ``generators/smoke.yaml`` at ``out``."""
     return _generate_smoke_split
+
+
+# Tests `make test-fast` leaves out besides those marked by hand and those that
+# run the tiny model: each took 0.7 s or more (the two cores shared, `pytest
+# --durations`), or shares a slow module fixture with the others listed. A name
+# without [params] covers every param; a file name, every test in it.
+SLOW = (
+    "tests/test_compare.py::test_detects_a_real_improvement",
+    "tests/test_compare.py::test_same_seed_same_interval_and_noise_straddles_zero",
+    "tests/test_config.py::test_a_yaml_file_nested_5000_deep_is_a_one_line_error",
+    "tests/test_config.py::test_the_loss_types_and_reward_scalings_are_trls",
+    "tests/test_curriculum.py::test_generate_makes_data_from_the_written_spec_in_an_empty_folder",
+    "tests/test_curriculum.py::test_rose_rows_give_cells",
+    "tests/test_curriculum.py::test_the_demo_round2_spec_round_trips",
+    "tests/test_curriculum.py::test_untaught_cells_are_reported",
+    "tests/test_curriculum.py::test_written_spec_weights_failed_templates_and_loads",
+    "tests/test_evaluate.py::test_eval_openai_endpoint_scores_resumes_and_retries_only_failures",
+    "tests/test_evaluate.py::test_sigint_mid_run_then_rerun_finishes_with_no_item_lost_or_doubled",
+    "tests/test_families.py::test_bytes_repeat_across_processes",
+    "tests/test_families.py::test_glyph_never_draws_an_identical_pair",
+    "tests/test_families.py::test_items_are_deterministic_and_json",
+    "tests/test_families.py::test_subtlety_makes_the_exception_closer",
+    "tests/test_frictions.py::test_a_large_split_is_announced_with_its_disk_size_before_anything_is_written",
+    "tests/test_generate.py::test_generate_cli_starts_without_torch",
+    "tests/test_generate.py::test_generate_command_refuses_pandas_only_in_its_own_process",
+    "tests/test_generate.py::test_hf_parquet_and_stream_give_the_same_rows",
+    "tests/test_generate_distributed.py::test_ray_on_a_local_two_worker_cluster_is_byte_identical",
+    "tests/test_hub_cards.py::test_a_trained_model_names_its_base_data_method_and_version",
+    "tests/test_install_wheel.py",
+    "tests/test_packaging.py::test_stream_dataset_takes_a_shipped_spec_from_any_folder",
+    "tests/test_recipes_all.py::test_tiny_qwen2_5_vl_loads_through_auto_classes_with_windowed_vision",
+    "tests/test_reliability_eval.py::test_a_hub_id_that_cannot_be_fetched_offline",
+    "tests/test_reliability_eval.py::test_a_second_eval_into_the_same_folder_is_refused",
+    "tests/test_reliability_eval.py::test_an_endpoint_that_never_answers_stops_the_run",
+    "tests/test_reliability_eval.py::test_disk_full_while_saving_predictions",
+    "tests/test_reliability_eval.py::test_eval_cli_against_a_flaky_endpoint_exits_non_zero_in_one_line",
+    "tests/test_reliability_eval.py::test_sigkilled_eval_resumes_to_the_uninterrupted_result",
+    "tests/test_reliability_eval.py::test_resuming_with_settings_that_change_answers_is_refused",
+    "tests/test_reliability_ray.py::test_an_unreachable_ray_address_is_one_line_at_once",
+    "tests/test_reliability_generate_kill.py",
+    "tests/test_reliability_tiny_model.py::test_a_folder_rosetrain_wrote_is_replaced_unless_the_user_added_to_it",
+    "tests/test_report_html.py::test_compare_writes_a_self_contained_html_report",
+    "tests/test_rose_layout.py::test_main_file_holds_the_five_templates_and_bridges_have_their_own_files",
+    "tests/test_rose_layout.py::test_readers_find_the_bridges_in_their_files",
+    "tests/test_rose_layout.py::test_gold_answers_fill_table_rows_at_100",
+    "tests/test_rose_layout.py::test_a_rerun_owns_its_bridge_files",
+    "tests/test_runners.py::test_openai_runner_retries_bounds_concurrency_and_records_failures",
+    "tests/test_scoring.py::test_any_text_gives_a_scored_row",
+    "tests/test_scoring_official.py::test_every_official_field_agrees_on_hundreds_of_variants_per_template",
+    "tests/test_stream_ranks.py",
+    "tests/test_tiny_model.py::test_build_is_deterministic_per_seed",
+    "tests/test_tiny_model.py::test_qwen3_vl_family_loads_through_auto_classes",
+    "tests/test_train_check.py::test_every_shipped_recipe_checks_with_heldout_evaluation_off",
+    "tests/test_train_distributed.py",
+    "tests/test_train_resume.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.nodeid.split("[")[0]
+        # a test that runs the tiny model: the first one builds it (seconds) for the session
+        if "tiny_model_dir" in getattr(item, "fixturenames", ()) or any(
+            name == slow or name.startswith(slow + "::") for slow in SLOW
+        ):
+            item.add_marker(pytest.mark.slow)
