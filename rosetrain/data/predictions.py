@@ -34,7 +34,7 @@ from typing import Any
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write, iter_jsonl
 from rosetrain.core.jsonio import jsonl_text
-from rosetrain.data.release import short_fingerprint
+from rosetrain.data.release import same_fingerprint, short_fingerprint
 
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
 SYNC_SECONDS = 1.0  # fsync a predictions file at most this often (and on close)
@@ -63,7 +63,7 @@ def check_same_data(
     """
     for row in rows.values():
         made_on = row.get("data_fingerprint")
-        if made_on == fingerprint or (made_on is None and not require):
+        if same_fingerprint(made_on, fingerprint) or (made_on is None and not require):
             continue
         made = (
             "no data fingerprint (an older rosetrain or another tool)"

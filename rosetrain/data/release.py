@@ -19,13 +19,14 @@ import dataclasses
 import functools
 import hashlib
 import os
+import stat
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import iter_jsonl
-from rosetrain.data.bridges import bridge_paths
+from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_paths
 from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.data.validate import IMAGE_FIELDS, CheckedRecord, check_record
 
@@ -125,10 +126,11 @@ def _checked_records(
     holding two splits scores the one asked for."""
     records: list[Any] = []
     seen: dict[str, tuple[Path, int]] = {}  # item id -> its file and line
+    kept = _split_names(split)
     for path, numbered in files:
         images: set[str] = set()
         for number, record in numbered:
-            if split is not None and "split" in record and str(record["split"]) != split:
+            if kept is not None and "split" in record and str(record["split"]) not in kept:
                 continue
             if None in map(record.get, REQUIRED_FIELDS) or (
                 "region_params" not in record and "region_params_json" not in record
@@ -142,6 +144,19 @@ def _checked_records(
             seen[item_id] = (path, number)
             records.append(record if build is None else build(record, checked))
     return records
+
+
+def _split_names(split: str | None) -> set[str] | None:
+    """The ``split`` field values of the rows a split keeps: its own name, and for a
+    release's bridge file read as a split of its own (``test_global_click_bridge``)
+    the split it bridges (its rows say ``test``)."""
+    if split is None:
+        return None
+    names = {split}
+    for tag in BRIDGE_FILE_TAGS.values():
+        if split.endswith(f"_{tag}"):
+            names.add(split.removesuffix(f"_{tag}"))
+    return names
 
 
 def _lacking(record: Mapping[str, Any], path: Path, number: int) -> None:
@@ -233,26 +248,79 @@ def read_chunk(
 
 
 def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: bool | None = None) -> str:
-    """``sha256:<hex>`` over the bytes of the split's metadata files, in the order read.
+    """``sha256:<hex>`` over the bytes of the split's metadata files, in the order
+    read, then, where the images the rows name are on disk, ``;images:<hex>`` over
+    each one's name, size and bytes (first use order).
 
     Results carry it (predictions rows, summaries, eval_run.json, compare.json)
     so they are never scored or compared against other data: item ids repeat
-    across specs and seeds, the metadata bytes do not. It covers exactly the
-    files :func:`load_split` reads with the same ``bridges`` (so a folder and
-    its one main ``.jsonl`` file agree); images are drawn from the metadata, so
-    the metadata is what names the data.
+    across specs and seeds, the metadata bytes do not, and an image edited in
+    place under the same metadata is other data too. It covers exactly the
+    files :func:`load_split` reads with the same ``bridges`` (so a folder and its
+    one main ``.jsonl`` file agree). Images that are not there (the metadata
+    alone, as ``score`` needs it) are left out: :func:`same_fingerprint`
+    compares the image part only when both fingerprints have one.
     """
-    digest = hashlib.sha256()
+    digest, images = hashlib.sha256(), hashlib.sha256()
+    seen: set[str] = set()
     for path in split_files(root, split, bridges):
-        file_digest = hashlib.sha256()
         try:
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    file_digest.update(block)
+            data = path.read_bytes()
         except OSError as err:
             raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
-        digest.update(file_digest.digest())  # file boundaries count: a+b != ab
-    return f"sha256:{digest.hexdigest()}"
+        digest.update(hashlib.sha256(data).digest())  # file boundaries count: a+b != ab
+        for name in _image_names(data):
+            if name not in seen:
+                seen.add(name)
+                _hash_image(images, path.parent, name)
+    found = f"sha256:{digest.hexdigest()}"
+    return f"{found}{IMAGES_PART}{images.hexdigest()}" if images.digest() != _NO_IMAGES else found
+
+
+IMAGES_PART = ";images:"
+_NO_IMAGES = hashlib.sha256().digest()
+
+
+def _image_names(data: bytes) -> list[str]:
+    """The image fields of every line, in order (msgspec reads only those two
+    fields); lines it cannot read name no image here (the loader names them)."""
+    decoder = _fields_decoder(frozenset(IMAGE_FIELDS))
+    try:
+        rows = decoder.decode_lines(data)
+    except ValueError:  # msgspec's DecodeError: read line by line
+        rows = []
+        for line in data.splitlines():
+            try:
+                rows.append(decoder.decode(line))
+            except ValueError:
+                continue
+    return [name for row in rows for field in IMAGE_FIELDS if isinstance(name := getattr(row, field), str)]
+
+
+def _hash_image(images: Any, folder: Path, name: str) -> None:
+    """Add an image's name, size and bytes; one that is missing, not a regular
+    file, or named outside the folder (the loader refuses those rows) adds nothing."""
+    if not name or os.path.isabs(name) or ".." in Path(name).parts:
+        return
+    try:  # without blocking: a FIFO's open would wait for a writer
+        with open(os.open(folder / name, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # a device would never end
+                return
+            content = hashlib.file_digest(handle, "sha256").digest()
+    except OSError:  # not there: the metadata alone, as score needs it
+        return
+    images.update(hashlib.sha256(name.encode()).digest() + content)
+
+
+def same_fingerprint(a: str | None, b: str | None) -> bool:
+    """Whether two fingerprints name the same data: the same metadata and, where both
+    saw the images, the same images (a run scored from the metadata alone matches
+    one evaluated with the images)."""
+    if a is None or b is None:
+        return a is b
+    meta_a, _, images_a = a.partition(IMAGES_PART)
+    meta_b, _, images_b = b.partition(IMAGES_PART)
+    return meta_a == meta_b and (not images_a or not images_b or images_a == images_b)
 
 
 def short_fingerprint(fingerprint: str | None) -> str:

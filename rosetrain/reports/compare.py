@@ -38,7 +38,7 @@ from rosetrain.core.protocol import (
     REGION_CASES,
     SHORT_NAME,
 )
-from rosetrain.data.release import short_fingerprint
+from rosetrain.data.release import same_fingerprint, short_fingerprint
 from rosetrain.reports.html import markdown_to_html
 from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import SUMMARY_FILE, read_scored_rows
@@ -93,7 +93,7 @@ def same_data(before_run: str | os.PathLike, after_run: str | os.PathLike) -> st
     """The fingerprint of the data both runs were scored on; runs of different data
     are an error naming both (item ids repeat across datasets, so ids alone cannot tell)."""
     before, after = run_fingerprint(before_run), run_fingerprint(after_run)
-    if before and after and before != after:
+    if before and after and not same_fingerprint(before, after):
         raise RosetrainError(
             f"the runs were scored on different data: {before_run} on data "
             f"{short_fingerprint(before)}, {after_run} on data {short_fingerprint(after)}; "

@@ -44,10 +44,15 @@ class RoseTask:
     def golds(self) -> dict[str, dict[str, Any]]:
         """item_id -> gold record, from the split as ``rosetrain score`` reads it."""
         if self._golds is None:
-            from rosetrain.data.release import load_split, short_fingerprint, split_fingerprint
+            from rosetrain.data.release import (
+                load_split,
+                same_fingerprint,
+                short_fingerprint,
+                split_fingerprint,
+            )
 
             found = split_fingerprint(self.data, self.split, self.bridges)
-            if found != self.fingerprint:
+            if not same_fingerprint(found, self.fingerprint):
                 raise RosetrainError(
                     f"{self.data} (split {self.split}): the metadata changed since the task was exported "
                     f"(data {short_fingerprint(found)}, task {short_fingerprint(self.fingerprint)}); "
