@@ -4,13 +4,18 @@ within CONNECT_TIMEOUT_S, never endless retries; a Ctrl-C is the CLI's one line.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from rosetrain.cli import main
+
+SMOKE = Path(__file__).resolve().parent.parent / "generators" / "smoke.yaml"
 
 
 def free_port() -> int:
@@ -53,3 +58,32 @@ def test_a_silent_host_is_given_up_after_the_timeout(monkeypatch):
     with pytest.raises(RosetrainError, match=r"no answer, waited at most 10 s"):
         ray_engine.check_reachable("10.255.255.1:6379")
     ray_engine.check_reachable("auto")  # not an address to probe: Ray finds the cluster
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_ray_is_the_one_interrupted_line(tmp_path):
+    pytest.importorskip("ray")
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}  # a local cluster
+    out = tmp_path / "out"
+    command = ["generate", "--spec", str(SMOKE), "--out", str(out), "--split", "test", "--scenes", "400"]
+    code = "import sys; from rosetrain.cli import main; sys.exit(main(sys.argv[1:]))"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *command, "--shard-size", "10", "--engine", "ray", "--quiet"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list((out / ".parts" / "test").glob("part-*")):  # tasks are landing shards
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and "Traceback" not in err, err
+    assert (
+        err.strip().splitlines()[-1]
+        == "rosetrain generate: interrupted; run the same command again to resume"
+    )
