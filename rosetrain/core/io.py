@@ -307,6 +307,12 @@ def _claim(path: Path) -> None:
             owned.claim(path)
 
 
+def holds_output_lock(folder: str | os.PathLike) -> bool:
+    """Whether this process holds ``folder`` with :func:`output_lock` (which is not
+    re-entrant: a second hold, even from this process, is a second writer)."""
+    return os.path.realpath(folder) in _held
+
+
 def claim_outputs(*paths: str | os.PathLike) -> None:
     """Claim files before writing any of them (inside a folder held with
     :func:`output_lock`), so a foreign one among them is refused before the
@@ -333,9 +339,6 @@ def output_lock(folder: str | os.PathLike, what: str = "this folder") -> Iterato
     import fcntl
 
     folder = Path(folder)
-    if os.path.realpath(folder) in _held:  # held already, by a caller up the stack: the same lock
-        yield folder
-        return
     try:
         folder.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)

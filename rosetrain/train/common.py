@@ -345,8 +345,11 @@ def train_and_save(trainer: Any, recipe: Recipe, processor: Any) -> dict[str, An
     """Train (resuming when a checkpoint is there), then save the final model
     (adapter or full) with its processor, and a merged copy on request. The main
     process holds output_dir's lock (and so keeps its ownership marker) throughout."""
+    from rosetrain.core.io import holds_output_lock
     from rosetrain.train.distributed import output_dir_lock
 
+    if holds_output_lock(recipe.output_dir):  # taken by rosetrain.train.train, around the build too
+        return _train_and_save(trainer, recipe, processor)
     with output_dir_lock(recipe.output_dir):
         return _train_and_save(trainer, recipe, processor)
 
