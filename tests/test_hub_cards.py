@@ -338,3 +338,17 @@ def test_a_readme_of_the_users_in_output_dir_stops_training_before_it_starts(
     assert "README.md: already exists and rosetrain did not write it" in capsys.readouterr().err
     assert (run / "README.md").read_text() == "# my experiment\n"
     assert not list(run.glob("checkpoint-*"))  # not one step
+
+
+def test_release_metadata_without_one_type_per_field_gets_a_card_without_features(tmp_path, small_spec):
+    """The attribute family's ``amount`` is a number for hue and text for shape: no
+    table reader takes such metadata, so the card names the files and declares no
+    features, and generate still finishes (it failed inside pyarrow before)."""
+    out = tmp_path / "data"
+    command = ["generate", "--spec", str(small_spec), "--out", str(out), "--split", "test", "--scenes", "30"]
+    assert cli_main([*command, "--formats", "release", "--num-proc", "1", "--quiet"]) == 0
+    rows = [json.loads(line) for line in (out / "metadata_test.jsonl").open()]
+    assert {type(row["amount"]) for row in rows if "amount" in row} == {float, str}
+    info = _card(out).data.to_dict().get("dataset_info", {})
+    assert "features" not in info
+    assert "metadata_test.jsonl" in (out / "README.md").read_text()

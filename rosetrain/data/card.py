@@ -255,13 +255,20 @@ def release_features(paths: list[Path]) -> list[dict[str, Any]] | None:
     config's columns from its first file (then fails to cast the next), so the card
     declares the union (a field a file lacks reads as null there). Read with
     pyarrow's JSON reader, as ``datasets`` reads them (a 64-bit ``item_seed`` reads
-    as a float there too); None above :data:`RELEASE_SCHEMA_BYTES` of files."""
+    as a float there too); None above :data:`RELEASE_SCHEMA_BYTES` of files, and
+    None when a field has no one type (a family parameter that is a number in some
+    rows and text in others): pyarrow, and so ``datasets``, cannot read such
+    metadata as a table, while its Parquet shards (``formats: hf``) stay readable."""
     import pyarrow as pa
     import pyarrow.json as pj
 
     if not paths or sum(path.stat().st_size for path in paths) > RELEASE_SCHEMA_BYTES:
         return None
-    schema = pa.unify_schemas([pj.read_json(path).schema for path in paths], promote_options="permissive")
+    try:
+        schemas = [pj.read_json(path).schema for path in paths]
+    except pa.ArrowInvalid:
+        return None
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
     return [{"name": field.name, **_arrow_yaml_type(field.type)} for field in schema]
 
 
