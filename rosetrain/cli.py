@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from rosetrain.core.errors import RosetrainError
@@ -126,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     except RosetrainError as err:
         print(f"rosetrain {args.command}: error: {err}{option_hint(args.command, err)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader left (`rosetrain configs list | head`): not an error of ours
+        if owns_process:  # stop the interpreter's own flush at exit from failing again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a process ended by SIGPIPE
     except OSError as err:  # the machine refused: disk full, permission denied, I/O error
         where = f"{err.filename}: " if err.filename else ""
         print(f"rosetrain {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)

@@ -263,3 +263,18 @@ def test_compare_plot_legends_name_the_runs(tmp_path, monkeypatch):
     }
     write_plots(result, tmp_path)
     assert labels[:2] == ["before: base-heldout", "after: grpo-heldout"]
+
+
+def test_a_listing_piped_into_a_reader_that_leaves_early_is_quiet():
+    """`rosetrain configs list | head -1`: the reader closes the pipe; the command
+    stops without an error line or a traceback (it printed 'error: Broken pipe')."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "rosetrain", "configs", "list"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0) as listing:
+        assert listing.stdout is not None and listing.stderr is not None
+        listing.stdout.read(1)
+        listing.stdout.close()  # before the listing is written in full
+        stderr = listing.stderr.read().decode()
+    assert listing.returncode in (0, 141) and stderr == ""
