@@ -111,6 +111,7 @@ def main() -> int:
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--mode", default="failures", choices=("failures", "balanced"))
+    parser.add_argument("--axes", default=None, help="comma list of axes to weight (default: all)")
     parser.add_argument("--probe-scenes", type=int, default=200)
     parser.add_argument("--heldout-scenes", type=int, default=80, help="the demo's held-out size")
     parser.add_argument("--out", default=str(ROOT / "runs" / "curriculum-round2"))
@@ -131,15 +132,17 @@ def main() -> int:
     start = time.perf_counter()
     evaluate(sft, probe, out / "eval" / "sft-probe")
     log(f"probe eval of the SFT model: {time.perf_counter() - start:.1f} s")
-    curriculum = out / "specs" / f"curriculum-{args.mode}.yaml"
-    make_curriculum(out / "eval" / "sft-probe", uniform, curriculum, Rule(mode=args.mode))
+    axes = None if args.axes is None else tuple(args.axes.split(","))
+    label = args.mode + ("" if axes is None else "-" + "+".join(axes))
+    curriculum = out / "specs" / f"curriculum-{label}.yaml"
+    make_curriculum(out / "eval" / "sft-probe", uniform, curriculum, Rule(mode=args.mode, axes=axes))
     log(f"curriculum spec: {curriculum}")
     sft_heldout = evaluate(sft, heldout, out / "eval" / "sft-heldout")
 
     rows = []
     for seed in parse_seeds(args.seeds):
         arms = {}
-        for arm, spec in (("uniform", uniform), (f"curriculum-{args.mode}", curriculum)):
+        for arm, spec in (("uniform", uniform), (f"curriculum-{label}", curriculum)):
             final, seconds = train_round(sft, spec, out / "train" / f"seed-{seed}" / arm, seed, args.steps)
             if seconds == seconds:
                 log(
@@ -148,8 +151,8 @@ def main() -> int:
             arms[arm] = evaluate(final, heldout, out / "eval" / f"seed-{seed}-{arm}-heldout")
         result = compare_runs(
             out / "eval" / f"seed-{seed}-uniform-heldout",
-            out / "eval" / f"seed-{seed}-curriculum-{args.mode}-heldout",
-            out / "compare" / f"seed-{seed}",
+            out / "eval" / f"seed-{seed}-curriculum-{label}-heldout",
+            out / "compare" / f"seed-{seed}-{label}",
             plots=False,
         )
         action = result["action_avg"]
@@ -172,7 +175,7 @@ def main() -> int:
 
     lines = [
         f"Round 2 from {sft}: {args.steps} SFT steps on the uniform spec (rl.yaml) vs the "
-        f"curriculum ({args.mode}) made from the SFT model's probe errors; held-out split "
+        f"curriculum ({label}) made from the SFT model's probe errors; held-out split "
         f"({args.heldout_scenes} scenes x 5 templates). SFT model on held-out: Action "
         f"{pct(sft_heldout['action_avg'])}, Counting {pct(sft_heldout['counting_avg'])}.",
         "",
@@ -191,9 +194,9 @@ def main() -> int:
     lines += ["", f"Positive with CI above 0 on {above} of {len(rows)} seeds (target: {CI_TARGET} of 5)."]
     table = "\n".join(lines)
     print(table)
-    atomic_write(out / f"round2-{args.mode}.md", table + "\n")
+    atomic_write(out / f"round2-{label}.md", table + "\n")
     atomic_write(
-        out / f"round2-{args.mode}.json",
+        out / f"round2-{label}.json",
         json.dumps(
             {
                 "rows": rows,
