@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from rosetrain.core.errors import RosetrainError
 
@@ -63,8 +64,17 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 
+class Parser(argparse.ArgumentParser):
+    """A bad option is one line that names it, as every other error is: argparse's
+    own error() prints the whole usage block above it. The subcommands' parsers are
+    of this class too (argparse makes them of their parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rosetrain", description=__doc__.splitlines()[0])
+    parser = Parser(prog="rosetrain", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"rosetrain {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
@@ -116,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
     if command not in COMMANDS:
         command = None
-    args = build_parser(command).parse_args(argv)
+    try:
+        args = build_parser(command).parse_args(argv)
+    except SystemExit as stop:  # argparse has printed its one line (or the help)
+        if owns_process:
+            raise
+        return int(stop.code or 0)  # a caller's main(argv) gets the exit code, its process lives on
     args.owns_process = owns_process  # only then may a command change process-wide state
     if args.command is None:
         build_parser().print_help()

@@ -154,8 +154,8 @@ def test_the_command_names_missing_unknown_and_other_data_predictions(split, tmp
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--num-proc", "0"], "--num-proc must be at least 1"),
-        (["--digits", "-1"], "--digits must be 0 to 10"),
+        (["--num-proc", "0"], r"argument --num-proc: expected an integer in \[1, "),
+        (["--digits", "-1"], r"argument --digits: expected an integer in \[0, 10\]"),
         (["--model", "m\udcff"], "--model: .* is not printable text"),
         (["--display-name", "a\nb"], "--display-name: .* is not printable text"),
     ],
