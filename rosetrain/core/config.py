@@ -375,6 +375,16 @@ def render_keys(cls: type, hidden: frozenset[str] | set[str] = frozenset(), inde
     return lines
 
 
+def replace_between(text: str, begin: str, end: str, body: str) -> str:
+    """``text`` with what lies between the ``begin`` and ``end`` marker lines replaced
+    by ``body``: how a document's generated key list is rewritten in place."""
+    if begin not in text or end not in text:
+        raise ValueError(f"the markers {begin!r} and {end!r} are missing")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
 def _default(field: dataclasses.Field) -> str:
     if field.metadata.get("shown_default"):
         return f"default: {field.metadata['shown_default']}"

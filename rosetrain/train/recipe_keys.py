@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rosetrain.core.config import render_keys
+from rosetrain.core.config import render_keys, replace_between
 from rosetrain.core.io import atomic_write
 from rosetrain.train.recipe import NOT_KEYS, Recipe
 
@@ -27,11 +27,7 @@ def render() -> str:
 
 def replace_block(text: str) -> str:
     """``text`` with the list between the markers rewritten."""
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"the markers {BEGIN!r} and {END!r} are missing")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{render()}\n{END}{tail}"
+    return replace_between(text, BEGIN, END, render())
 
 
 if __name__ == "__main__":
