@@ -105,6 +105,21 @@ def test_family_subset_names():
     assert subset_name("sprite_pair", {}, "rose") == "ROSE-PixelContent"
     assert subset_name("sprite_pair") == "rosetrain-sprite_pair"
     assert subset_name("attribute", {}, "rose") == "rosetrain-attribute"
+    assert subset_name("nosuch", {}, "rose") == "rosetrain-nosuch"  # a name of no family: not an error here
+
+
+def test_each_family_carries_its_rose_subset():
+    """The family classes name the five subsets the official evaluator tables, one each;
+    the curriculum maps a ROSE row's subset back through the same classes."""
+    from rosetrain.curriculum.cells import family_of
+    from rosetrain.generators.families import FAMILIES, family_class, rose_subsets
+    from rosetrain.scoring.official import ROSE_SUBSETS as OFFICIAL
+
+    assert set(rose_subsets().values()) == ROSE_SUBSETS == set(OFFICIAL)
+    assert len(rose_subsets()) == len(ROSE_SUBSETS)
+    assert all(family_class(name).name == name for name in FAMILIES)
+    for family, subset in rose_subsets().items():
+        assert family_of({"rose_subset": subset}) == family
 
 
 def test_layout_is_checked(tmp_path, write_spec):

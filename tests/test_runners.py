@@ -232,8 +232,12 @@ def test_every_runner_is_a_base_runner_with_the_one_default_length():
 
 
 def test_unknown_runner_is_rejected():
-    with pytest.raises(RosetrainError, match="^runner must be one of"):
+    with pytest.raises(
+        RosetrainError, match=r"^unknown runner 'llamacpp' \(known: transformers, vllm, openai\)$"
+    ):
         make_runner("llamacpp", "m")
+    with pytest.raises(RosetrainError, match="did you mean 'vllm'"):
+        make_runner("vlm", "m")
 
 
 def test_writer_refuses_a_second_row_for_an_item(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rosetrain.commands import MAX_PROCESSES, MAX_TOKENS, add_bridges_flags, integer, number
 from rosetrain.core.errors import RosetrainError
+from rosetrain.runners import RUNNERS
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runner",
         default="transformers",
-        choices=("transformers", "vllm", "openai"),
+        choices=RUNNERS.names(),
         help="transformers: the model in this process (CPU or GPU); vllm: a GPU; openai: an "
         "OpenAI-compatible endpoint (--base-url)",
     )

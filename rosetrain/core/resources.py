@@ -18,6 +18,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.registry import Registry
 
 ROOT = Path(__file__).resolve().parent.parent / "resources"
 SUFFIXES = (".yaml", ".yml")
@@ -31,19 +32,20 @@ class Kind:
     recursive: bool = False  # specs: generators/demo/*.yaml too, named demo/<name>
 
 
-KINDS = {
-    "spec": Kind("generators", "--spec", "specs", recursive=True),
-    "recipe": Kind("recipes", "--recipe", "recipes"),
-    # accelerate reads --config_file itself, a path only: `rosetrain configs copy` gives one
-    "accelerate": Kind("recipes/accelerate", "accelerate launch --config_file", "accelerate configs"),
-    "suite": Kind("eval", "--suite", "suites"),
-}
+KINDS: Registry[Kind] = Registry(
+    "config kind",
+    {
+        "spec": Kind("generators", "--spec", "specs", recursive=True),
+        "recipe": Kind("recipes", "--recipe", "recipes"),
+        # accelerate reads --config_file itself, a path only: `rosetrain configs copy` gives one
+        "accelerate": Kind("recipes/accelerate", "accelerate launch --config_file", "accelerate configs"),
+        "suite": Kind("eval", "--suite", "suites"),
+    },
+)
 
 
 def _kind(kind: str) -> Kind:
-    if kind not in KINDS:
-        raise RosetrainError(f"unknown kind of config {kind!r}; known: {', '.join(KINDS)}")
-    return KINDS[kind]
+    return KINDS.lookup(kind)
 
 
 def names(kind: str) -> dict[str, Path]:

@@ -9,7 +9,7 @@ left out as ``compare`` leaves them out. Each item gets five coordinates:
   only; a ROSE fallback case counts as the case the region really has);
 - ``family``: rosetrain's visual family; rows of the real ROSE release carry
   none, and their ``rose_subset`` maps back through
-  ``rosetrain.generators.records.ROSE_SUBSETS`` (ROSE-PixelEdit -> sprite_edit);
+  each family's ``rose_subset`` (ROSE-PixelEdit -> sprite_edit);
 - ``profile``: the grid size profile (``custom`` where the spec fixed the grid);
 - ``target_count``: the targets in the whole grid (0: a negative scene).
 """
@@ -24,13 +24,13 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.protocol import GLOBAL
-from rosetrain.generators.records import ROSE_SUBSETS
+from rosetrain.generators.families import rose_subsets
 from rosetrain.scoring.errored import is_errored
 from rosetrain.scoring.files import read_scored_rows
 from rosetrain.scoring.gold import normalize_region_case
 
 AXES = ("template", "region_case", "family", "profile", "target_count")
-FAMILY_OF_SUBSET = {subset: family for family, subset in ROSE_SUBSETS.items()}
+FAMILY_OF_SUBSET = {subset: family for family, subset in rose_subsets().items()}
 OWN_SUBSET = "rosetrain-"  # rosetrain's own layout names a family's subset rosetrain-<family>
 
 

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar, overload
 from PIL import Image
 
 from rosetrain.core import protocol as P
-from rosetrain.generators.families import get_family
+from rosetrain.generators.families import FAMILIES, family_class, get_family
 from rosetrain.generators.render import render_cue, render_scene
 from rosetrain.generators.scene import Scene, sample_scene
 from rosetrain.generators.spec import LevelSpec, Spec
@@ -36,26 +36,18 @@ class SceneRecords(Generic[ImageT]):
         return subset_name(self.scene.family, self.scene.family_config, self.layout)
 
 
-# The ROSE subset a family reproduces (glyph only when its glyphs are Chinese).
-ROSE_SUBSETS = {
-    "glyph": "ROSE-ChineseGlyph",
-    "emoji_style": "ROSE-EmojiStyle",
-    "emoji_content": "ROSE-EmojiContent",
-    "sprite_edit": "ROSE-PixelEdit",
-    "sprite_pair": "ROSE-PixelContent",
-}
-
-
 def subset_name(family: str, config: dict | None = None, layout: str = "rosetrain") -> str:
     """``rose_subset`` of a family's rows: the unit ROSE averages over first.
 
-    With ``layout: rose`` a family that reproduces a ROSE subset takes its
-    official name, so the official evaluator's tables see it; every other
-    family (and every family in rosetrain's own layout) is ``rosetrain-<family>``.
+    With ``layout: rose`` a family that reproduces a ROSE subset (its class's
+    ``rose_subset``; glyph only when its glyphs are Chinese) takes its official
+    name, so the official evaluator's tables see it; every other family (and
+    every family in rosetrain's own layout) is ``rosetrain-<family>``.
     """
-    reproduces = family != "glyph" or (config or {}).get("script") == "cjk"
-    if layout == "rose" and family in ROSE_SUBSETS and reproduces:
-        return ROSE_SUBSETS[family]
+    if layout == "rose" and family in FAMILIES:
+        cls = family_class(family)
+        if cls.rose_subset is not None and cls.reproduces_rose(config):
+            return cls.rose_subset
     return f"rosetrain-{family}"
 
 

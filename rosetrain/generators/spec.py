@@ -178,7 +178,7 @@ class LevelSpec:
             raise ValueError("families: at least one family is required")
         for name in self.families:
             if name not in FAMILIES:
-                raise ValueError(f"families: unknown family {name!r}; valid: {', '.join(FAMILIES)}")
+                raise ValueError(f"families: {FAMILIES.unknown(name)}")
         _weights({k: v.weight for k, v in self.families.items()}, "families")
         _weights(self.profiles, "profiles", tuple(PROFILES))
         _weights(self.region_cases, "region_cases", P.REGION_CASES)
@@ -367,9 +367,7 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
         if role != "heldout":
             raise ValueError("heldout_family_name: only a spec with role: heldout names a held-out family")
         if spec.heldout_family_name not in FAMILIES:
-            raise ValueError(
-                f"heldout_family_name: unknown family {spec.heldout_family_name!r}; valid: {', '.join(FAMILIES)}"
-            )
+            raise ValueError(f"heldout_family_name: {FAMILIES.unknown(spec.heldout_family_name)}")
     return spec
 
 

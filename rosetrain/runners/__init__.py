@@ -9,9 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.registry import Registry
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS, BaseRunner, Runner, StreamingRunner
 
-RUNNERS = ("transformers", "vllm", "openai")
+RUNNERS: Registry[str] = Registry(
+    "runner",
+    {
+        "transformers": "rosetrain.runners.transformers_runner:TransformersRunner",
+        "vllm": "rosetrain.runners.vllm_runner:VLLMRunner",
+        "openai": "rosetrain.runners.openai_runner:OpenAIRunner",
+    },
+    argument="runner",
+)
 
 
 def make_runner(
@@ -25,36 +34,19 @@ def make_runner(
     concurrency: int = 8,
     **options: Any,
 ) -> BaseRunner:
-    """Build the runner ``kind`` for ``model`` (a Hub id, a local folder, or an
-    endpoint's model name for ``openai``)."""
-    if kind == "transformers":
-        from rosetrain.runners.transformers_runner import TransformersRunner
-
-        return TransformersRunner(
-            model, max_new_tokens=max_new_tokens, trust_remote_code=trust_remote_code, **options
-        )
-    if kind == "vllm":
-        from rosetrain.runners.vllm_runner import VLLMRunner
-
-        return VLLMRunner(
-            model, max_new_tokens=max_new_tokens, trust_remote_code=trust_remote_code, **options
-        )
+    """Build the runner ``kind`` (a name of :data:`RUNNERS`) for ``model`` (a Hub id,
+    a local folder, or an endpoint's model name for ``openai``)."""
+    RUNNERS.check(kind)
     if kind == "openai":
-        from rosetrain.runners.openai_runner import OpenAIRunner
-
         if not base_url:
             raise RosetrainError(
                 "runner 'openai' needs base_url (e.g. http://127.0.0.1:8000/v1)", argument="base_url"
             )
-        return OpenAIRunner(
-            model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            max_new_tokens=max_new_tokens,
-            concurrency=concurrency,
-            **options,
-        )
-    raise RosetrainError(f"runner must be one of {', '.join(RUNNERS)}, got {kind!r}", argument="runner")
+        options.update(base_url=base_url, api_key_env=api_key_env, concurrency=concurrency)
+    else:  # a local model: it may run the model's own code, an endpoint cannot
+        options.update(trust_remote_code=trust_remote_code)
+    runner: BaseRunner = RUNNERS.load(kind)(model, max_new_tokens=max_new_tokens, **options)
+    return runner
 
 
 __all__ = ["DEFAULT_MAX_NEW_TOKENS", "RUNNERS", "BaseRunner", "Runner", "StreamingRunner", "make_runner"]

@@ -15,7 +15,6 @@ as for any command line tool; the shipped recipes expect the repository root.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,17 +24,22 @@ from rosetrain.core import config
 from rosetrain.core.config import SEED_32, check_fields, setting
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import read_yaml_mapping
+from rosetrain.core.registry import Registry
 from rosetrain.core.resources import shipped as shipped_config
+from rosetrain.train.rewards import REWARDS
 
-METHODS = ("sft", "grpo")
+# Each method's module has ``trl_config`` and ``build_trainer``; it imports TRL,
+# so it is imported only when a recipe of that method is built.
+METHODS: Registry[str] = Registry(
+    "method", {"sft": "rosetrain.train.sft", "grpo": "rosetrain.train.grpo"}, argument="method"
+)
 
 
-def method_module(method: str):
-    """``rosetrain.train.sft`` or ``.grpo``: each has ``trl_config`` and ``build_trainer``."""
-    return importlib.import_module(f"rosetrain.train.{method}")
+def method_module(method: str) -> Any:
+    """``rosetrain.train.sft`` or ``.grpo``, by the recipe's method."""
+    return METHODS.load(method)
 
 
-REWARDS = ("pass", "soft", "format")
 VLLM_MODES = ("colocate", "server")
 # Module-name patterns (regular expressions, matched in full by peft) that hold
 # for the Qwen2-VL, Qwen2.5-VL and Qwen3-VL families.
@@ -191,7 +195,7 @@ class EvalConfig:
 
 @dataclasses.dataclass
 class Recipe:
-    method: str = key(help="`sft` | `grpo`", choices=METHODS)
+    method: str = key(help="`sft` | `grpo`", choices=METHODS.names())
     model: str = key(
         help="a Hub id, a local folder, or a LoRA adapter folder (merged into its base at "
         "load, so GRPO can stack on an SFT adapter)"
@@ -288,7 +292,7 @@ class Recipe:
             raise ValueError("output_dir: required")
         unknown = sorted(set(self.rewards) - set(REWARDS))
         if unknown:
-            raise ValueError(f"rewards: unknown reward {unknown[0]!r}; valid: {', '.join(REWARDS)}")
+            raise ValueError(f"rewards: {REWARDS.unknown(unknown[0])}")
         self.rewards = {name: float(self.rewards.get(name, 0.0)) for name in REWARDS}
         if self.method == "grpo" and not any(self.rewards.values()):
             raise ValueError("rewards: every weight is 0; give at least one of pass, soft, format a weight")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
+from rosetrain.core.registry import Registry
 
 # Columns of an HF row the scorer reads (the rest of the row is not gold).
 GOLD_COLUMNS = (
@@ -35,7 +36,10 @@ GOLD_COLUMNS = (
     "heldout_family",
     "grid_size_profile",
 )
-RESULT_FIELD = {"pass": "pass", "soft": "unified_soft", "format": "format_valid"}
+# reward name -> the field of the scorer's per-item row it returns.
+REWARDS: Registry[str] = Registry(
+    "reward", {"pass": "pass", "soft": "unified_soft", "format": "format_valid"}, argument="rewards"
+)
 
 
 def completion_text(completion: Any) -> str:
@@ -86,7 +90,7 @@ def gold_rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, An
 
 def make_reward(name: str, cache: ScoreCache | None = None, log_templates: bool = False) -> Callable:
     """The reward ``name`` (pass | soft | format) as a TRL reward function."""
-    field = RESULT_FIELD[name]
+    field = REWARDS.lookup(name)
     cache = cache or ScoreCache()
 
     def reward(completions: list, log_metric: Callable | None = None, **columns: Any) -> list[float]:
@@ -142,5 +146,5 @@ def log_live_groups(
 def build_rewards(weights: Mapping[str, float]) -> tuple[list[Callable], list[float]]:
     """All three rewards (a zero weight still logs its mean) and their weights."""
     cache = ScoreCache()
-    funcs = [make_reward(name, cache, log_templates=(name == "pass")) for name in RESULT_FIELD]
-    return funcs, [float(weights.get(name, 0.0)) for name in RESULT_FIELD]
+    funcs = [make_reward(name, cache, log_templates=(name == "pass")) for name in REWARDS]
+    return funcs, [float(weights.get(name, 0.0)) for name in REWARDS]

@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 
+from rosetrain.core.registry import Registry
 from rosetrain.generators.families.base import FamilyConfig, VisualFamily
 
-# name -> "module:Class"; modules are imported on first use so that a family
-# whose fonts are missing costs nothing until a spec asks for it.
-FAMILIES = {
-    "glyph": "rosetrain.generators.families.glyph:GlyphFamily",
-    "emoji_content": "rosetrain.generators.families.emoji:EmojiContentFamily",
-    "emoji_style": "rosetrain.generators.families.emoji:EmojiStyleFamily",
-    "sprite_edit": "rosetrain.generators.families.sprite:SpriteEditFamily",
-    "sprite_pair": "rosetrain.generators.families.sprite:SpritePairFamily",
-    "attribute": "rosetrain.generators.families.attribute:AttributeFamily",
-}
+# Modules are imported on first use so that a family whose fonts are missing
+# costs nothing until a spec asks for it.
+FAMILIES: Registry[str] = Registry(
+    "family",
+    {
+        "glyph": "rosetrain.generators.families.glyph:GlyphFamily",
+        "emoji_content": "rosetrain.generators.families.emoji:EmojiContentFamily",
+        "emoji_style": "rosetrain.generators.families.emoji:EmojiStyleFamily",
+        "sprite_edit": "rosetrain.generators.families.sprite:SpriteEditFamily",
+        "sprite_pair": "rosetrain.generators.families.sprite:SpritePairFamily",
+        "attribute": "rosetrain.generators.families.attribute:AttributeFamily",
+    },
+    argument="families",
+)
 
 
 def family_class(name: str) -> type[VisualFamily]:
-    if name not in FAMILIES:
-        raise KeyError(name)
-    module_name, class_name = FAMILIES[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    """The class of family ``name``; an unknown name is a RosetrainError naming the known ones."""
+    cls: type[VisualFamily] = FAMILIES.load(name)
+    return cls
+
+
+def rose_subsets() -> dict[str, str]:
+    """family -> the ROSE subset it reproduces, from each family's ``rose_subset``
+    (families of rosetrain's own are left out). Imports every family module."""
+    found = {name: family_class(name).rose_subset for name in FAMILIES}
+    return {name: subset for name, subset in found.items() if subset is not None}
 
 
 def get_family(name: str, config: dict | None = None) -> VisualFamily:
@@ -39,4 +49,4 @@ def _cached_family(name: str, config_json: str) -> VisualFamily:
     return cls(cls.config_class(**json.loads(config_json)))
 
 
-__all__ = ["FAMILIES", "FamilyConfig", "VisualFamily", "family_class", "get_family"]
+__all__ = ["FAMILIES", "FamilyConfig", "VisualFamily", "family_class", "get_family", "rose_subsets"]

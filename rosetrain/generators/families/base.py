@@ -36,6 +36,15 @@ class VisualFamily:
     name: ClassVar[str]  # registry key used in specs, e.g. "glyph"
     primitive_type: ClassVar[str]  # release field, e.g. "CHINESE_GLYPH"
     config_class: ClassVar[type[FamilyConfig]] = FamilyConfig
+    # The ROSE subset this family reproduces (its ``rose_subset`` in ``layout: rose``);
+    # None for a family of rosetrain's own.
+    rose_subset: ClassVar[str | None] = None
+
+    @classmethod
+    def reproduces_rose(cls, config: dict[str, Any] | None = None) -> bool:
+        """Whether rows drawn with the spec's ``config`` for this family (a plain
+        dict, as in a scene) are of :attr:`rose_subset`."""
+        return cls.rose_subset is not None
 
     def __init__(self, config: FamilyConfig | None = None):
         self.config = config or self.config_class()

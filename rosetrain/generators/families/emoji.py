@@ -263,6 +263,7 @@ def place(frame: Image.Image, cell_size: int) -> Image.Image:
 class EmojiContentFamily(_EmojiFamily):
     name = "emoji_content"
     primitive_type = "EMOJI_CONTENT"
+    rose_subset = "ROSE-EmojiContent"
 
     @functools.cached_property
     def ranked_pairs(self) -> tuple[tuple[str, str], ...]:
@@ -314,6 +315,7 @@ class EmojiContentFamily(_EmojiFamily):
 class EmojiStyleFamily(_EmojiFamily):
     name = "emoji_style"
     primitive_type = "EMOJI_STYLE"
+    rose_subset = "ROSE-EmojiStyle"
 
     @functools.cached_property
     def text_font(self) -> FontRef | None:

@@ -248,6 +248,12 @@ class GlyphFamily(VisualFamily):
     primitive_type = "CHINESE_GLYPH"
     config_class = GlyphConfig
     config: GlyphConfig
+    rose_subset = "ROSE-ChineseGlyph"
+
+    @classmethod
+    def reproduces_rose(cls, config: dict[str, Any] | None = None) -> bool:
+        # ROSE's glyphs are Chinese: only a spec that asks for script cjk reproduces them.
+        return (config or {}).get("script") == "cjk"
 
     def __init__(self, config: GlyphConfig | None = None):
         super().__init__(config)

@@ -222,6 +222,7 @@ class _SpriteFamily(VisualFamily):
 class SpriteEditFamily(_SpriteFamily):
     name = "sprite_edit"
     primitive_type = "PIXEL_EDIT"
+    rose_subset = "ROSE-PixelEdit"
 
     def sample_item(self, rng: random.Random) -> dict[str, Any]:
         seed, own, genome, rows, palette = self._base(rng)
@@ -238,6 +239,7 @@ class SpriteEditFamily(_SpriteFamily):
 class SpritePairFamily(_SpriteFamily):
     name = "sprite_pair"
     primitive_type = "PIXEL_CONTENT"
+    rose_subset = "ROSE-PixelContent"
 
     def sample_item(self, rng: random.Random) -> dict[str, Any]:
         seed, own, genome, rows, palette = self._base(rng)
