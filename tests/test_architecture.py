@@ -312,3 +312,85 @@ def test_no_test_file_imports_conftest():
         or (isinstance(node, ast.Import) and any(alias.name == "conftest" for alias in node.names))
     ]
     assert importing == []
+
+
+# One registry style: a name a user picks (a family, a runner, a reward, a training
+# method, a config kind) is an entry of a rosetrain.core.registry.Registry, whose
+# code entries are "module:attr" paths imported on first use. Only the registry
+# imports by name; cli.py's command table is the one other (each command a module
+# with add_arguments and run, imported only when it runs).
+IMPORTS_BY_NAME_ALLOWED = {"rosetrain.core.registry", "rosetrain.cli"}
+# Tables of a config's own schema, not names a user picks: a recipe's sections.
+SCHEMA_TABLES = {"rosetrain.train.recipe": ("SECTIONS",)}
+IMPORT_PATH = re.compile(r"^rosetrain(?:\.\w+)+(?::\w+)?$|^[a-z_]\w*(?:\.\w+)*:[A-Za-z_]\w*$")
+
+
+def second_registries(source: str, allowed: tuple[str, ...] = ()) -> list[int]:
+    """Lines of what registers things another way than Registry: an import by name
+    (``importlib.import_module``, ``__import__``), or a module-level dict whose values
+    are import paths or the module's own classes and functions."""
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called in ("import_module", "__import__"):
+                found.append(node.lineno)
+    defined = {
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    defined |= {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Dict) or not value.values:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(target, ast.Name) and target.id in allowed for target in targets):
+            continue
+
+        def code(entry: ast.expr | None) -> bool:
+            if isinstance(entry, ast.Constant) and isinstance(entry.value, str):
+                return bool(IMPORT_PATH.match(entry.value))
+            if isinstance(entry, ast.Tuple) and entry.elts:
+                return code(entry.elts[0])
+            return isinstance(entry, ast.Lambda) or (isinstance(entry, ast.Name) and entry.id in defined)
+
+        if all(code(entry) for entry in value.values):
+            found.append(node.lineno)
+    return found
+
+
+def test_names_are_registered_one_way():
+    found = [
+        f"{name}:{line}"
+        for name, path in MODULES.items()
+        if name not in IMPORTS_BY_NAME_ALLOWED
+        for line in second_registries(path.read_text(encoding="utf-8"), SCHEMA_TABLES.get(name, ()))
+    ]
+    assert found == [], "register names through rosetrain.core.registry.Registry"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ('FAMILIES = {"glyph": "rosetrain.generators.families.glyph:GlyphFamily"}', [1]),
+        ('import importlib\ndef m(x):\n    return importlib.import_module(f"rosetrain.train.{x}")', [3]),
+        ("class A: ...\nclass B: ...\nKINDS = {'a': A, 'b': B}", [3]),
+        ("def f(): ...\nTABLE: dict = {'f': f, 'g': lambda: 0}", [2]),
+        ('COMMANDS = {"x": ("rosetrain.commands.x", "help")}', [1]),
+        ('F = Registry("family", {"glyph": "rosetrain.generators.families.glyph:GlyphFamily"})', []),
+        ('HINT = {"COUNT": "COUNT(n)", "CLICK": "CLICK(Rr,Cc); DONE"}', []),
+        ("LIMITS = {'a': (1, 2), 'b': MAX}", []),
+        ("def f():\n    plan = {'a': f}", []),
+    ],
+)
+def test_second_registries_finds_what_it_should(source, expected):
+    assert second_registries(source) == expected
