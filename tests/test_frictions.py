@@ -111,8 +111,8 @@ def test_train_check_validates_a_changed_key_before_it_reports_the_old_checkpoin
     tmp_path, tiny_model_dir, capsys
 ):
     from rosetrain.core.io import claim_outputs, output_lock
-    from rosetrain.train.common import record_recipe
     from rosetrain.train.recipe import load_recipe
+    from rosetrain.train.resume import record_recipe
 
     out = tmp_path / "out"
     base = ["--set", f"model={tiny_model_dir}", "--set", f"output_dir={out}"]

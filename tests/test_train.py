@@ -169,17 +169,38 @@ def test_vllm_without_the_package_is_a_clear_error(tmp_path, env):
     pytest.importorskip("trl")
     if __import__("importlib").util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed")
-    from rosetrain.train.common import check_inputs
+    from rosetrain.train.check import check
 
     recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, method="grpo"), ["grpo.vllm=colocate"])
     with pytest.raises(RecipeError, match="grpo.vllm.*vllm package"):
-        check_inputs(recipe)
+        check(recipe)
+
+
+def test_train_is_check_then_build_then_run_each_once(tmp_path, monkeypatch):
+    """A run reads the recipe in one pass: check, build what was checked, run what
+    was built; a recipe the caller checked already (the CLI) is not checked again."""
+    from types import SimpleNamespace
+
+    from rosetrain.train import build, check, run, train
+
+    calls: list[tuple[str, object]] = []
+    monkeypatch.setattr(check, "check", lambda recipe: calls.append(("check", recipe)) or "checked")
+    monkeypatch.setattr(build, "build", lambda checked: calls.append(("build", checked)) or "built")
+    monkeypatch.setattr(run, "run", lambda built: calls.append(("run", built)) or {"global_step": 1})
+    recipe = SimpleNamespace(output_dir=str(tmp_path / "run"))
+    assert train(recipe) == {"global_step": 1}
+    assert calls == [("check", recipe), ("build", "checked"), ("run", "built")]
+    calls.clear()
+    train(recipe, "checked by the caller")
+    assert calls == [("build", "checked by the caller"), ("run", "built")]
+    for phase in (check, build, run):  # each phase stays readable in one sitting
+        assert len(Path(phase.__file__).read_text().splitlines()) <= 250, phase.__name__
 
 
 def test_trl_extras_are_checked_and_cpu_defaults_apply(tmp_path, env):
     from trl import SFTConfig
 
-    from rosetrain.train.common import make_config
+    from rosetrain.train.trl_config import make_config
 
     path = write_recipe(tmp_path / "r.yaml", env, output_dir=str(tmp_path / "run"))
     config = make_config(SFTConfig, load_recipe(path, ["trl.adam_beta2=0.95"]), {"max_length": None})
@@ -324,15 +345,17 @@ def test_sft_lora_trains_only_adapters_lowers_loss_and_saves_a_loadable_adapter(
     import torch
 
     from rosetrain.models.loading import load_model_and_processor
-    from rosetrain.train import common
-    from rosetrain.train.sft import build_trainer
+    from rosetrain.train.build import build
+    from rosetrain.train.check import check
+    from rosetrain.train.run import run
 
     recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=6, save_merged=True))
-    trainer, processor = build_trainer(recipe)
+    built = build(check(recipe))
+    trainer = built.trainer
     rows = [trainer.train_dataset[i] for i in range(8)]
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     loss_before = _loss_on(trainer, rows)
-    summary = common.train_and_save(trainer, recipe, processor)
+    summary = run(built)
     after = dict(trainer.model.named_parameters())
     changed = {n for n in before if not torch.equal(before[n], after[n].detach())}
     assert changed and all("lora_" in n for n in changed)
@@ -387,15 +410,17 @@ class _Interrupt:
 def test_training_resumes_from_the_last_checkpoint_after_an_interrupt(tmp_path, env):
     from transformers import TrainerCallback
 
-    from rosetrain.train import common
-    from rosetrain.train.sft import build_trainer
+    from rosetrain.train.build import build
+    from rosetrain.train.check import check
+    from rosetrain.train.resume import last_checkpoint
+    from rosetrain.train.run import run
 
     recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=4, save_steps=2, eval={}))
-    trainer, processor = build_trainer(recipe)
-    trainer.add_callback(_Interrupt(at=3).callback)
+    built = build(check(recipe))
+    built.trainer.add_callback(_Interrupt(at=3).callback)
     with pytest.raises(KeyboardInterrupt):
-        common.train_and_save(trainer, recipe, processor)
-    assert common.last_checkpoint(recipe.output_dir).endswith("checkpoint-2")
+        run(built)
+    assert last_checkpoint(recipe.output_dir).endswith("checkpoint-2")
 
     steps = []
 
@@ -403,9 +428,9 @@ def test_training_resumes_from_the_last_checkpoint_after_an_interrupt(tmp_path, 
         def on_step_end(self, args, state, control, **kwargs):
             steps.append(state.global_step)
 
-    trainer, processor = build_trainer(recipe)
-    trainer.add_callback(Count())
-    summary = common.train_and_save(trainer, recipe, processor)
+    built = build(check(recipe))
+    built.trainer.add_callback(Count())
+    summary = run(built)
     assert steps == [3, 4] and summary["global_step"] == 4
 
 
@@ -421,8 +446,9 @@ def test_sft_streams_rows_from_a_spec(tmp_path, env):
 
 @pytest.mark.slow
 def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path, env):
-    from rosetrain.train import common
-    from rosetrain.train.grpo import build_trainer
+    from rosetrain.train.build import build
+    from rosetrain.train.check import check
+    from rosetrain.train.run import run
 
     recipe = load_recipe(
         write_recipe(
@@ -437,7 +463,8 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
             rewards={"pass": 1.0, "soft": 0.5, "format": 0.1},
         )
     )
-    trainer, processor = build_trainer(recipe)
+    built = build(check(recipe))
+    trainer = built.trainer
     assert trainer.args.per_device_train_batch_size == 2  # follows num_generations (M-RoPE)
     assert trainer.args.reward_weights == [1.0, 0.5, 0.1]
     calls = []
@@ -449,7 +476,7 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
 
     recording_pass.__name__ = "pass"
     trainer.reward_funcs[0] = recording_pass
-    common.train_and_save(trainer, recipe, processor)
+    run(built)
 
     gold = {r["item_id"]: r for r in _hf_rows(env)}
     assert calls
@@ -474,7 +501,7 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
 
 @pytest.mark.slow
 def test_grpo_refuses_a_batch_other_than_num_generations_on_mrope_models(tmp_path, env):
-    from rosetrain.train.grpo import build_trainer
+    from rosetrain.train.check import check
 
     recipe = load_recipe(
         write_recipe(
@@ -489,15 +516,15 @@ def test_grpo_refuses_a_batch_other_than_num_generations_on_mrope_models(tmp_pat
     with pytest.raises(
         RecipeError, match="per_device_train_batch_size .4. must equal grpo.num_generations .2."
     ):
-        build_trainer(recipe)
+        check(recipe)
 
 
 def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, env):
     from rosetrain.core.io import claim_outputs, output_lock
-    from rosetrain.train import common
+    from rosetrain.train.resume import check_resumable, record_recipe
 
     recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=4, eval={}))
-    common.record_recipe(recipe)
+    record_recipe(recipe)
     checkpoint = Path(recipe.output_dir) / "checkpoint-2"
     with output_lock(recipe.output_dir):
         claim_outputs(checkpoint)  # as a run names its checkpoints in output_dir's marker
@@ -505,7 +532,7 @@ def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, en
     for name in ("trainer_state.json", "optimizer.pt", "scheduler.pt"):  # what a checkpoint holds
         (checkpoint / name).write_text("{}")
 
-    common.check_resumable(load_recipe(tmp_path / "r.yaml", ["max_steps=8", "save_steps=1"]))  # longer: fine
+    check_resumable(load_recipe(tmp_path / "r.yaml", ["max_steps=8", "save_steps=1"]))  # longer: fine
     with pytest.raises(RecipeError, match=r"checkpoint-2 .*learning_rate: 0.01 -> 0.001"):
-        common.check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3"]))
-    common.check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3", "resume=never"]))
+        check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3"]))
+    check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3", "resume=never"]))

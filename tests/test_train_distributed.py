@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDING_RUN = """
 import hashlib, json, sys
 from pathlib import Path
+from rosetrain.train import build as build_phase
 from rosetrain.train import train
-from rosetrain.train import sft
 from rosetrain.train.recipe import load_recipe
 
 seen = []
-build = sft.build_trainer
+build = build_phase.build
 
 def fingerprint(row):
     digest = hashlib.sha256(json.dumps([row["prompt"], row["completion"]], sort_keys=True).encode())
@@ -36,17 +36,17 @@ def fingerprint(row):
         digest.update(image.tobytes())
     return digest.hexdigest()
 
-def recording_build(recipe, inputs=None):
-    trainer, processor = build(recipe, inputs)
-    collate = trainer.data_collator
+def recording_build(checked):
+    built = build(checked)
+    collate = built.trainer.data_collator
     def recording(rows):
         seen.extend(fingerprint(row) for row in rows)
         return collate(rows)
-    trainer.data_collator = recording
-    recording_build.trainer = trainer
-    return trainer, processor
+    built.trainer.data_collator = recording
+    recording_build.trainer = built.trainer
+    return built
 
-sft.build_trainer = recording_build
+build_phase.build = recording_build
 summary = train(load_recipe(sys.argv[1]))
 args = recording_build.trainer.args
 Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(

@@ -25,9 +25,10 @@ STEPS, SAVE_EVERY = 4, 2
 KILLED_RUN = """
 import os, signal, sys
 from transformers import TrainerCallback
-from rosetrain.train import common
+from rosetrain.train.build import build
+from rosetrain.train.check import check
 from rosetrain.train.recipe import load_recipe
-from rosetrain.train.sft import build_trainer
+from rosetrain.train.run import run
 
 event, step = sys.argv[2], int(sys.argv[3])
 
@@ -41,9 +42,9 @@ class Kill(TrainerCallback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 recipe = load_recipe(sys.argv[1])
-trainer, processor = build_trainer(recipe)
-trainer.add_callback(Kill())
-common.train_and_save(trainer, recipe, processor)
+built = build(check(recipe))
+built.trainer.add_callback(Kill())
+run(built)
 """
 
 
@@ -158,8 +159,10 @@ def test_interrupted_training_resumes_to_the_uninterrupted_weights(
 ):
     from transformers import TrainerCallback
 
-    from rosetrain.train import common, train
-    from rosetrain.train.sft import build_trainer
+    from rosetrain.train import train
+    from rosetrain.train.build import build
+    from rosetrain.train.check import check
+    from rosetrain.train.run import run
 
     class Interrupt(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -168,10 +171,10 @@ def test_interrupted_training_resumes_to_the_uninterrupted_weights(
 
     recipe_path = write_recipe(tmp_path / "interrupted", family_models[family], data_folder, lora)
     recipe = load_recipe(recipe_path)
-    trainer, processor = build_trainer(recipe)
-    trainer.add_callback(Interrupt())
+    built = build(check(recipe))
+    built.trainer.add_callback(Interrupt())
     with pytest.raises(KeyboardInterrupt):
-        common.train_and_save(trainer, recipe, processor)
+        run(built)
     assert train(recipe)["global_step"] == STEPS
     assert_same_weights(final_weights(recipe_path), uninterrupted(family_models[family], lora))
 
@@ -235,7 +238,7 @@ def test_a_full_checkpoint_cannot_resume_a_lora_run(tmp_path, tiny_model_dir):
 
 
 def test_a_checkpoint_cut_short_by_a_kill_is_skipped(tmp_path, data_folder, tiny_model_dir):
-    from rosetrain.train.common import check_resumable, last_checkpoint
+    from rosetrain.train.resume import check_resumable, last_checkpoint
 
     run = tmp_path / "run"
     for step, state in ((2, "{}"), (4, '{"global_step": 4, "log_hi')):  # killed while writing step 4
@@ -251,7 +254,7 @@ def test_a_checkpoint_cut_short_by_a_kill_is_skipped(tmp_path, data_folder, tiny
 
 def test_auto_resume_refuses_a_checkpoint_without_the_recipe_record(tmp_path, data_folder, tiny_model_dir):
     from rosetrain.core.io import claim_outputs, output_lock
-    from rosetrain.train.common import RECIPE_RECORD, check_resumable, record_recipe
+    from rosetrain.train.resume import RECIPE_RECORD, check_resumable, record_recipe
 
     run = tmp_path / "run"
     with output_lock(run):  # a checkpoint a run wrote: named in output_dir's marker, with its state

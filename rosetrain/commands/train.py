@@ -48,20 +48,23 @@ def run(args: argparse.Namespace) -> int:
         if shipped_spec is not None:
             recipe.data.spec = str(shipped_spec)
     logging.basicConfig(format="%(message)s")
-    from rosetrain.train import common
+    from rosetrain.train.check import check
 
-    inputs = common.check_inputs(recipe)
+    checked = check(recipe)
     if args.check:
-        checkpoint = common.resume_from(recipe)
         print(
             f"recipe {args.recipe}: OK ({recipe.method}, model {recipe.model}, "
-            f"{len(inputs.heldout)} held-out items); "
-            + (f"resumes from {checkpoint}" if checkpoint else f"starts afresh in {recipe.output_dir}")
+            f"{len(checked.heldout)} held-out items); "
+            + (
+                f"resumes from {checked.resume}"
+                if checked.resume
+                else f"starts afresh in {recipe.output_dir}"
+            )
         )
         return 0
     from rosetrain.train import train
 
-    summary = train(recipe, inputs)
+    summary = train(recipe, checked)
     if summary["is_main_process"]:
         loss = summary.get("train_loss")
         print(

@@ -31,6 +31,27 @@ def required(value: str | None, field: str) -> str:
     return value
 
 
+def check_data(data: DataConfig, config: EvalConfig) -> tuple[list[dict[str, Any]], set[str]]:
+    """The training data is usable and apart from the held-out split; returns the
+    held-out items to evaluate (``config.items`` of them, spread over templates)
+    and the held-out scenes a stream skips. ``eval.folder: null`` turns held-out
+    evaluation off, whatever ``eval.every_steps`` says: it is how a user without
+    the held-out data runs a shipped recipe."""
+    if data.folder is not None:
+        check_folder(data)
+    else:
+        check_spec(data)
+    if config.folder is None:
+        return [], set()
+    heldout = heldout_records(config)
+    exclude = {r["scene_fingerprint"] for r in heldout if r.get("scene_fingerprint")}
+    if data.folder is not None:
+        check_no_overlap(folder_fingerprints(data), heldout, data, config)
+    else:
+        check_stream_apart(data, heldout, config)
+    return pick_items(heldout, config.items), exclude
+
+
 def check_folder(data: DataConfig) -> None:
     folder = required(data.folder, "data.folder")
     if not Path(folder).is_dir():

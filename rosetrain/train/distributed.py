@@ -98,6 +98,12 @@ def output_dir_lock(output_dir: str) -> Iterator[None]:
         yield
 
 
+def has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def bf16_supported() -> bool:
     import torch
 

@@ -13,31 +13,32 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from rosetrain.train import common as C
+from rosetrain.train.build import TrainerParts
 from rosetrain.train.recipe import Recipe
 from rosetrain.train.rewards import build_rewards
+from rosetrain.train.trl_config import make_config
 
 
 def grpo_kwargs(recipe: Recipe) -> dict[str, Any]:
-    g = recipe.grpo
+    grpo = recipe.grpo
     kwargs: dict[str, Any] = dict(
-        num_generations=g.num_generations,
-        max_completion_length=g.max_completion_length,
-        temperature=g.temperature,
-        top_p=g.top_p,
-        loss_type=g.loss_type,
-        beta=g.beta,
-        epsilon=g.epsilon,
-        scale_rewards=g.scale_rewards,
-        num_iterations=g.num_iterations,
-        log_completions=g.log_completions,
+        num_generations=grpo.num_generations,
+        max_completion_length=grpo.max_completion_length,
+        temperature=grpo.temperature,
+        top_p=grpo.top_p,
+        loss_type=grpo.loss_type,
+        beta=grpo.beta,
+        epsilon=grpo.epsilon,
+        scale_rewards=grpo.scale_rewards,
+        num_iterations=grpo.num_iterations,
+        log_completions=grpo.log_completions,
         remove_unused_columns=False,  # gold columns reach the rewards
-        use_vllm=g.vllm is not None,
+        use_vllm=grpo.vllm is not None,
     )
-    if g.vllm is not None:
-        kwargs.update(vllm_mode=g.vllm, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
-        if g.vllm_server_base_url:
-            kwargs["vllm_server_base_url"] = g.vllm_server_base_url
+    if grpo.vllm is not None:
+        kwargs.update(vllm_mode=grpo.vllm, vllm_gpu_memory_utilization=grpo.vllm_gpu_memory_utilization)
+        if grpo.vllm_server_base_url:
+            kwargs["vllm_server_base_url"] = grpo.vllm_server_base_url
     return kwargs
 
 
@@ -51,16 +52,16 @@ def trl_config(recipe: Recipe):
         "vllm_mode": "grpo.vllm",
         "reward_weights": "rewards",
     }
-    return C.make_config(GRPOConfig, recipe, {**grpo_kwargs(recipe), "reward_weights": weights}, origins)
+    return make_config(GRPOConfig, recipe, {**grpo_kwargs(recipe), "reward_weights": weights}, origins)
 
 
-def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
-    """Check everything, then return (trainer, processor): nothing has trained yet."""
+def trainer_parts(recipe: Recipe) -> TrainerParts:
+    """``GRPOTrainer`` with the rewards, and the frontier filter when ``grpo.frontier``."""
     from trl import GRPOTrainer
 
     reward_funcs, _ = build_rewards(recipe.rewards)
     frontier = functools.partial(frontier_stream, recipe) if recipe.grpo.frontier else None
-    return C.build_trainer(recipe, inputs, GRPOTrainer, prepare_rows=frontier, reward_funcs=reward_funcs)
+    return TrainerParts(GRPOTrainer, kwargs={"reward_funcs": reward_funcs}, prepare_rows=frontier)
 
 
 def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
@@ -73,17 +74,17 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
         raise RosetrainError(
             "grpo.frontier: needs a streamed spec (data.spec), which refills what it rejects"
         )
-    g = recipe.grpo
+    grpo = recipe.grpo
     keep = FrontierFilter(
         processor,
-        samples=g.num_generations,
-        temperature=g.temperature,
-        top_p=g.top_p,
-        max_new_tokens=g.max_completion_length,
+        samples=grpo.num_generations,
+        temperature=grpo.temperature,
+        top_p=grpo.top_p,
+        max_new_tokens=grpo.max_completion_length,
         output_dir=recipe.output_dir,
     )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).
     args.shuffle_dataset = False
-    prompts_per_generation = max(1, args.generation_batch_size // g.num_generations)
+    prompts_per_generation = max(1, args.generation_batch_size // grpo.num_generations)
     return dataset.filter(keep, batched=True, batch_size=prompts_per_generation), [keep]

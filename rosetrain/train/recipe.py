@@ -28,7 +28,7 @@ from rosetrain.core.registry import Registry
 from rosetrain.core.resources import shipped as shipped_config
 from rosetrain.train.rewards import REWARDS
 
-# Each method's module has ``trl_config`` and ``build_trainer``; it imports TRL,
+# Each method's module has ``trl_config`` and ``trainer_parts``; it imports TRL,
 # so it is imported only when a recipe of that method is built.
 METHODS: Registry[str] = Registry(
     "method", {"sft": "rosetrain.train.sft", "grpo": "rosetrain.train.grpo"}, argument="method"

@@ -8,8 +8,9 @@ the vision tower optional (``lora.vision``), or full fine-tuning (``lora: null``
 
 from __future__ import annotations
 
-from rosetrain.train import common as C
+from rosetrain.train.build import TrainerParts
 from rosetrain.train.recipe import Recipe
+from rosetrain.train.trl_config import make_config
 
 # Not recipe keys: rosetrain's SFT rows need them (see above).
 SFT_SETTINGS = {"max_length": None, "packing": False, "completion_only_loss": True}
@@ -18,11 +19,11 @@ SFT_SETTINGS = {"max_length": None, "packing": False, "completion_only_loss": Tr
 def trl_config(recipe: Recipe):
     from trl import SFTConfig
 
-    return C.make_config(SFTConfig, recipe, SFT_SETTINGS)
+    return make_config(SFTConfig, recipe, SFT_SETTINGS)
 
 
-def build_trainer(recipe: Recipe, inputs: C.Inputs | None = None):
-    """Check everything, then return (trainer, processor): nothing has trained yet."""
+def trainer_parts(recipe: Recipe) -> TrainerParts:
+    """``SFTTrainer``, with nothing of its own to add (``build.build`` makes it)."""
     from trl import SFTTrainer
 
-    return C.build_trainer(recipe, inputs, SFTTrainer)
+    return TrainerParts(SFTTrainer)

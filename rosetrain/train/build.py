@@ -1,0 +1,167 @@
+"""Phase two of a training run: the trainer, built once from what the checks found.
+
+:func:`build` loads the policy (an adapter given as ``model`` is merged into its
+base first, so LoRA stages stack) with its processor, reads the training rows,
+makes the callbacks and constructs the method's TRL trainer (``sft.py``,
+``grpo.py``: :class:`TrainerParts`). Nothing has trained yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rosetrain.train.check import Checked
+from rosetrain.train.data import train_dataset
+from rosetrain.train.distributed import bf16_supported, has_gpu
+from rosetrain.train.recipe import Recipe, RecipeError, method_module, peft_config
+
+logger = logging.getLogger("rosetrain.train")
+
+
+@dataclasses.dataclass
+class TrainerParts:
+    """What a method adds to the shared build: its TRL trainer class, the trainer's
+    own arguments (GRPO: ``reward_funcs``), and ``prepare_rows(rows, processor, args)``,
+    which may replace the rows (GRPO's frontier filter) and returns callbacks that
+    need the trainer once it exists."""
+
+    trainer_class: type
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    prepare_rows: Callable[[Any, Any, Any], tuple[Any, list[Any]]] | None = None
+
+
+@dataclasses.dataclass
+class Built:
+    """A trainer ready to run, its processor, and the checks it was built from."""
+
+    checked: Checked
+    trainer: Any
+    processor: Any
+
+
+def build(checked: Checked) -> Built:
+    """The policy (left-padded: generation appends on the right), the rows, the
+    callbacks, LoRA, then the method's TRL trainer with its own arguments."""
+    recipe = checked.recipe
+    parts: TrainerParts = method_module(recipe.method).trainer_parts(recipe)
+    model, processor = load_policy(recipe)
+    processor.tokenizer.padding_side = "left"
+    rows = train_dataset(recipe.data, checked.exclude_fingerprints, recipe.seed)
+    needs_trainer: list[Any] = []
+    if parts.prepare_rows is not None:
+        rows, needs_trainer = parts.prepare_rows(rows, processor, checked.args)
+    callbacks = callbacks_for(checked, processor)
+    logger.warning(describe_plan(checked, model))
+    trainer = parts.trainer_class(
+        model=model,
+        args=checked.args,
+        train_dataset=rows,
+        processing_class=processor,
+        peft_config=peft_config(recipe),
+        callbacks=callbacks,
+        **parts.kwargs,
+    )
+    attach(trainer, callbacks + needs_trainer)
+    return Built(checked=checked, trainer=trainer, processor=processor)
+
+
+def load_policy(recipe: Recipe) -> tuple[Any, Any]:
+    """The model to train (an adapter given as ``model`` is merged into its base
+    first, so LoRA stages stack) on the CPU; the trainer places it."""
+    import torch
+
+    from rosetrain.models.loading import load_model_and_processor
+
+    dtype = torch.bfloat16 if bf16_supported() else torch.float32
+    if recipe.cpu_threads is not None and not has_gpu():
+        torch.set_num_threads(recipe.cpu_threads)
+    model, processor = load_model_and_processor(
+        recipe.model, device="cpu", dtype=dtype, trust_remote_code=recipe.trust_remote_code
+    )
+    if getattr(model.generation_config, "pad_token_id", None) is None:
+        model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
+    set_pixel_budget(processor, recipe.min_pixels, recipe.max_pixels)
+    return model, processor
+
+
+def set_pixel_budget(processor: Any, min_pixels: int | None, max_pixels: int | None) -> None:
+    """Qwen-style processors resize each image to hold between min and max pixels;
+    the saved processor keeps the budget, so evaluation sees what training saw."""
+    if min_pixels is None and max_pixels is None:
+        return
+    image_processor = getattr(processor, "image_processor", None)
+    size = getattr(image_processor, "size", None)
+    if image_processor is None or size is None or "longest_edge" not in dict(size):
+        raise RecipeError(
+            f"min_pixels/max_pixels: the processor of this model "
+            f"({type(image_processor).__name__}) has no pixel budget to set"
+        )
+    size = {key: value for key, value in dict(size).items() if value is not None}
+    if min_pixels is not None:
+        size["shortest_edge"] = min_pixels
+    if max_pixels is not None:
+        size["longest_edge"] = max_pixels
+    if size["shortest_edge"] > size["longest_edge"]:
+        raise RecipeError(f"min_pixels ({size['shortest_edge']}) > max_pixels ({size['longest_edge']})")
+    image_processor.size = size
+
+
+def model_reference(recipe: Recipe) -> str:
+    """How a saved adapter names what it stacks on: an absolute folder, or a Hub id."""
+    path = Path(recipe.model).expanduser()
+    return str(path.resolve()) if path.exists() else recipe.model
+
+
+def callbacks_for(checked: Checked, processor: Any) -> list[Any]:
+    from rosetrain.train.callbacks import AdapterBaseCallback, HeldoutEvalCallback
+
+    recipe = checked.recipe
+    callbacks: list[Any] = [AdapterBaseCallback(model_reference(recipe))]
+    if checked.heldout:
+        callbacks.append(
+            HeldoutEvalCallback(
+                checked.heldout,
+                processor,
+                every_steps=recipe.eval.every_steps,
+                max_new_tokens=recipe.eval.max_new_tokens,
+                batch_size=recipe.eval.batch_size,
+                output_dir=recipe.output_dir,
+            )
+        )
+    return callbacks
+
+
+def attach(trainer: Any, callbacks: list[Any]) -> None:
+    """Callbacks that log through the trainer need it, and it exists only now."""
+    for callback in callbacks:
+        if hasattr(callback, "trainer"):
+            callback.trainer = trainer
+
+
+def describe_plan(checked: Checked, model: Any) -> str:
+    recipe = checked.recipe
+    params = sum(p.numel() for p in model.parameters())
+    data = (
+        f"stream {recipe.data.spec} (seed {recipe.data.seed})"
+        if recipe.data.spec
+        else f"folder {recipe.data.folder} ({recipe.data.split})"
+    )
+    method = (
+        "full fine-tuning"
+        if recipe.lora is None
+        else (f"LoRA r={recipe.lora.r} on {recipe.lora.target}" + (" + vision" if recipe.lora.vision else ""))
+    )
+    held = (
+        f"{len(checked.heldout)} held-out items from {recipe.eval.folder}"
+        + (f" every {recipe.eval.every_steps} steps" if recipe.eval.every_steps else " at the end")
+        if checked.heldout
+        else "no held-out evaluation"
+    )
+    return (
+        f"rosetrain train {recipe.method}: {recipe.model} ({params / 1e6:.2f}M parameters), "
+        f"{method}; data: {data}; {held}; output: {recipe.output_dir}"
+    )
