@@ -4,7 +4,9 @@ and the types of every numeric option."""
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import os
 from collections.abc import Callable
 
 from rosetrain.core.config import SEED_32, SEED_64, Range
@@ -75,3 +77,64 @@ def add_bridges_flags(parser: argparse.ArgumentParser, what: str = "read") -> No
     bridges.add_argument(
         "--no-bridges", dest="bridges", action="store_false", help=f"never {what} bridge files"
     )
+
+
+# What a path option names; tests/test_cli_paths.py gives each role its hostile values.
+PATH_ROLES = (
+    "file",  # an input file that must exist
+    "folder",  # an input folder that must exist
+    "data",  # a split: a release folder, a metadata .jsonl, or hf://datasets/...
+    "config",  # a YAML file, or the name of a shipped config
+    "model",  # a model folder, or a Hub id
+    "out-folder",  # a folder rosetrain writes into (made if missing)
+    "out-file",  # a file rosetrain writes
+)
+
+
+def path(role: str) -> Callable[[str], str]:
+    """An argparse ``type`` for every option or positional that names a path (its
+    ``role`` one of :data:`PATH_ROLES`): the text as given, refused in one line when
+    no path could be it. An empty path, a NUL byte (no system call takes one) and
+    text that is not UTF-8 (a name the shell passed as undecodable bytes: rosetrain
+    writes the paths it read into JSON records, which hold only text) are refused;
+    whether the path exists, and is a file or a folder, is the command's to check,
+    as some take a name or a Hub id as well."""
+    if role not in PATH_ROLES:
+        raise ValueError(f"unknown path role {role!r}")
+
+    def parse(text: str) -> str:
+        if not text:
+            raise argparse.ArgumentTypeError("expected a path, got ''")
+        if "\0" in text:
+            raise argparse.ArgumentTypeError(f"a path cannot hold a NUL byte, got {text!r}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise argparse.ArgumentTypeError(f"expected a path in UTF-8, got {text!r}") from None
+        try:
+            os.stat(text)
+        except OSError as err:  # a loop: pathlib's resolve() raises RuntimeError on one, deep in a command
+            if err.errno == errno.ELOOP:
+                raise argparse.ArgumentTypeError(f"{text!r} is a symbolic link loop") from None
+        return text
+
+    parse.__name__ = "path"
+    parse.role = role  # type: ignore[attr-defined]
+    return parse
+
+
+def check_out_folder(value: str, option: str) -> None:
+    """Refuse, before any work, an output folder that cannot be one: a file or a
+    device is there, or a file stands where one of its parents would be (a
+    command that writes only at the end would learn it after all its work)."""
+    from pathlib import Path
+
+    from rosetrain.core.errors import RosetrainError
+
+    folder = Path(value)
+    for place in (folder, *folder.parents):
+        if place.exists():
+            if not place.is_dir():
+                what = "is not a folder" if place == folder else f"cannot hold a folder: {place} is a file"
+                raise RosetrainError(f"{option} {value}: {what}")
+            return

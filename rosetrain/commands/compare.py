@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import integer, seed
+from rosetrain.commands import integer, path, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("before", help="scored run before training (holds per_item_eval.jsonl)")
-    parser.add_argument("after", help="scored run after training, over the same items")
-    parser.add_argument("--out", required=True, help="folder for compare.json, report.md, report.html, plots")
+    parser.add_argument(
+        "before", type=path("folder"), help="scored run before training (holds per_item_eval.jsonl)"
+    )
+    parser.add_argument("after", type=path("folder"), help="scored run after training, over the same items")
+    parser.add_argument(
+        "--out",
+        type=path("out-folder"),
+        required=True,
+        help="folder for compare.json, report.md, report.html, plots",
+    )
     parser.add_argument(
         "--resamples",
         type=integer(1, 1_000_000),

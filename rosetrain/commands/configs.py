@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from rosetrain.commands import path
 from rosetrain.core.resources import KINDS
 
 
@@ -19,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     copying = sub.add_parser("copy", help="copy one into a folder to edit (never replaces a file)")
     copying.add_argument("kind", choices=list(KINDS))
     copying.add_argument("name", help="a name from `rosetrain configs list`")
-    copying.add_argument("dir", help="folder to copy it into (created if missing)")
+    copying.add_argument("dir", type=path("out-folder"), help="folder to copy it into (created if missing)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,17 +13,24 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import number
+from rosetrain.commands import number, path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--from", dest="run", required=True, help="scored run (holds per_item_eval.jsonl)")
+    parser.add_argument(
+        "--from",
+        dest="run",
+        type=path("folder"),
+        required=True,
+        help="scored run (holds per_item_eval.jsonl)",
+    )
     parser.add_argument(
         "--spec",
+        type=path("config"),
         required=True,
         help="generator spec to reweight: a YAML file or a shipped spec's name (e.g. demo/rl)",
     )
-    parser.add_argument("--out", required=True, help="the new spec to write (YAML)")
+    parser.add_argument("--out", type=path("out-file"), required=True, help="the new spec to write (YAML)")
     parser.add_argument(
         "--mode",
         choices=("failures", "balanced"),
@@ -57,7 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list of the axes to weight (default all: template, region_case, family, "
         "profile, target_count); the others keep the source spec's shares",
     )
-    parser.add_argument("--report", default=None, help="report folder (default: NEW-report beside NEW.yaml)")
+    parser.add_argument(
+        "--report",
+        type=path("out-folder"),
+        default=None,
+        help="report folder (default: NEW-report beside NEW.yaml)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

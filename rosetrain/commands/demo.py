@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rosetrain.commands import MAX_PROCESSES, SEED_NUMPY, integer, seed
+from rosetrain.commands import MAX_PROCESSES, SEED_NUMPY, integer, path, seed
 
 
 def add_arguments(parser) -> None:
     parser.add_argument(
         "--out",
+        type=path("out-folder"),
         default="runs/demo",
         help="output folder (rerun to resume); everything the demo writes goes under it",
     )
@@ -30,7 +31,9 @@ def add_arguments(parser) -> None:
         default=1,
         help="seeds run at once in a sweep (one CPU core each with --threads 1)",
     )
-    parser.add_argument("--base", default=None, help="base model folder (default: the shipped one)")
+    parser.add_argument(
+        "--base", type=path("model"), default=None, help="base model folder (default: the shipped one)"
+    )
     parser.add_argument(
         "--sft-steps",
         type=integer(0, 10**9),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetrain.commands import MAX_PROCESSES, MAX_TOKENS, add_bridges_flags, integer, number
+from rosetrain.commands import MAX_PROCESSES, MAX_TOKENS, add_bridges_flags, integer, number, path
 from rosetrain.core.errors import RosetrainError
 from rosetrain.runners import RUNNERS
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
@@ -26,24 +26,29 @@ from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
+        type=path("model"),
         required=True,
         help="Hub id or local folder (a LoRA adapter folder too); for --runner "
         "openai the endpoint's model name",
     )
     parser.add_argument(
         "--suite",
+        type=path("config"),
         help="an evaluation suite naming --data and --split: a YAML file, or the name of "
         "a shipped one (rosetrain configs list suite)",
     )
     parser.add_argument(
         "--data",
+        type=path("data"),
         help="a ROSE release folder (metadata_<split>.jsonl + images/), "
         "one metadata .jsonl file beside its images/, or a Hub dataset "
         "hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face "
         "cache, downloaded into it when missing; HF_HUB_OFFLINE=1: the cache only)",
     )
     parser.add_argument("--split", help="split name (default: test, or the suite's)")
-    parser.add_argument("--out", required=True, help="run folder (a rerun resumes in it)")
+    parser.add_argument(
+        "--out", type=path("out-folder"), required=True, help="run folder (a rerun resumes in it)"
+    )
     parser.add_argument(
         "--runner",
         default="transformers",
@@ -163,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.reports.console import print_summary
 
     data, split, limit, max_new_tokens = resolve_data(args)
+    if args.runner != "openai":  # a local model that cannot load is refused before the run folder is made
+        from rosetrain.models.loading import resolve_model_source
+
+        resolve_model_source(args.model)
     options = (
         {"timeout_s": args.request_timeout, "max_retries": args.max_retries}
         if args.runner == "openai"

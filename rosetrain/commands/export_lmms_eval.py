@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import MAX_TOKENS, add_bridges_flags, integer
+from rosetrain.commands import MAX_TOKENS, add_bridges_flags, integer, path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", help="the split's folder (metadata_<split>.jsonl + images/) or a .jsonl")
+    parser.add_argument(
+        "--data", type=path("data"), help="the split's folder (metadata_<split>.jsonl + images/) or a .jsonl"
+    )
     parser.add_argument("--split", default="test", help="split name (default: test)")
     parser.add_argument(
-        "--out", required=True, help="task folder to write (or, with --samples, the predictions .jsonl)"
+        "--out",
+        type=path("out-folder"),
+        required=True,
+        help="task folder to write (or, with --samples, the predictions .jsonl)",
     )
     parser.add_argument(
         "--task", default=None, help="task name for lmms-eval --tasks (default: rosetrain_<split>)"
@@ -31,13 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_bridges_flags(parser, "read")
     parser.add_argument(
         "--samples",
+        type=path("file"),
         default=None,
         metavar="PATH",
         help="an lmms-eval --output_path folder (or one *_samples_<task>.jsonl) of a run of the task "
         "folder --task-dir: write its answers to --out as rosetrain predictions",
     )
     parser.add_argument(
-        "--task-dir", default=None, help="with --samples: the exported task folder the run used"
+        "--task-dir",
+        type=path("folder"),
+        default=None,
+        help="with --samples: the exported task folder the run used",
     )
     parser.add_argument("--model", default=None, help="with --samples: the model name the predictions carry")
 

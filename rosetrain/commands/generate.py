@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import sys
 
-from rosetrain.commands import MAX_PROCESSES, MAX_SCENES, integer, seed
+from rosetrain.commands import MAX_PROCESSES, MAX_SCENES, integer, path, seed
 from rosetrain.core.cpus import available_cpus
 
 
 def add_arguments(parser) -> None:
     parser.add_argument(
         "--spec",
+        type=path("config"),
         required=True,
         help="generator spec: a YAML file, or the name of a shipped one (rosetrain configs list spec)",
     )
-    parser.add_argument("--out", required=True, help="output folder (ROSE release layout + hf/)")
+    parser.add_argument(
+        "--out", type=path("out-folder"), required=True, help="output folder (ROSE release layout + hf/)"
+    )
     parser.add_argument(
         "--split", default="train", help="split name (letters, digits, '_', '-', '.'): metadata_<split>.jsonl"
     )
@@ -41,6 +44,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--exclude",
+        type=path("file"),
         action="append",
         default=[],
         metavar="METADATA_JSONL",
@@ -61,6 +65,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--merge",
+        type=path("folder"),
         nargs="+",
         default=None,
         metavar="FOLDER",

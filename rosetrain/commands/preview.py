@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rosetrain.commands import integer
+from rosetrain.commands import integer, path
 
 PREVIEW_FIELDS = ("scene_id", "cell_size", "image")  # beyond what the release loader requires
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("data", help="a split folder in the ROSE release layout")
+    parser.add_argument("data", type=path("folder"), help="a split folder in the ROSE release layout")
     parser.add_argument("--split", default="test", help="split name")
-    parser.add_argument("--out", default=None, help="PNG path (default: DATA/preview_<split>.png)")
+    parser.add_argument(
+        "--out", type=path("out-file"), default=None, help="PNG path (default: DATA/preview_<split>.png)"
+    )
     parser.add_argument("--limit", type=integer(1, 10_000), default=24, help="number of scenes on the sheet")
     parser.add_argument("--columns", type=integer(1, 1000), default=6, help="scenes per row of the sheet")
     parser.add_argument(

@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rosetrain.commands import MAX_PROCESSES, add_bridges_flags, integer
+from rosetrain.commands import MAX_PROCESSES, add_bridges_flags, integer, path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
+        type=path("data"),
         required=True,
         help="a ROSE release folder (metadata_<split>.jsonl), a metadata .jsonl, or a Hub "
         "dataset hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face "
@@ -29,9 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--split", default="test", help="split name (default: test)")
     parser.add_argument(
-        "--predictions", required=True, help='JSONL rows {"item_id", "raw_text", "model", "error"}'
+        "--predictions",
+        type=path("file"),
+        required=True,
+        help='JSONL rows {"item_id", "raw_text", "model", "error"}',
     )
-    parser.add_argument("--out", required=True, help="folder for the scored run")
+    parser.add_argument("--out", type=path("out-folder"), required=True, help="folder for the scored run")
     parser.add_argument(
         "--allow-partial",
         action="store_true",
@@ -99,6 +103,8 @@ def _run(args: argparse.Namespace) -> int:
     data = resolve_data(args.data)
     metadata = split_files(data, args.split, args.bridges)[0]
     predictions = read_predictions(args.predictions)
+    if not predictions:  # not a partial run: no run at all
+        raise RosetrainError(f"--predictions {args.predictions}: the file holds no prediction rows")
     model = args.model or predictions_model(predictions, Path(args.predictions).stem)
     scored = score_split(
         data, args.split, args.bridges, predictions, model, args.num_proc or available_cpus()

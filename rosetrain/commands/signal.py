@@ -11,19 +11,26 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import SEED_NUMPY, integer, seed
+from rosetrain.commands import SEED_NUMPY, check_out_folder, integer, path, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model", required=True, help="model folder or Hub id (the policy GRPO would start from)"
+        "--model",
+        type=path("model"),
+        required=True,
+        help="model folder or Hub id (the policy GRPO would start from)",
     )
     parser.add_argument(
-        "--data", required=True, help="split folder (release layout, e.g. from rosetrain generate)"
+        "--data",
+        type=path("data"),
+        required=True,
+        help="split folder (release layout, e.g. from rosetrain generate)",
     )
     parser.add_argument("--split", default="test", help="split name")
     parser.add_argument(
         "--recipe",
+        type=path("config"),
         default=None,
         help="GRPO recipe whose sampling settings to use (default: the demo's demo-grpo.yaml)",
     )
@@ -36,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=integer(1, 10**12), default=None, help="the first N items only")
     parser.add_argument("--batch-size", type=integer(1, 65536), default=8, help="prompts per generate call")
     parser.add_argument("--seed", type=seed(SEED_NUMPY), default=0, help="sampling seed")
-    parser.add_argument("--out", default=None, help="folder for signal.json and signal.md")
+    parser.add_argument(
+        "--out", type=path("out-folder"), default=None, help="folder for signal.json and signal.md"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.demo.pipeline import RECIPES
     from rosetrain.train.recipe import load_recipe
 
+    if args.out is not None:  # before the model runs: the folder is written only at the end
+        check_out_folder(args.out, "--out")
     recipe_path = find_config("recipe", args.recipe) if args.recipe else RECIPES / "demo-grpo.yaml"
     grpo = load_recipe(recipe_path, [f"model={args.model}"]).grpo
     k = args.k or grpo.num_generations

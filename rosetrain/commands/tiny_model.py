@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import SEED_NUMPY, seed
+from rosetrain.commands import SEED_NUMPY, path, seed
 from rosetrain.models.tiny import MODEL_FAMILIES, SIZES  # no torch at import: the CLI starts fast
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
+        type=path("out-folder"),
         required=True,
         help="folder to write (a model folder rosetrain wrote there is replaced; anything else is refused)",
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from rosetrain.commands import path
 from rosetrain.train.recipe import METHODS
 
 
@@ -17,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", choices=METHODS, help="sft (SFTTrainer) or grpo (GRPOTrainer)")
     parser.add_argument(
         "--recipe",
+        type=path("config"),
         required=True,
         help="a recipe YAML file, or the name of a shipped one (rosetrain configs list recipe)",
     )

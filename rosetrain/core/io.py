@@ -35,6 +35,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     the block removes the temp and leaves ``path`` as it was. A folder replaces
     an old one by a rename too; the old one is removed after."""
     path = Path(path)
+    _refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
     try:
@@ -53,6 +54,23 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def _refuse_special(path: Path) -> None:
+    """A rename over /dev/null, a pipe or a socket would replace it (as root, the
+    system's /dev/null), and a symlink loop is no place to write: refused."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:  # ELOOP: a symlink loop; ENOTDIR: a file where a folder is
+        raise RosetrainError(f"{path}: cannot write there ({err.strerror or err})") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise RosetrainError(
+            f"{path}: not a regular file or folder (a device, a pipe or a socket); not replaced"
+        )
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:

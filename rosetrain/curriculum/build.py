@@ -391,6 +391,10 @@ def check_out_path(out: Path) -> None:
         raise RosetrainError(
             f"out {out}: is a folder; give the spec file to write (e.g. next.yaml)", argument="out"
         )
+    if out.exists() and not out.is_file():  # reading a pipe's first line would wait for ever
+        raise RosetrainError(
+            f"out {out}: not a regular file (a device or a pipe); not overwritten", argument="out"
+        )
     if out.exists():
         first = out.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
         if first != MARKER:

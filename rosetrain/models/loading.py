@@ -31,10 +31,11 @@ def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
     path = Path(text).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise RosetrainError(f"model: {text} is a file, not a model folder")
+            raise RosetrainError(f"model: {text} is a file, not a model folder", argument="model")
         if not any((path / name).is_file() for name in ("config.json", ADAPTER_CONFIG)):
             raise RosetrainError(
-                f"model: {text} is a folder but not a model (it has no config.json or {ADAPTER_CONFIG})"
+                f"model: {text} is a folder but not a model (it has no config.json or {ADAPTER_CONFIG})",
+                argument="model",
             )
         return "local", path
     first = text.split("/", 1)[0]
@@ -42,7 +43,7 @@ def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
         not _HUB_ID.match(text) or text.startswith((".", "~")) or ("/" in text and Path(first).is_dir())
     )
     if looks_local:
-        raise RosetrainError(f"model: local path {text} does not exist")
+        raise RosetrainError(f"model: local path {text} does not exist", argument="model")
     return "hub", None
 
 
