@@ -19,6 +19,7 @@ def small_config(out, base):
         base=base,
         sft_steps=2,
         grpo_steps=2,
+        signal_prompts=6,
         heldout_scenes=3,
         family_scenes=2,
         eval_batch_size=8,
@@ -73,12 +74,41 @@ def test_summary_and_report(demo_run):
     assert on_disk["heldout_family"]["base"]["n"] > 0
 
 
+def test_signal_check_runs_before_grpo_and_is_reported(demo_run):
+    """The pre-RL signal check samples the SFT model on the GRPO stage's own
+    prompts with the GRPO recipe's k, and its figures reach the summary, the
+    report and the table printed at the end."""
+    from rosetrain.core.io import read_jsonl
+    from rosetrain.demo.report import final_table
+    from rosetrain.generators.scene import derived_seed
+
+    out, summary = demo_run
+    signal = json.loads((out / "summary.json").read_text())["signal"]
+    assert signal == json.loads((out / "signal" / "signal.json").read_text())
+    assert signal["k"] == 8 and signal["all"]["n"] == 6  # the recipe's num_generations, signal_prompts
+    assert {"pass@1", "pass@8", "no_signal", "rescue"} <= set(signal["all"])
+    assert sum(f["n"] for f in signal["templates"].values()) == 6
+    assert signal["settings"]["model"] == summary["config"]["out"] + "/sft/checkpoint-final"
+    # the first scenes of the GRPO stage's stream: rl.yaml's namespace, the stage's data seed
+    sampled = list(read_jsonl(out / "data" / "grpo-sample" / "metadata_train.jsonl"))
+    assert {r["dataset_version"] for r in sampled} == {"rosetrain:demo-rl"}
+    assert all(r["item_seed"] == derived_seed("demo-rl", 0 + 2, r["scene_index"]) for r in sampled)
+    stages = json.loads((out / "stages" / "signal.json").read_text())
+    assert stages["settings"]["signal_prompts"] == 6
+    report = (out / "report.md").read_text()
+    block = report[report.index("## Before GRPO: signal check") : report.index("## Did GRPO help?")]
+    assert "| all | 6 |" in block and "no signal" in block and signal["prediction"] in block
+    table = "\n".join(final_table(summary, out / "report.md"))
+    assert "signal check before GRPO: 6 GRPO prompts, k = 8: pass@1" in table
+
+
 def test_rerun_resumes_from_finished_stages(demo_run, capsys):
     out, summary = demo_run
     again = run_demo(small_config(out, summary["config"]["base"]))
     log = capsys.readouterr().out
-    assert log.count("done in an earlier run") == 7
-    assert again["stages"] == summary["stages"]
+    assert log.count("done in an earlier run") == 8
+    assert "signal: done in an earlier run" in log
+    assert again["stages"] == summary["stages"] and again["signal"] == summary["signal"]
 
 
 def test_interrupted_stage_reruns_and_same_seed_same_summary(demo_run, tmp_path):
@@ -106,6 +136,10 @@ def test_rerun_with_other_settings_is_refused_not_relabelled(demo_run):
     more_steps.sft_steps = 3
     with pytest.raises(RosetrainError, match="sft_steps"):
         run_demo(more_steps)
+    bigger_signal = small_config(out, summary["config"]["base"])
+    bigger_signal.signal_prompts = 7
+    with pytest.raises(RosetrainError, match="signal_prompts=6.*signal_prompts=7"):
+        run_demo(bigger_signal)
     assert json.loads((out / "summary.json").read_text())["seed"] == 0
 
 

@@ -103,6 +103,9 @@ def final_table(summary: dict[str, Any], report: Path) -> list[str]:
         lines.append(
             f"{name:8s} {cells[0]:>10s} {cells[1]:>9s} {cells[2]:>9s}   {cells[3]:>10s} {cells[4]:>9s} {cells[5]:>9s}"
         )
+    signal = summary.get("signal")
+    if signal:
+        lines.append(f"signal check before GRPO: {signal_line(signal)}")
     targets = summary.get("targets") or {}
     missed = [name for name, t in targets.items() if not t["met"]]
     lines.append(
@@ -160,6 +163,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> None:
         *stage_table(summary["heldout_family"], summary["majority_baseline"]["heldout-family"]),
         "",
     ]
+    lines += signal_note(summary)
     lines += grpo_note(summary)
     lines += single_run_note()
     lines += [
@@ -181,6 +185,38 @@ def single_run_note() -> list[str]:
         "the same seed on a CPU that rounds differently, trains differently. For that, run the "
         "sweep (`rosetrain demo --seeds 0-4 --out runs/sweep`), which reports every seed, how "
         "many met every target, and the spread.",
+        "",
+    ]
+
+
+def signal_line(summary: dict[str, Any]) -> str:
+    k, total = summary["k"], summary["all"]
+    return (
+        f"{total['n']} GRPO prompts, k = {k}: pass@1 {pct(total['pass@1'])}, pass@{k} "
+        f"{pct(total[f'pass@{k}'])}, no signal {pct(total['no_signal'])}, rescue {pct(total['rescue'])}"
+    )
+
+
+def signal_note(summary: dict[str, Any]) -> list[str]:
+    """The pre-RL signal check on the SFT model, before the GRPO stage's result."""
+    from rosetrain.curriculum.signal import signal_table
+
+    signal = summary.get("signal")
+    if not signal:
+        return []
+    settings = signal["settings"]
+    return [
+        "## Before GRPO: signal check",
+        "",
+        f"The SFT model on the first {settings['prompts']} prompts of the GRPO stage's own stream "
+        f"(`generators/demo/rl.yaml`, seed {settings['seed']}), each answered once greedily and "
+        f"{signal['k']} times with the GRPO recipe's sampling (temperature {settings['temperature']}, "
+        f"top_p {settings['top_p']}), graded by the rewards' scorer (`rosetrain signal`; files in "
+        "`signal/`). PASS %:",
+        "",
+        signal_table(signal),
+        "",
+        signal["prediction"],
         "",
     ]
 
