@@ -15,6 +15,13 @@ def test_a_users_folder_or_file_is_never_replaced(tmp_path, capsys):
     assert cli_main(["tiny-model", "--out", str(models)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "my-model.bin" in err and "rosetrain did not write" in err
+    assert err.rstrip().endswith("(option --out)")  # the CLI names its option; the library, its argument
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.models.tiny import build_tiny_model
+
+    with pytest.raises(RosetrainError) as refused:
+        build_tiny_model(models)
+    assert refused.value.argument == "out_dir" and "--" not in str(refused.value)
     assert [p.name for p in models.iterdir()] == ["my-model.bin"]
     afile = tmp_path / "notes.txt"
     afile.write_text("mine")

@@ -285,17 +285,18 @@ def owned_names(folder: str | os.PathLike) -> set[str] | None:
     return _Owned(Path(folder), "this folder").claimed
 
 
-def check_replaceable_folder(path: str | os.PathLike, what: str) -> None:
+def check_replaceable_folder(path: str | os.PathLike, argument: str | None = None) -> None:
     """Refuse to replace ``path`` as a whole (a model folder rosetrain builds) unless
     it is missing, an empty folder, or a folder whose every entry its
     ``.rosetrain.json`` names (one :func:`mark_folder` wrote): never a user's
-    folder, file or link. ``what`` names the option (``--out``)."""
+    folder, file or link. ``argument`` names the caller's argument that gave ``path``."""
     path = Path(path)
     if not os.path.lexists(path):
         return
     if path.is_symlink() or not path.is_dir():
         raise RosetrainError(
-            f"{what} {path}: exists and is not a folder; rosetrain never replaces it: choose another {what}"
+            f"{path}: exists and is not a folder; rosetrain never replaces it: choose another folder",
+            argument=argument,
         )
     entries = {entry.name for entry in path.iterdir()} - {MARKER_NAME}
     if not entries:
@@ -304,9 +305,10 @@ def check_replaceable_folder(path: str | os.PathLike, what: str) -> None:
     foreign = sorted(entries - _read_marker(marker)) if marker.is_file() else sorted(entries)
     if foreign:
         raise RosetrainError(
-            f"{what} {path}: holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}, which "
+            f"{path}: holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}, which "
             f"rosetrain did not write (its {MARKER_NAME} does not name it); rosetrain replaces only a "
-            f"folder it wrote: choose another {what}, or an empty folder"
+            f"folder it wrote: choose another folder, or an empty one",
+            argument=argument,
         )
 
 

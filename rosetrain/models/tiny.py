@@ -422,7 +422,7 @@ def build_tiny_model(
     when it is missing, empty, or a folder this function wrote)."""
     spec, family = _check_size(size), _check_family(family)
     out = Path(out_dir)
-    check_replaceable_folder(out, "--out")  # never a user's folder or file, before any work
+    check_replaceable_folder(out, argument="out_dir")  # never a user's folder or file, before any work
     tokenizer = build_tokenizer(seed, spec.vocab_size)
     processor = build_processor(tokenizer, size, family)
     model = build_model(tokenizer, size, seed, family)
