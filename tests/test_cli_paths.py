@@ -18,8 +18,10 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,32 @@ def _null_device(row: Path) -> str:
     return str(row / "null")
 
 
+IMMUTABLE: list[Path] = []  # folders made immutable, made writable again after each test
+
+
+def _read_only(folder: Path) -> bool:
+    """Make a folder no one may write into: its mode, or for root (who ignores
+    modes) the immutable attribute, where the file system has one."""
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return True
+    if (
+        shutil.which("chattr")
+        and subprocess.run(["chattr", "+i", folder], capture_output=True).returncode == 0
+    ):
+        IMMUTABLE.append(folder)
+        return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _writable_again():
+    yield
+    while IMMUTABLE:  # else tmp_path's cleanup could not remove them
+        subprocess.run(["chattr", "-i", IMMUTABLE.pop()], check=True)
+
+
 def hostile(role: str, row: Path) -> dict[str, str]:
     """label -> a bad value of a path of this role, made under ``row``."""
     loop = row / "loop"
@@ -135,6 +163,8 @@ def hostile(role: str, row: Path) -> dict[str, str]:
         values["empty file"] = str(row / "empty.jsonl")
     if role in ("folder", "model"):
         values["a file"] = str(row / "file.txt")
+    if role in ("out-folder", "out-file") and _read_only(row / "read-only"):
+        values["in a read-only folder"] = str(row / "read-only" / "out")
     if role == "out-folder":
         values["a foreign file"] = str(row / "file.txt")
         values["inside a file"] = str(row / "file.txt" / "out")

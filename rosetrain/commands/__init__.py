@@ -125,8 +125,9 @@ def path(role: str) -> Callable[[str], str]:
 
 def check_out_folder(value: str, option: str) -> None:
     """Refuse, before any work, an output folder that cannot be one: a file or a
-    device is there, or a file stands where one of its parents would be (a
-    command that writes only at the end would learn it after all its work)."""
+    device is there, a file stands where one of its parents would be, or the
+    nearest folder that exists may not be written (a command that writes only
+    at the end would learn it after all its work)."""
     from pathlib import Path
 
     from rosetrain.core.errors import RosetrainError
@@ -137,4 +138,6 @@ def check_out_folder(value: str, option: str) -> None:
             if not place.is_dir():
                 what = "is not a folder" if place == folder else f"cannot hold a folder: {place} is a file"
                 raise RosetrainError(f"{option} {value}: {what}")
+            if not os.access(place, os.W_OK | os.X_OK):
+                raise RosetrainError(f"{option} {value}: {place} may not be written")
             return
