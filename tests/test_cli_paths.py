@@ -169,6 +169,7 @@ def hostile(role: str, row: Path) -> dict[str, str]:
         values["a foreign file"] = str(row / "file.txt")
         values["inside a file"] = str(row / "file.txt" / "out")
     if role == "out-file":
+        values["a foreign file"] = str(row / "file.txt")
         values["a folder"] = str(row / "folder")
         values["inside a file"] = str(row / "file.txt" / "out.yaml")
     return values
@@ -301,3 +302,19 @@ def test_a_bad_path_is_exit_2_and_one_line_naming_it(
         elif _tree(row) != before:
             failures.append(f"{label}: exit 2 but the folder changed")
     assert failures == [], "\n".join(failures)
+
+
+def test_preview_replaces_its_own_sheet_but_never_a_users_picture(world, tmp_path, capsys):
+    from PIL import Image
+
+    sheet = tmp_path / "sheet.png"
+    argv = ["preview", world["split"], "--out", str(sheet), "--limit", "1"]
+    assert cli.main(argv) == 0
+    assert cli.main(argv) == 0  # a rerun replaces the sheet it wrote
+    picture = tmp_path / "picture.png"
+    Image.new("RGB", (4, 4)).save(picture)  # a PNG, but not preview's
+    before = picture.read_bytes()
+    capsys.readouterr()
+    assert cli.main(["preview", world["split"], "--out", str(picture), "--limit", "1"]) == 2
+    assert "not written by rosetrain preview" in capsys.readouterr().err
+    assert picture.read_bytes() == before

@@ -7,6 +7,26 @@ from pathlib import Path
 from rosetrain.commands import integer, path
 
 PREVIEW_FIELDS = ("scene_id", "cell_size", "image")  # beyond what the release loader requires
+# The PNG text chunk that marks a sheet as preview's: only such a file is replaced.
+MARK_KEY, MARK_VALUE = "Software", "rosetrain preview"
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse an --out that preview did not write: a rerun replaces its own sheet,
+    never a user's picture or file of that name."""
+    from PIL import Image, UnidentifiedImageError
+
+    from rosetrain.core.errors import RosetrainError
+
+    if not out.is_file():  # none; a folder, a device or a pipe (never opened): atomic_write refuses them
+        return
+    try:
+        with Image.open(out) as image:
+            ours = getattr(image, "text", {}).get(MARK_KEY) == MARK_VALUE
+    except (UnidentifiedImageError, OSError, ValueError):
+        ours = False
+    if not ours:
+        raise RosetrainError(f"--out {out}: exists and was not written by rosetrain preview; not replaced")
 
 
 def add_arguments(parser) -> None:
@@ -46,9 +66,14 @@ def run(args) -> int:
                 f"{args.data}: item {record['item_id']!r} lacks {', '.join(missing)}, which a preview needs"
             )
     out = Path(args.out or Path(args.data) / f"preview_{args.split}.png")
+    check_replaceable(out)
     sheet = contact_sheet(root, records, args.limit, args.columns, args.template)
     buffer = io.BytesIO()
-    sheet.save(buffer, format="PNG")
+    from PIL.PngImagePlugin import PngInfo
+
+    mark = PngInfo()
+    mark.add_text(MARK_KEY, MARK_VALUE)
+    sheet.save(buffer, format="PNG", pnginfo=mark)
     try:
         atomic_write(out, buffer.getvalue())
     except OSError as err:
