@@ -9,17 +9,28 @@ in order in WORK (default: a new temporary folder) with the ``rosetrain`` and
 wheel's environment to check that installed works like cloned). A command that
 needs what a CPU-only, offline machine lacks is listed as skipped, with why:
 
-- a Hub model id or ``hf download`` (the Hub), ``--runner vllm|openai`` (a GPU,
-  an endpoint), ``accelerate launch`` (GPUs), ``make`` and ``pip`` (installing:
-  tests/test_install_wheel.py builds and installs the wheel);
+- ``hf download``, ``hf://`` and a suite of the real ROSE release (the Hub;
+  tests/test_hub_release.py runs that section offline on a stand-in cache),
+  ``--runner vllm|openai`` (a GPU, an endpoint), ``accelerate launch`` (GPUs),
+  ``make`` and ``pip`` (installing: tests/test_install_wheel.py builds and
+  installs the wheel);
 - a training recipe of a real model (a GPU and its weights from the Hub);
-- a command that reads what no command before it wrote (``runs/sft``, a copy
-  of the ROSE release), or what a skipped command would have written.
+- a command that reads what no command before it wrote (a copy of the ROSE
+  release), or what a skipped command would have written.
+
+Stand-in model: a model the README names by Hub id or by a checkpoint path no
+command here makes (``--model Qwen/Qwen2.5-VL-3B-Instruct``, ``--model
+runs/sft/checkpoint-final``, ``--set model=...``) becomes a tiny Qwen2.5-VL
+built once with ``rosetrain tiny-model --out stand-in-model`` in WORK, so
+``eval`` (transformers runner), ``compare`` and ``curriculum`` run for real
+(the listing marks each such command). Its answers are noise: what is checked
+is that each command runs and writes what the README says, not its figures.
 
 The predictions file the README's ``score`` line reads stands for the user's
 own: here it holds the gold answers, so the run must score 100. The fast half
-(the default, which the tests run) makes 3 scenes where the README says more;
-``--full`` keeps the README's numbers. After each command, what the README
+(the default, which the tests run) makes 3 scenes where the README says more
+and evaluates the first 8 items with 8 new tokens; ``--full`` keeps the
+README's numbers. After each command, what the README
 says it writes is checked. Exit status 1 and the command at the first failure.
 """
 
@@ -37,6 +48,8 @@ from pathlib import Path
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 FAST_SCENES = "3"
+FAST_EVAL = ["--limit", "8", "--max-new-tokens", "8", "--threads", "1"]
+STAND_IN = "stand-in-model"  # the tiny model in WORK that stands for the README's models
 # what the README's text says each command writes (beside the command's --out)
 WRITES = {
     "generate": ["metadata_{split}.jsonl", "images", "hf/{split}"],
@@ -48,6 +61,8 @@ WRITES = {
         "table2_row.txt",
     ],
     "compare": ["compare.json", "report.md", "report.html"],
+    # "eval ... writes every file of the official ROSE evaluator", and the answers it scored
+    "eval": ["predictions.jsonl", "per_item_eval.jsonl", "evaluation_summary.json", "table1_row.txt"],
 }
 PER_ITEM_FIELDS = (
     70  # "per_item_eval.jsonl with its 70 fields" (the official ones; rosetrain adds its own after)
@@ -87,6 +102,46 @@ def is_hub_id(value: str) -> bool:
     return value.count("/") == 1 and value.split("/")[0] not in LOCAL_ROOTS and not Path(value).exists()
 
 
+def names_standin_model(value: str, work: Path) -> bool:
+    """A Hub model id, or a checkpoint path that no command before it made."""
+    if is_hub_id(value):
+        return True
+    return Path(value).name.startswith("checkpoint") and not (work / value).exists()
+
+
+def stand_in(argv: list[str], work: Path) -> bool:
+    """Replace each model the README names that this machine cannot have
+    (``--model``, ``--model=``, ``--set model=``) by the stand-in; True if any was."""
+    replaced = False
+    for i, arg in enumerate(argv):
+        if i and argv[i - 1] == "--model" and names_standin_model(arg, work):
+            argv[i] = STAND_IN
+        elif arg.startswith("--model=") and names_standin_model(arg.split("=", 1)[1], work):
+            argv[i] = f"--model={STAND_IN}"
+        elif i and argv[i - 1] == "--set" and arg.startswith("model="):
+            if names_standin_model(arg.split("=", 1)[1], work):
+                argv[i] = f"model={STAND_IN}"
+            else:
+                continue
+        else:
+            continue
+        replaced = True
+    return replaced
+
+
+def hub_suite(argv: list[str]) -> str | None:
+    """The Hub dataset a ``--suite`` reads (the real ROSE release), if it names one."""
+    suite = option(argv, "--suite")
+    if not suite:
+        return None
+    root = README.parent
+    for path in (root / suite, root / "eval" / f"{suite}.yaml"):
+        if path.is_file():
+            found = re.search(r"^hub_dataset:\s*(\S+)", path.read_text(encoding="utf-8"), re.M)
+            return found.group(1) if found else None
+    return None
+
+
 def inputs(argv: list[str]) -> list[str]:
     """The local paths a rosetrain command reads: every argument under runs/, data/,
     models/... (or ~) but the one after --out."""
@@ -113,15 +168,17 @@ def why_skipped(argv: list[str], line: str, unavailable: set[str], work: Path) -
     runner = option(argv, "--runner")
     if runner in ("vllm", "openai"):
         return f"--runner {runner}: {'a GPU' if runner == 'vllm' else 'an OpenAI-compatible endpoint'}"
-    model = option(argv, "--model")
-    if model and is_hub_id(model):
-        return f"the Hub model {model}"
+    dataset = hub_suite(argv)
+    if dataset:
+        return f"the Hub dataset {dataset} (tests/test_hub_release.py runs this offline)"
     recipe = option(argv, "--recipe")
     if len(argv) > 1 and argv[1] == "train" and recipe and not recipe.startswith(("tiny-", "demo-")):
         return f"a GPU and the Hub weights of recipe {recipe}"
     if len(argv) > 1 and argv[1] == "demo":
         return "minutes of training (make demo; tests/test_demo.py runs it small)"
     for path in inputs(argv):
+        if path == STAND_IN:
+            continue
         if any(path == u or path.startswith(u.rstrip("/") + "/") for u in unavailable):
             return f"reads {path}, which a skipped command writes"
         if path.startswith("~") or not (work / path).exists():
@@ -176,10 +233,28 @@ def check_claims(argv: list[str], work: Path, bin_dir: Path) -> None:
         summary = json.loads((work / out / "evaluation_summary.json").read_text())
         if summary.get("avg_pass") not in (1, 1.0, 100, 100.0):
             raise AssertionError(f"the gold answers scored avg_pass {summary.get('avg_pass')}, not all PASS")
+    if sub == "curriculum" and out:
+        # "writes a report of the cells and weights beside the spec"
+        report = work / out.removesuffix(".yaml")
+        for path in (work / out, report.with_name(report.name + "-report") / "report.md"):
+            if not path.is_file():
+                raise AssertionError(f"`rosetrain curriculum` did not write {path.relative_to(work)}")
     if sub == "preview":
         target = option(argv, "--out")
         if target and not (work / target).is_file():
             raise AssertionError(f"`rosetrain preview` did not write {target}")
+
+
+def make_stand_in(work: Path, bin_dir: Path, env: dict[str, str]) -> None:
+    """The tiny model every replaced ``--model`` names, built once."""
+    if (work / STAND_IN).exists():
+        return
+    command = [str(bin_dir / "rosetrain"), "tiny-model", "--out", STAND_IN, "--family", "qwen2.5-vl"]
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AssertionError(
+            f"building the stand-in model failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+        )
 
 
 def run(readme: Path, bin_dir: Path, work: Path, full: bool) -> tuple[list[str], list[str]]:
@@ -193,8 +268,13 @@ def run(readme: Path, bin_dir: Path, work: Path, full: bool) -> tuple[list[str],
         else:
             line = text
             argv = shlex.split(text, comments=True)
+            original = list(argv)
+            # the stand-in decides before the skip rules: a Hub model no longer skips,
+            # while a skipped training recipe stays skipped whatever its model
+            replaced = argv[0] == "rosetrain" and stand_in(argv, work)
             reason = why_skipped(argv, text, unavailable, work)
             if reason:
+                argv = original
                 skipped.append(f"{line}  [{reason}]")
                 if option(argv, "--out"):
                     unavailable.add(option(argv, "--out"))
@@ -208,6 +288,11 @@ def run(readme: Path, bin_dir: Path, work: Path, full: bool) -> tuple[list[str],
                 argv[argv.index("--scenes") + 1] = FAST_SCENES
             if argv[1] == "generate":
                 argv += ["--num-proc", "1", "--quiet"]
+            if replaced:
+                make_stand_in(work, bin_dir, env)
+                line += f"  [stand-in model: {STAND_IN}]"
+            if argv[1] == "eval":
+                argv += ["--no-progress"] + ([] if full else FAST_EVAL)
             if argv[1] == "score":
                 predictions = option(argv, "--predictions")
                 if predictions and not (work / predictions).exists():

@@ -152,8 +152,10 @@ def test_an_installed_wheel_runs_generate_train_check_and_eval_by_name(installed
 
 def test_the_readme_commands_run_from_the_installed_wheel(installed, tmp_path):
     """The fast half of tests/readme_commands.py (3 scenes where the README says
-    more): every README command a CPU-only offline machine can run, from an
-    empty folder, with the wheel's rosetrain; what it cannot run is listed."""
+    more, 8 items per eval): every README command a CPU-only offline machine can
+    run, from an empty folder, with the wheel's rosetrain, each Hub model or
+    checkpoint the README names replaced by a tiny stand-in model; what it
+    cannot run is listed."""
     script = Path(__file__).resolve().parent / "readme_commands.py"
     done = subprocess.run(
         [sys.executable, script, "--bin", installed, "--work", tmp_path / "work"],
@@ -167,6 +169,10 @@ def test_the_readme_commands_run_from_the_installed_wheel(installed, tmp_path):
         "rosetrain preview",
         "rosetrain score",
         "python block",
+        "rosetrain eval --model Qwen/Qwen2.5-VL-3B-Instruct",  # the stand-in model
+        "rosetrain compare runs/base",
+        "rosetrain eval --model runs/sft/checkpoint-final --data data/probe",
+        "rosetrain curriculum",
     ):
         assert command in ran, done.stdout
 
