@@ -175,6 +175,9 @@ def test_the_readme_commands_run_from_the_installed_wheel(installed, tmp_path):
         "rosetrain curriculum",
     ):
         assert command in ran, done.stdout
+    # the loop's real recipe is not trained, but the spec the curriculum wrote feeds it
+    loop = [line for line in done.stdout.splitlines() if "data.spec=runs/next.yaml" in line]
+    assert loop and "--check passed" in loop[0], done.stdout
 
 
 def test_an_editable_install_finds_the_shipped_configs_too(tmp_path):
