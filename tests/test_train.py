@@ -12,21 +12,6 @@ import yaml
 from rosetrain.cli import main as cli_main
 from rosetrain.train.recipe import RecipeError, load_recipe
 
-TRAIN_SPEC = """
-name: t-train
-role: train
-namespace: t-train
-seed: 1
-rows: [3, 4]
-cols: [3, 4]
-cell_size: [28, 28]
-image_multiple: 28
-exceptions: [1, 3]
-negative_rate: 0.1
-families: [attribute]
-"""
-HELDOUT_SPEC = TRAIN_SPEC.replace("t-train", "t-held").replace("seed: 1", "seed: 2")
-
 
 def _generate(spec: Path, out: Path, split: str, scenes: int, formats: str) -> Path:
     assert (
@@ -54,11 +39,11 @@ def _generate(spec: Path, out: Path, split: str, scenes: int, formats: str) -> P
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory, tiny_model_dir):
+def env(tmp_path_factory, tiny_model_dir, tiny_train_spec):
     """A tiny model, a training folder (Parquet) and a held-out folder (release layout)."""
     root = tmp_path_factory.mktemp("train-env")
-    (root / "train.yaml").write_text(TRAIN_SPEC)
-    (root / "heldout.yaml").write_text(HELDOUT_SPEC)
+    (root / "train.yaml").write_text(tiny_train_spec("t-train"))
+    (root / "heldout.yaml").write_text(tiny_train_spec("t-held").replace("seed: 1", "seed: 2"))
     return {
         "root": root,
         "model": tiny_model_dir,
@@ -144,7 +129,8 @@ def test_missing_model_path_fails_before_training(tmp_path, env, capsys):
 
 def test_spec_that_cannot_be_generated_fails_naming_it(tmp_path, env, capsys):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(TRAIN_SPEC.replace("families: [attribute]", "families: [no_such_family]"))
+    spec = (env["root"] / "train.yaml").read_text()
+    bad.write_text(spec.replace("families: [attribute]", "families: [no_such_family]"))
     path = write_recipe(tmp_path / "r.yaml", env, data={"spec": str(bad)})
     assert cli_main(["train", "sft", "--recipe", str(path)]) == 2
     err = capsys.readouterr().err
