@@ -232,12 +232,14 @@ def test_push_refuses_a_damaged_folder_before_uploading(tmp_path, hub_standin):
 @pytest.mark.parametrize(
     "env, message",
     [
-        ({"HF_HUB_OFFLINE": "1", "HF_TOKEN": "hf_x"}, "HF_HUB_OFFLINE is set"),
+        ({"HF_HUB_OFFLINE": "1", "HF_TOKEN": "hf_x"}, "huggingface_hub is offline"),
+        ({"TRANSFORMERS_OFFLINE": "1", "HF_TOKEN": "hf_x"}, "huggingface_hub is offline"),  # it reads both
         ({}, "no Hugging Face token"),
     ],
 )
 def test_push_is_refused_before_any_work(tmp_path, env, message):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    # CI runs offline (HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE): each case sets its own
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HF_") and k != "TRANSFORMERS_OFFLINE"}
     clean.update(env, HF_HOME=str(tmp_path / "hf-home"))  # no stored token there
     out = tmp_path / "data"
     code = "import sys, rosetrain.cli as c; sys.exit(c.main(sys.argv[1:]))"

@@ -103,8 +103,6 @@ def _run(args: argparse.Namespace) -> int:
     data = resolve_data(args.data)
     metadata = split_files(data, args.split, args.bridges)[0]
     predictions = read_predictions(args.predictions)
-    if not predictions:  # not a partial run: no run at all
-        raise RosetrainError(f"--predictions {args.predictions}: the file holds no prediction rows")
     model = args.model or predictions_model(predictions, Path(args.predictions).stem)
     scored = score_split(
         data, args.split, args.bridges, predictions, model, args.num_proc or available_cpus()
@@ -116,6 +114,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     if not scored.expected["item_id"]:
         raise RosetrainError(f"--data {args.data}: split {args.split!r} has no items")
+    if not predictions:  # not a partial run (--allow-partial would not help): no run at all
+        raise RosetrainError(f"--predictions {args.predictions}: the file holds no prediction rows")
     check_coverage(scored.expected["item_id"], predictions, args.allow_partial)
     run_info = RunInfo(
         model=model,

@@ -50,7 +50,10 @@ def check_push(repo_id: str) -> None:
         )
     offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
     if offline or constants.is_offline_mode():  # the environment now, or as huggingface_hub read it
-        raise RosetrainError(f"{OPTION}: HF_HUB_OFFLINE is set, so nothing can be uploaded; unset it to push")
+        raise RosetrainError(
+            f"{OPTION}: huggingface_hub is offline (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set), "
+            "so nothing can be uploaded; unset it to push"
+        )
     if not get_token():
         raise RosetrainError(
             f"{OPTION}: no Hugging Face token (set HF_TOKEN, or run `hf auth login`); nothing was generated"
