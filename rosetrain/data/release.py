@@ -263,6 +263,7 @@ def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: boo
     """
     digest, images = hashlib.sha256(), hashlib.sha256()
     seen: set[str] = set()
+    folders: dict[str, bool] = {}  # an image folder that is not there: no open() per image in it
     for path in split_files(root, split, bridges):
         try:
             data = path.read_bytes()
@@ -270,8 +271,11 @@ def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: boo
             raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
         digest.update(hashlib.sha256(data).digest())  # file boundaries count: a+b != ab
         for name in _image_names(data):
-            if name not in seen:
-                seen.add(name)
+            if name in seen:
+                continue
+            seen.add(name)
+            folder = os.path.join(path.parent, os.path.dirname(name))
+            if folders.setdefault(folder, os.path.isdir(folder)):
                 _hash_image(images, path.parent, name)
     found = f"sha256:{digest.hexdigest()}"
     return f"{found}{IMAGES_PART}{images.hexdigest()}" if images.digest() != _NO_IMAGES else found
@@ -300,10 +304,11 @@ def _image_names(data: bytes) -> list[str]:
 def _hash_image(images: Any, folder: Path, name: str) -> None:
     """Add an image's name, size and bytes; one that is missing, not a regular
     file, or named outside the folder (the loader refuses those rows) adds nothing."""
-    if not name or os.path.isabs(name) or ".." in Path(name).parts:
+    # string tests, not pathlib: this runs once per image of a split (20,000 at 51,000 items)
+    if not name or name.startswith("/") or ".." in name.split("/"):
         return
     try:  # without blocking: a FIFO's open would wait for a writer
-        with open(os.open(folder / name, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        with open(os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # a device would never end
                 return
             content = hashlib.file_digest(handle, "sha256").digest()
