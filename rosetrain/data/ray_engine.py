@@ -28,7 +28,8 @@ def map_shards_on_ray(job, shards: list[int], render: Callable[..., dict[str, by
     from rosetrain.data.store import store_shard
 
     ray = _ray()
-    if not ray.is_initialized():
+    started_here = not ray.is_initialized()
+    if started_here:
         check_reachable(os.environ.get("RAY_ADDRESS", ""))  # ray.init would retry an unreachable one forever
         ray.init(log_to_driver=False)
     task = ray.remote(num_cpus=1, max_retries=2)(render)
@@ -41,9 +42,16 @@ def map_shards_on_ray(job, shards: list[int], render: Callable[..., dict[str, by
             store_shard(job, shard, _result(ray, done[0], shard))
             yield len(job.shard_indices(shard))
     finally:
-        for ref in pending:  # on Ctrl-C too: the CLI then says, in one line, to rerun to resume
-            with contextlib.suppress(Exception):  # a cluster going away must not hide why we stop
-                ray.cancel(ref)
+        if pending and started_here:
+            # Ray this process started: shutting it down stops every task. ray.cancel of a
+            # task finishing at that moment can abort the process inside Ray's core
+            # ("Tried to complete task that was not pending"), after the CLI's one line
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+        else:
+            for ref in pending:  # on Ctrl-C too: the CLI then says, in one line, to rerun to resume
+                with contextlib.suppress(Exception):  # a cluster going away must not hide why we stop
+                    ray.cancel(ref)
 
 
 CONNECT_TIMEOUT_S = 10  # as long as eval waits for an endpoint to accept a connection
