@@ -31,21 +31,13 @@ def estimate_bytes(job: GenerateJob, scenes: int) -> int:
     """Bytes the split's ``scenes`` will take in ``job.formats``, from a few rendered samples."""
     import pyarrow.parquet as pq
 
-    from rosetrain.data.hf import SCHEMA, hf_row, png_bytes, rows_to_table
-    from rosetrain.generators.records import build_records
+    from rosetrain.data.hf import SCHEMA, hf_row, rows_to_table
 
     indices = sample_indices(scenes)
     total = 0
     rows: list[dict] = []
     for index in indices:
-        example = build_records(
-            job.spec,
-            job.seed,
-            index,
-            job.split,
-            heldout_family_name=job.heldout_family_name,
-            encode=png_bytes,
-        )
+        example = job.scene_records(index)
         lines = sum(len(json.dumps(r, ensure_ascii=False, sort_keys=True)) + 1 for r in example.records)
         if "release" in job.formats:
             total += sum(map(len, example.images.values())) + 2 * lines  # metadata and its .parts copy

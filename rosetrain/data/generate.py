@@ -88,6 +88,21 @@ class GenerateJob:
         k, n = self.shard_of
         return list(range(k, self.num_shards, n))
 
+    def scene_records(self, index: int, scene: Scene | None = None) -> Any:
+        """Scene ``index``'s records with PNG-encoded images, as the split holds
+        them (``scene``: the scene itself, when the caller sampled it already)."""
+        from rosetrain.data.hf import png_bytes
+
+        return build_records(
+            self.spec,
+            self.seed,
+            index,
+            self.split,
+            heldout_family_name=self.heldout_family_name,
+            encode=png_bytes,
+            scene=scene,
+        )
+
     def shard_indices(self, shard: int) -> range:
         start = shard * self.shard_scenes
         return range(start, min(self.scenes, start + self.shard_scenes))
@@ -223,7 +238,7 @@ def write_shard(job: GenerateJob, shard: int) -> int:
     included: the progress bar counts indices). Runs in a worker process."""
     import pyarrow.parquet as pq
 
-    from rosetrain.data.hf import SCHEMA, hf_row, png_bytes, rows_to_table
+    from rosetrain.data.hf import SCHEMA, hf_row, rows_to_table
 
     scenes = kept_scenes(job, shard)
     lines: list[str] = []
@@ -235,15 +250,7 @@ def write_shard(job: GenerateJob, shard: int) -> int:
             tmp_parquet = stack.enter_context(atomic_path(job.parquet_path(shard)))
             writer = stack.enter_context(closing(pq.ParquetWriter(tmp_parquet, SCHEMA)))
         for index, scene in scenes.items():
-            example = build_records(
-                job.spec,
-                job.seed,
-                index,
-                job.split,
-                heldout_family_name=job.heldout_family_name,
-                encode=png_bytes,
-                scene=scene,
-            )
+            example = job.scene_records(index, scene)
             encoded = example.images
             if "release" in job.formats:
                 for image_id, data in encoded.items():
