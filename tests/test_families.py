@@ -182,6 +182,13 @@ def test_missing_emoji_font_is_a_clear_error(name):
         ("attribute", {"shapes": ["circle"]}, "shapes"),
         ("attribute", {"hue_range": [200, 100]}, "hue_range"),
         ("attribute", {"swap_roles": "no"}, "swap_roles"),
+        ("attribute", {"hue_exclude": [50, 150]}, "hue_exclude"),
+        ("attribute", {"hue_exclude": [[150, 50]]}, "hue_exclude"),
+        ("attribute", {"hue_exclude": [[0, 400]]}, "hue_exclude"),
+        ("attribute", {"hue_range": [60, 140], "hue_exclude": [[50, 150]]}, "hue_exclude"),
+        # every majority hue allowed, but each partner (plus or minus 150 degrees) falls in a band
+        ("attribute", {"attributes": ["hue"], "subtlety": 0.0, "hue_range": [0, 20],
+                       "hue_exclude": [[140, 180], [200, 240]]}, "hue_exclude"),
     ],
 )
 def test_bad_config_names_the_field(name, config, field):
@@ -233,6 +240,25 @@ def test_attribute_hue_range_holds_the_majority_unless_roles_swap():
     swapped = items(family("attribute", attributes=["hue"], hue_range=[170, 200]), 40)
     assert all(map(in_range, kept))
     assert 5 <= sum(map(in_range, swapped)) <= 35  # either look may be the majority
+
+
+@pytest.mark.parametrize("swap_roles", [True, False])
+def test_attribute_hue_exclude_keeps_both_looks_out_of_the_band(swap_roles):
+    config = {"attributes": ["hue", "size"], "subtlety": 0.0, "hue_exclude": [[50, 150], [300, 310]], "swap_roles": swap_roles}
+    drawn = items(family("attribute", **config), 300)
+    hues = [item[look]["hue"] for item in drawn for look in ("majority", "target")]
+    assert not [h for h in hues if 50 <= h <= 150 or 300 <= h <= 310]
+    # the rest of the wheel is still drawn, on both sides of the band
+    assert min(hues) < 50 and any(150 < h < 300 for h in hues) and max(hues) > 310
+    hue_items = [item for item in drawn if item["attribute"] == "hue"]
+    assert all(round(abs(i["majority"]["hue"] - i["target"]["hue"]), 2) in (150.0, 210.0) for i in hue_items)
+
+
+def test_attribute_hue_exclude_is_deterministic_and_changes_nothing_when_empty():
+    assert items(family("attribute", hue_exclude=[[50, 150]]), 30) == items(
+        family("attribute", hue_exclude=[[50, 150]]), 30
+    )
+    assert items(family("attribute", hue_exclude=[]), 30) == items(family("attribute"), 30)
 
 
 def test_describe_has_release_style_fields():

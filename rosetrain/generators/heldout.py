@@ -2,23 +2,35 @@
 
 A spec with ``role: heldout`` (seed namespace ``heldout``, reserved to it) may
 name a family with ``heldout_family_name``; its rows say ``heldout_family:
-true`` for that family. A training spec names its held-out spec
-(``heldout_spec``): it may not draw the held-out family, and a scene with the
-fingerprint of one of the held-out spec's first ``heldout_scenes`` scenes is
-skipped (small grids repeat by chance). Both the writers and the stream ask
-:func:`heldout_guard` what to mark and what to skip.
+true`` for that family. It may also name a hue band (``heldout_hue_band``): a
+palette the action data must never show. A training spec names its held-out
+spec (``heldout_spec``): no level of it with click tasks may draw the held-out
+family, or attribute scenes that can show a hue of the band (the level's
+``hue_exclude`` must cover it, for the majority and the exception alike).
+Counting-only levels may show both: perception of every palette and family is
+kept, as a real MLLM keeps it, while the action is tested where it was never
+taught. A scene with the fingerprint of one of the held-out spec's first
+``heldout_scenes`` scenes is skipped (small grids repeat by chance). Both the
+writers and the stream ask :func:`heldout_guard` what to mark and what to skip.
 """
 
 from __future__ import annotations
 
 import functools
 
+from rosetrain.core import protocol as P
 from rosetrain.generators.scene import sample_scene
-from rosetrain.generators.spec import Spec, SpecError, load_spec, spec_sha256
+from rosetrain.generators.spec import LevelSpec, Spec, SpecError, load_spec, spec_sha256
+
+
+def acts(level: LevelSpec) -> bool:
+    """Whether a level's tasks include one answered with clicks (the action data)."""
+    return any(weight > 0 and P.TASK_MODE[t] != P.COUNT for t, weight in level.tasks.items())
 
 
 def check_training_spec(spec: Spec) -> Spec | None:
-    """A training spec may not use the held-out family. Returns the held-out spec."""
+    """A training spec's levels with click tasks may not show the held-out
+    family nor the held-out hue band. Returns the held-out spec."""
     if spec.role != "train" or not spec.heldout_spec:
         return None
     try:
@@ -27,12 +39,46 @@ def check_training_spec(spec: Spec) -> Spec | None:
         raise SpecError(f"{spec.path}: heldout_spec: {err}") from None
     if heldout.role != "heldout":
         raise SpecError(f"{spec.path}: heldout_spec: {heldout.path} has role {heldout.role!r}, not 'heldout'")
-    if heldout.heldout_family_name and heldout.heldout_family_name in spec.families:
-        raise SpecError(
-            f"{spec.path}: families: {heldout.heldout_family_name!r} is held out of training "
-            f"by {heldout.path}; remove it from this spec"
-        )
+    for level in spec.levels:
+        if not acts(level):
+            continue
+        where = f"levels ({level.name}): " if len(spec.levels) > 1 else ""
+        family = heldout.heldout_family_name
+        if family and family in level.families and level.families[family].weight > 0:
+            raise SpecError(
+                f"{spec.path}: {where}families: {family!r} is held out of the action data "
+                f"by {heldout.path}; remove it from this level, or keep only counting tasks in it"
+            )
+        attribute = level.families.get("attribute")
+        if heldout.heldout_hue_band and attribute is not None and attribute.weight > 0:
+            _check_hue_band(spec, where, attribute.config, heldout)
     return heldout
+
+
+def _check_hue_band(spec: Spec, where: str, config: dict, heldout: Spec) -> None:
+    from rosetrain.generators.families.attribute import AttributeConfig
+
+    low, high = heldout.heldout_hue_band or (0.0, 0.0)
+    try:
+        exclude = AttributeConfig(**config).hue_exclude
+    except (TypeError, ValueError) as err:
+        raise SpecError(f"{spec.path}: {where}families.attribute: {err}") from None
+    if not _covered((low, high), exclude):
+        raise SpecError(
+            f"{spec.path}: {where}families.attribute: the hue band [{low:g}, {high:g}] is held out "
+            f"of the action data by {heldout.path}; add it to hue_exclude (now "
+            f"{[list(b) for b in exclude]}), or keep only counting tasks in this level"
+        )
+
+
+def _covered(band: tuple[float, float], bands: tuple[tuple[float, float], ...]) -> bool:
+    """Whether the union of ``bands`` (sorted) contains ``band``."""
+    reach = band[0]
+    for low, high in bands:
+        if low > reach:
+            break
+        reach = max(reach, high)
+    return reach >= band[1]
 
 
 def heldout_fingerprints(spec: Spec) -> set[str]:

@@ -119,6 +119,15 @@ class CueSpec:
         _color(self.color, "cue.color")
 
 
+def _hue_band(value: Any, field: str) -> tuple[float, float]:
+    if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(_is_number(v) for v in value)):
+        raise ValueError(f"{field}: expected [low, high] in hue degrees, got {value!r}")
+    low, high = float(value[0]), float(value[1])
+    if not 0 <= low <= high <= 360:
+        raise ValueError(f"{field}: expected 0 <= low <= high <= 360, got {list(value)}")
+    return low, high
+
+
 def _profiles(value: Any, field: str) -> dict[str, float]:
     return _weights(value, field, tuple(PROFILES))
 
@@ -229,6 +238,11 @@ class Spec:
         "mixture", "mixture: level drawn by weight; staged: by scene index", choices=("mixture", "staged")
     )
     heldout_family_name: str | None = setting(None, "role heldout: the family no training spec may use")
+    heldout_hue_band: tuple[float, float] | None = setting(
+        None,
+        "role heldout: [low, high] hue degrees no training level with click tasks may show",
+        parse=lambda value, field: _hue_band(value, field),
+    )
     heldout_spec: str | None = setting(None, "role train: the held-out spec to stay disjoint from")
     heldout_scenes: int = setting(
         2000, "how many held-out scenes the overlap check covers", low=0, high=MAX_HELDOUT_SCENES
@@ -368,6 +382,8 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
             raise ValueError("heldout_family_name: only a spec with role: heldout names a held-out family")
         if spec.heldout_family_name not in FAMILIES:
             raise ValueError(f"heldout_family_name: {FAMILIES.unknown(spec.heldout_family_name)}")
+    if spec.heldout_hue_band is not None and role != "heldout":
+        raise ValueError("heldout_hue_band: only a spec with role: heldout names a held-out hue band")
     return spec
 
 

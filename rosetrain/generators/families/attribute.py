@@ -99,6 +99,11 @@ class AttributeConfig(FamilyConfig):
     # exception is recognisable on its own, without comparing cells: what a
     # model trained from scratch in minutes can learn (the demo's base).
     swap_roles: bool = True
+    # Hue bands, [low, high] degrees, that neither look may take (the majority's
+    # nor the exception's): how a training spec keeps a held-out palette band
+    # out of its data. A hue range alone cannot, since the exception's hue is
+    # the majority's plus or minus the hue amount.
+    hue_exclude: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -106,6 +111,14 @@ class AttributeConfig(FamilyConfig):
         if not 0 <= low <= high <= 360:
             raise ValueError(f"hue_range must be [low, high] within 0..360, got {self.hue_range!r}")
         object.__setattr__(self, "hue_range", (low, high))
+        object.__setattr__(self, "hue_exclude", _hue_bands(self.hue_exclude))
+        if self.hue_exclude and not allowed_hues(self.hue_range, self.hue_exclude):
+            raise ValueError(f"hue_exclude {self.hue_exclude_list} leaves no hue of hue_range {list(self.hue_range)}")
+        if self.hue_exclude and "hue" in self.attributes and not _has_hue_pair(self):
+            raise ValueError(
+                f"hue_exclude {self.hue_exclude_list} leaves no majority hue in hue_range "
+                f"whose exception hue (plus or minus {hue_amount(self.subtlety):g} degrees) is allowed"
+            )
         if not isinstance(self.swap_roles, bool):
             raise ValueError(f"swap_roles must be true or false, got {self.swap_roles!r}")
         for field, allowed in (("attributes", ATTRIBUTES), ("shapes", tuple(SHAPES))):
@@ -119,6 +132,60 @@ class AttributeConfig(FamilyConfig):
             raise ValueError("shapes must list at least two shapes when attributes include 'shape'")
         if self.attributes == ("rotation",) and all(SHAPES[s][1] is None for s in self.shapes):
             raise ValueError("shapes must include a non-circular shape when attributes is ['rotation']")
+
+    @property
+    def hue_exclude_list(self) -> list[list[float]]:
+        return [list(band) for band in self.hue_exclude]
+
+    def hue_allowed(self, hue: float) -> bool:
+        return not any(low <= hue <= high for low, high in self.hue_exclude)
+
+
+def _hue_bands(value: Any) -> tuple[tuple[float, float], ...]:
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ValueError(f"hue_exclude must be a list of [low, high] hue bands, got {value!r}")
+    bands = []
+    for band in value:
+        if not (isinstance(band, (list, tuple)) and len(band) == 2 and all(number(v) for v in band)):
+            raise ValueError(f"hue_exclude: each band must be [low, high] in degrees, got {band!r}")
+        low, high = float(band[0]), float(band[1])
+        if not 0 <= low <= high <= 360:
+            raise ValueError(f"hue_exclude: band {list(band)} must be [low, high] within 0..360")
+        bands.append((low, high))
+    return tuple(sorted(bands))
+
+
+def allowed_hues(hue_range: tuple[float, float], exclude: tuple[tuple[float, float], ...]) -> list[tuple[float, float]]:
+    """The parts of ``hue_range`` outside every excluded band (open at the bands' edges)."""
+    parts = [hue_range]
+    for low, high in exclude:
+        parts = [
+            piece
+            for start, end in parts
+            for piece in ((start, min(end, low)), (max(start, high), end))
+            if piece[1] > piece[0]
+        ]
+    return parts
+
+
+def hue_amount(subtlety: float) -> float:
+    """How far the exception's hue is from the majority's, in degrees."""
+    return round(lerp(150, 10, subtlety), 2)
+
+
+def _has_hue_pair(config: AttributeConfig) -> bool:
+    """Whether some allowed majority hue has an allowed partner (checked on a
+    0.1-degree grid: sampling rejects draws until it finds one)."""
+    amount = hue_amount(config.subtlety)
+    for start, end in allowed_hues(config.hue_range, config.hue_exclude):
+        for step in range(int((end - start) * 10) + 1):
+            hue = start + step / 10
+            if config.hue_allowed(hue) and any(config.hue_allowed((hue + s * amount) % 360) for s in (-1, 1)):
+                return True
+    return False
 
 
 def draw_shape(spec: dict[str, Any], cell_size: int) -> Image.Image:
@@ -209,7 +276,7 @@ class AttributeFamily(VisualFamily):
             "shape": shape,
             "size": BASE_SIZE,
             "rotation": round(rng.uniform(-20, 20), 2),
-            "hue": round(rng.uniform(*self.config.hue_range), 2),
+            "hue": self._sample_hue(rng),
             "saturation": round(rng.uniform(0.55, 0.9), 3),
             "value": round(rng.uniform(0.6, 0.9), 3),
         }
@@ -218,8 +285,18 @@ class AttributeFamily(VisualFamily):
         other, sign = dict(base), rng.choice((-1, 1))
         amount: float | str  # how far the exception's attribute is from the majority's
         if attribute == "hue":
-            amount = round(lerp(150, 10, s), 2)
-            other["hue"] = round((base["hue"] + sign * amount) % 360, 2)
+            amount = hue_amount(s)
+
+            def partner(sign: int) -> float:
+                return round((base["hue"] + sign * amount) % 360, 2)
+
+            other["hue"] = partner(sign)
+            while not self.config.hue_allowed(other["hue"]):  # only with hue_exclude
+                if self.config.hue_allowed(partner(-sign)):
+                    sign = -sign
+                else:  # neither partner allowed: another majority hue
+                    base["hue"] = self._sample_hue(rng)
+                other["hue"] = partner(sign)
         elif attribute == "size":
             amount = round(lerp(0.55, 0.9, s), 3)
             other["size"] = round(BASE_SIZE * amount, 4)
@@ -238,6 +315,22 @@ class AttributeFamily(VisualFamily):
         if self.config.swap_roles:
             rng.shuffle(looks)  # the changed look may be the majority or the exception
         return {"attribute": attribute, "amount": amount, "majority": looks[0], "target": looks[1]}
+
+    def _sample_hue(self, rng: random.Random) -> float:
+        if not self.config.hue_exclude:
+            return round(rng.uniform(*self.config.hue_range), 2)
+        # uniform over the allowed parts of hue_range; a draw that rounds onto a band's edge is redrawn
+        parts = allowed_hues(self.config.hue_range, self.config.hue_exclude)
+        while True:
+            x = rng.uniform(0, sum(end - start for start, end in parts))
+            hue = parts[-1][1]  # x at the total's float edge
+            for start, end in parts:
+                if x <= end - start:
+                    hue = round(start + x, 2)
+                    break
+                x -= end - start
+            if self.config.hue_allowed(hue):
+                return hue
 
     def draw_cells(self, item: dict[str, Any], cell_size: int) -> tuple[Image.Image, Image.Image]:
         return self._draw(item, cell_size)
