@@ -76,7 +76,9 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
 
     from rosetrain.models.loading import load_model_and_processor
 
-    dtype = torch.bfloat16 if bf16_supported() else torch.float32
+    # a recipe's `bf16: false` keeps float32 weights on a GPU too (the tiny demo models need it)
+    bf16 = bf16_supported() if recipe.bf16 is None else recipe.bf16 and bf16_supported()
+    dtype = torch.bfloat16 if bf16 else torch.float32
     if recipe.cpu_threads is not None and not has_gpu():
         torch.set_num_threads(recipe.cpu_threads)
     model, processor = load_model_and_processor(

@@ -1,0 +1,185 @@
+"""Learning curves of SFT designs: does the action carry beyond the palette it
+was taught on?
+
+For each design (a generator spec) and seed, SFT from ``--base`` with the
+demo's SFT recipe (``--steps`` steps, a checkpoint every ``--every``), every
+run in its own process, side by side. Each checkpoint is then evaluated on
+every ``--split`` (a folder made by ``rosetrain generate``, release format),
+and the table gives Counting and Action Avg per step beside each split's
+majority-answer level (always giving each template's most common gold
+answer). Runs on the CPU (one thread a run) or, where CUDA is seen, on the GPU.
+
+``--deadline`` (minutes) stops the training of every run that is still going
+at that time, so a call with a time limit still returns the checkpoints it
+made; rerun the same command to resume them (the trainer resumes exactly).
+
+    python benchmarks/transfer_curves.py --base runs/base-palettes/checkpoint-1500 \\
+        --design staged=experiments/transfer/staged.yaml --seeds 0 1 \\
+        --split id=data/heldout --split v=data/heldout-varied --split r=data/heldout-palette \\
+        --steps 3000 --every 500 --out runs/curves
+
+Writes OUT/curves.json and OUT/curves.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rosetrain.core import protocol as P  # noqa: E402
+from rosetrain.core.io import atomic_write  # noqa: E402
+from rosetrain.demo.pipeline import RECIPES  # noqa: E402
+from rosetrain.demo.report import majority_baseline  # noqa: E402
+
+
+def pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def train_command(args: argparse.Namespace, spec: str, seed: int, out: Path) -> list[str]:
+    sets = {
+        "model": str(Path(args.base).absolute()),
+        "output_dir": str(out),
+        "data.spec": str(Path(spec).absolute()),
+        "seed": str(seed),
+        "data.seed": str(seed),
+        "max_steps": str(args.steps),
+        "save_steps": str(args.every),
+        "save_total_limit": "100",
+        "logging_steps": "100",
+    }
+    if args.lr is not None:
+        sets["learning_rate"] = str(args.lr)
+    command = [sys.executable, "-m", "rosetrain", "train", "sft", "--recipe", str(args.recipe)]
+    for key, value in sets.items():
+        command += ["--set", f"{key}={value}"]
+    return command
+
+
+def checkpoints(run: Path) -> dict[int, Path]:
+    found = {}
+    for folder in run.glob("checkpoint-*"):
+        step = folder.name.removeprefix("checkpoint-")
+        if step.isdigit() and (folder / "config.json").exists() and (folder / "model.safetensors").exists():
+            found[int(step)] = folder
+    return found
+
+
+def evaluate_one(job: tuple[str, str, str, int]) -> dict:
+    model, data, out, batch = job
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    from rosetrain.evaluation.evaluate import evaluate
+
+    summary = evaluate(model, data, "test", out, batch_size=batch, max_new_tokens=40, progress=False)
+    return {
+        "counting": 100 * summary["counting_avg"],
+        "action": 100 * summary["action_avg"],
+        "templates": {t: 100 * v["pass"] for t, v in summary["templates"].items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help="the model every run starts from")
+    parser.add_argument("--design", type=pair, action="append", required=True, help="NAME=SPEC (repeatable)")
+    parser.add_argument("--split", type=pair, action="append", required=True, help="NAME=DATA_DIR (repeatable)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--every", type=int, default=500)
+    parser.add_argument("--lr", type=float, help="learning rate (default: the recipe's)")
+    parser.add_argument("--recipe", type=Path, default=RECIPES / "demo-sft.yaml")
+    parser.add_argument("--deadline", type=float, help="minutes after which training stops")
+    parser.add_argument("--eval-jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--eval-every", type=int, help="evaluate every Nth step only (default: --every)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--out", type=Path, default=Path("runs/curves"))
+    args = parser.parse_args()
+
+    start = time.monotonic()
+    runs = {(name, seed): args.out / f"{name}-seed{seed}" for name, _ in args.design for seed in args.seeds}
+    specs = dict(args.design)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    procs = {}
+    for (name, seed), folder in runs.items():
+        if (folder / "checkpoint-final").exists():
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        log = open(folder.with_suffix(".log"), "a")
+        command = train_command(args, specs[name], seed, folder)
+        procs[(name, seed)] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    stopped = []
+    for key, proc in procs.items():
+        left = None if args.deadline is None else max(1.0, args.deadline * 60 - (time.monotonic() - start))
+        try:
+            proc.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            proc.terminate()  # the trainer's checkpoints so far stay whole
+            proc.wait()
+            stopped.append(key)
+    print(f"training: {time.monotonic() - start:.0f} s; stopped at the deadline: {stopped}", flush=True)
+
+    every = args.eval_every or args.every
+    jobs, where = [], []
+    for (name, seed), folder in runs.items():
+        for step, checkpoint in sorted(checkpoints(folder).items()):
+            if step % every and step != args.steps:
+                continue
+            for split, data in args.split:
+                out = args.out / "eval" / f"{name}-seed{seed}-{step}-{split}"
+                jobs.append((str(checkpoint), data, str(out), args.batch_size))
+                where.append((name, seed, step, split))
+    for split, data in args.split:  # the base as step 0
+        jobs.append((args.base, data, str(args.out / "eval" / f"base-{split}"), args.batch_size))
+        where.append(("base", -1, 0, split))
+    with ProcessPoolExecutor(args.eval_jobs) as pool:
+        results = list(pool.map(evaluate_one, jobs))
+    figures = [dict(zip(("design", "seed", "step", "split"), w), **r) for w, r in zip(where, results)]
+    majority = {}
+    for split, data in args.split:
+        level = majority_baseline(Path(data) / "metadata_test.jsonl")
+        majority[split] = {
+            "counting": 100 * sum(level[t] for t in P.COUNTING_TEMPLATES) / len(P.COUNTING_TEMPLATES),
+            "action": 100 * sum(level[t] for t in P.ACTION_TEMPLATES) / len(P.ACTION_TEMPLATES),
+        }
+    report = {"figures": figures, "majority": majority, "args": {k: str(v) for k, v in vars(args).items()}}
+    atomic_write(args.out / "curves.json", json.dumps(report, indent=2))
+    splits = [s for s, _ in args.split]
+    lines = [
+        "| design | seed | step | " + " | ".join(f"{s} Counting / Action" for s in splits) + " |",
+        "|---|---|---|" + "---|" * len(splits),
+        "| majority level | | | "
+        + " | ".join(f"{majority[s]['counting']:.1f} / {majority[s]['action']:.1f}" for s in splits)
+        + " |",
+    ]
+    rows: dict[tuple, dict[str, dict]] = {}
+    for f in figures:
+        rows.setdefault((f["design"], f["seed"], f["step"]), {})[f["split"]] = f
+    for (design, seed, step), by_split in sorted(rows.items(), key=lambda kv: (kv[0][0] != "base", kv[0])):
+        cells = [
+            f"{by_split[s]['counting']:.1f} / {by_split[s]['action']:.1f}" if s in by_split else "-"
+            for s in splits
+        ]
+        lines.append(f"| {design} | {'' if seed < 0 else seed} | {step} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    atomic_write(args.out / "curves.md", table + "\n")
+    print(table)
+    print(f"total: {time.monotonic() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
