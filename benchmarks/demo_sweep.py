@@ -1,7 +1,10 @@
 """The demo's targets, measured over seeds (the demo's own quality benchmark).
 
 Runs ``rosetrain demo --seeds SEEDS`` (resumable: rerun to finish), then checks
-the targets over the sweep: at least 4 of 5 seeds meet every demo target, GRPO
+the targets over the sweep: at least 4 of 5 seeds meet every demo target and
+every transfer target on the held-out palette band (Action 20 points over the
+split's majority level, the gap at most half the base's, Counting no more than
+5 points below the base's), GRPO
 beats SFT (avg PASS +2 points or more, paired CI above 0) on at least 3 of 5,
 and one run takes at most 10 minutes. Prints each figure and PASS/FAIL.
 Roughly an hour on two cores for 5 seeds with ``--jobs 2``.
@@ -59,6 +62,11 @@ def main() -> int:
             sweep["all_targets_met"],
             sweep["all_targets_met"] >= 0.8 * n,
         ),
+        **{
+            f"seeds meeting every transfer target on {split} >= 4/5 of {n}": (met, met >= 0.8 * n)
+            for split, met in sweep.get("transfer_met", {}).items()
+            if split == "heldout-palette"  # the family rung is reported, not yet a target
+        },
         f"GRPO >= +{GRPO_MIN_GAIN:.0%} with CI > 0 on >= 3/5 of {n}": (
             sum(map(grpo_better, rows)),
             sum(map(grpo_better, rows)) >= 0.6 * n,

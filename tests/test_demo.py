@@ -192,8 +192,8 @@ def test_demo_files_are_package_data():
     from rosetrain.demo import pipeline as demo
 
     package = Path(rosetrain.__file__).resolve().parent
-    used = [demo.GENERATORS / f"{n}.yaml" for n in ("base", "train", "rl", "heldout", "heldout-family")]
-    used += [demo.RECIPES / f"{n}.yaml" for n in ("demo-base-sft", "demo-sft", "demo-grpo")]
+    used = [demo.GENERATORS / f"{n}.yaml" for n in ("base", "base-palettes", "train", "rl", "heldout", "heldout-palette", "heldout-family")]
+    used += [demo.RECIPES / f"{n}.yaml" for n in ("demo-base-sft", "demo-base-palettes", "demo-sft", "demo-grpo")]
     used += [demo.ASSET_BASE / "config.json"]
     data = tomllib.loads((package.parent / "pyproject.toml").read_text())
     assert "assets/**/*" in data["tool"]["setuptools"]["package-data"]["rosetrain"]
@@ -202,7 +202,8 @@ def test_demo_files_are_package_data():
 
 
 def test_cell_addressing_warmup_comes_first():
-    """The demo's SFT spec: a warm-up of single-exception click tasks, then the mixture."""
+    """The demo's SFT spec: a warm-up of single-exception click tasks on the demo's
+    palette, then the mixture of varied palettes, every-palette counting and replay."""
     import random
 
     from rosetrain.demo.pipeline import GENERATORS
@@ -216,7 +217,9 @@ def test_cell_addressing_warmup_comes_first():
     assert cells.exceptions == (1, 1)
     rng = random.Random(0)
     assert choose_level(spec, cells.scenes - 1, rng).name == "cells"
-    assert {choose_level(spec, cells.scenes + i, rng).name for i in range(50)} == {"mixture"}
+    drawn = [choose_level(spec, cells.scenes + i, rng).name for i in range(400)]
+    assert set(drawn) == {"varied", "perceive", "replay-fixed"}
+    assert 0.5 < drawn.count("varied") / len(drawn) < 0.7  # weight 3 of 5
     level = {"families": ["attribute"], "rows": [3, 3], "cols": [3, 3], "exceptions": [1, 1]}
     with pytest.raises(ValueError, match="warm-up"):
         spec_from_dict({"levels": [{**level, "name": "a"}, {**level, "name": "b", "scenes": 5}]})

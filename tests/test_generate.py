@@ -377,6 +377,75 @@ def test_training_spec_never_overlaps_heldout(tmp_path, small_spec_text, write_s
     assert rows[0]["heldout_family"] in (True, False)
 
 
+HUE_HELDOUT = """
+name: h
+role: heldout
+namespace: heldout
+heldout_family_name: sprite_edit
+heldout_hue_band: [50, 150]
+rows: 3
+cols: 3
+cell_size: 32
+exceptions: [1, 2]
+families: {attribute: {hue_range: [60, 140]}}
+"""
+COUNTING = "{T1_COUNT_GLOBAL: 1, T2B_COUNT_LOCAL_MATCHED: 1}"
+
+
+def hue_training_spec(level: str) -> str:
+    return (
+        "name: t\nrole: train\nheldout_spec: h.yaml\nrows: 3\ncols: 3\ncell_size: 32\n"
+        "exceptions: [1, 2]\nfamilies: [attribute]\nlevels:\n  - name: a\n" + level
+    )
+
+
+@pytest.mark.parametrize(
+    "level, refused",
+    [
+        # click tasks on every hue: the band can be the majority or the exception
+        ("    families: {attribute: {swap_roles: true}}\n", "hue band \\[50, 150\\] is held out"),
+        # a hue range outside the band is not enough: the exception is 150 degrees away
+        ("    families: {attribute: {hue_range: [170, 200], swap_roles: false}}\n", "add it to hue_exclude"),
+        ("    families: {attribute: {hue_exclude: [[50, 100]]}}\n", "hue_exclude \\(now \\[\\[50.0, 100.0\\]\\]\\)"),
+        ("    families: {sprite_edit: 1}\n", "'sprite_edit' is held out of the action data"),
+        # covered by one band or by two that touch; counting-only levels may show both
+        ("    families: {attribute: {hue_exclude: [[40, 160]]}}\n", None),
+        ("    families: {attribute: {hue_exclude: [[50, 100], [100, 150]]}}\n", None),
+        (f"    tasks: {COUNTING}\n    families: {{attribute: 1, sprite_edit: 1}}\n", None),
+    ],
+)
+def test_the_heldout_hue_band_and_family_stay_out_of_the_action_data(tmp_path, write_spec, level, refused):
+    from rosetrain.generators.heldout import check_training_spec
+
+    write_spec(tmp_path, HUE_HELDOUT, "h.yaml")
+    spec = load_spec(write_spec(tmp_path, hue_training_spec(level), "t.yaml"))
+    if refused is None:
+        assert check_training_spec(spec).heldout_hue_band == (50.0, 150.0)
+        return
+    with pytest.raises(RosetrainError, match=refused) as err:
+        check_training_spec(spec)
+    assert "t.yaml: levels (a)" in str(err.value) or "t.yaml: " in str(err.value)
+
+
+def test_generated_action_rows_never_show_the_heldout_band(tmp_path, write_spec):
+    write_spec(tmp_path, HUE_HELDOUT, "h.yaml")
+    text = hue_training_spec(
+        "    families: {attribute: {subtlety: 0.0, attributes: [hue], swap_roles: true, hue_exclude: [[50, 150]]}}\n"
+        f"  - name: perceive\n    tasks: {COUNTING}\n"
+    )
+    rows = generate(write_spec(tmp_path, text, "t.yaml"), tmp_path / "o", scenes=60)
+    hues = {(r["task_template"] in ("T1_COUNT_GLOBAL", "T2B_COUNT_LOCAL_MATCHED"), spec["hue"])
+            for r in rows for spec in (r["background_spec"], r["target_spec"])}
+    assert not [h for counting, h in hues if not counting and 50 <= h <= 150]
+    assert [h for counting, h in hues if counting and 50 <= h <= 150]  # perception sees the band
+
+
+def test_heldout_hue_band_belongs_to_heldout_specs(tmp_path, write_spec):
+    spec = write_spec(tmp_path, hue_training_spec("    name: a\n").replace("role: train", "role: train\nheldout_hue_band: [1, 2]"))
+    with pytest.raises(RosetrainError, match="heldout_hue_band: only a spec with role: heldout"):
+        load_spec(spec)
+
+
 def load_and_make(spec_path, tmp_path):
     return make_job(load_spec(spec_path), tmp_path / "x", "train", 5)
 

@@ -47,13 +47,19 @@ def add_arguments(parser) -> None:
         "--heldout-scenes",
         type=integer(1, 1_000_000),
         default=None,
-        help="held-out scenes of the trained family, x 7 tasks (default: 80)",
+        help="held-out scenes of the trained family, x 5 tasks (default: 80)",
+    )
+    parser.add_argument(
+        "--palette-scenes",
+        type=integer(1, 1_000_000),
+        default=None,
+        help="scenes of the held-out palette band, x 5 tasks (default: 100)",
     )
     parser.add_argument(
         "--family-scenes",
         type=integer(1, 1_000_000),
         default=None,
-        help="scenes of the held-out visual family, x 7 tasks (default: 30)",
+        help="scenes of the held-out visual family, x 5 tasks (default: 30)",
     )
     parser.add_argument(
         "--threads",
@@ -64,8 +70,15 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--rebuild-base",
         action="store_true",
-        help="retrain the shipped base from scratch (recipes/demo-base-sft.yaml) into "
-        "OUT/base, then stop; use it with --base OUT/base",
+        help="retrain the shipped base from scratch into OUT/base, then stop: counting on the "
+        "demo's palette (recipes/demo-base-sft.yaml), then on every palette "
+        "(recipes/demo-base-palettes.yaml); use it with --base OUT/base",
+    )
+    parser.add_argument(
+        "--palette-steps",
+        type=integer(0, 10**9),
+        default=None,
+        help="with --rebuild-base: optimizer steps of the base's every-palette stage (default: the recipe's)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -85,6 +98,8 @@ def demo_config(args):
         config.base = Path(args.base)
     if args.heldout_scenes is not None:
         config.heldout_scenes = args.heldout_scenes
+    if args.palette_scenes is not None:
+        config.palette_scenes = args.palette_scenes
     if args.family_scenes is not None:
         config.family_scenes = args.family_scenes
     config.__post_init__()  # validate the values set above
@@ -96,7 +111,9 @@ def run(args) -> int:
     from rosetrain.demo import pipeline as demo
 
     if args.rebuild_base:
-        out = demo.rebuild_base(Path(args.out), steps=args.sft_steps, threads=args.threads)
+        out = demo.rebuild_base(
+            Path(args.out), steps=args.sft_steps, threads=args.threads, palette_steps=args.palette_steps
+        )
         print(f"base model written to {out}; use it with: rosetrain demo --base {out}")
         return 0
     config = demo_config(args)

@@ -41,6 +41,20 @@ TARGETS = {
     "counting_drop_max": 0.05,  # counting may not fall by more than this
     "action_over_majority_min": 0.20,  # final action_avg - always-the-most-common-answer's
 }
+# Transfer: the same bars on a split whose palettes (or family) the action data never
+# shows; the final model's counting there is compared with the base's.
+TRANSFER_TARGETS = {
+    "action_over_majority_min": 0.20,
+    "gap_ratio_max": 0.5,
+    "counting_drop_max": 0.05,
+}
+# Every stage is evaluated on these held-out splits: (name, spec, DemoConfig field of its scenes).
+SPLITS = (
+    ("heldout", "heldout.yaml", "heldout_scenes"),  # in distribution
+    ("heldout-palette", "heldout-palette.yaml", "palette_scenes"),  # a hue band no action data shows
+    ("heldout-family", "heldout-family.yaml", "family_scenes"),  # a family no action data shows
+)
+TRANSFER_SPLITS = ("heldout-palette", "heldout-family")
 REPRO_TOLERANCE = 0.02  # two runs with the same seed agree within this (PASS rates)
 SIGNAL_BATCH = 8  # prompts per generate call of the signal check (it draws the sampling RNG per batch)
 
@@ -50,7 +64,8 @@ class DemoConfig:
     out: Path
     base: Path = ASSET_BASE
     seed: int = 0
-    heldout_scenes: int = 80  # in-distribution held-out scenes (x 7 tasks)
+    heldout_scenes: int = 80  # in-distribution held-out scenes (x 5 tasks)
+    palette_scenes: int = 100  # scenes of the held-out palette band
     family_scenes: int = 30  # scenes of the held-out visual family
     sft_recipe: Path = RECIPES / "demo-sft.yaml"
     grpo_recipe: Path = RECIPES / "demo-grpo.yaml"
@@ -69,7 +84,7 @@ class DemoConfig:
         for name in ("out", "base", "sft_recipe", "grpo_recipe"):
             setattr(self, name, Path(getattr(self, name)))
         self.out = self.out.absolute()  # stage results name their folders: valid from any directory
-        for name in ("heldout_scenes", "family_scenes"):
+        for name in ("heldout_scenes", "palette_scenes", "family_scenes"):
             if getattr(self, name) < 1:
                 raise RosetrainError(
                     f"{name}: expected at least 1 scene, got {getattr(self, name)}", argument=name
@@ -160,8 +175,7 @@ def model_digest(model: Path) -> str:
 def stage_settings(config: DemoConfig) -> dict[str, dict[str, Any]]:
     """Each stage's settings, including those of the stages it builds on."""
     data = {
-        "heldout_scenes": config.heldout_scenes,
-        "family_scenes": config.family_scenes,
+        **{field: getattr(config, field) for _, _, field in SPLITS},
         "specs": {p.name: yaml_digest(p) for p in sorted(GENERATORS.glob("*.yaml"))},
     }
     # threads change the stages' times and, through torch's sums, their numbers: a rerun
@@ -194,15 +208,12 @@ def make_data(config: DemoConfig) -> dict[str, Any]:
     from rosetrain.generators.spec import load_spec
 
     out = {}
-    for name, spec_file, scenes in (
-        ("heldout", "heldout.yaml", config.heldout_scenes),
-        ("heldout-family", "heldout-family.yaml", config.family_scenes),
-    ):
+    for name, spec_file, field in SPLITS:
         job = make_job(
             load_spec(GENERATORS / spec_file),
             config.out / "data" / name,
             "test",
-            scenes,
+            getattr(config, field),
             formats=("release",),
         )
         out[name] = run_job(job, progress=config.progress)
@@ -216,7 +227,7 @@ def evaluate_model(config: DemoConfig, model: Path, stage: str) -> dict[str, Any
     from rosetrain.evaluation.evaluate import evaluate
 
     summaries = {}
-    for split in ("heldout", "heldout-family"):
+    for split, _, _ in SPLITS:
         summary = evaluate(
             str(model),
             config.out / "data" / split,
@@ -395,7 +406,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         for label, (before, after) in pairs.items():
             if after not in evals or before == after:
                 continue
-            for split in ("heldout", "heldout-family"):
+            for split, _, _ in SPLITS:
                 out[f"{label}/{split}"] = compare_runs(
                     config.out / "eval" / f"{before}-{split}",
                     config.out / "eval" / f"{after}-{split}",
@@ -407,14 +418,17 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     compares = step("compare", f"comparing base and {final_stage}, item by item", compare_all)
     summary = {
         "stages": {name: result["heldout"] for name, result in evals.items()},
+        "heldout_palette": {name: result["heldout-palette"] for name, result in evals.items()},
         "heldout_family": {name: result["heldout-family"] for name, result in evals.items()},
         "compare": compares["base-vs-final/heldout"],
+        "compare_heldout_palette": compares["base-vs-final/heldout-palette"],
         "compare_heldout_family": compares["base-vs-final/heldout-family"],
         "compare_sft_grpo": compares.get("sft-vs-grpo/heldout"),
+        "compare_sft_grpo_palette": compares.get("sft-vs-grpo/heldout-palette"),
         "signal": signal,  # the pre-RL signal check on the SFT model (None: GRPO skipped)
         "majority_baseline": {
             split: majority_baseline(config.out / "data" / split / "metadata_test.jsonl")
-            for split in ("heldout", "heldout-family")
+            for split, _, _ in SPLITS
         },
         "final_stage": final_stage,
         "seed": config.seed,
@@ -423,6 +437,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(config).items()},
     }
     summary["targets"] = check_targets(summary)
+    summary["transfer_targets"] = {split: transfer_targets(summary, split) for split in TRANSFER_SPLITS}
     atomic_write(config.out / "summary.json", json.dumps(summary, indent=2))
     write_report(config.out, summary)
     log(f"report: {config.out / 'report.md'}")
@@ -476,6 +491,27 @@ def check_targets(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def transfer_targets(summary: dict[str, Any], split: str) -> dict[str, Any]:
+    """The transfer bars on one held-out split (palette or family): Action
+    above its majority level, the gap at most half the base's, and counting
+    kept (no more than 5 points below the base's on that split)."""
+    stages = summary[split.replace("-", "_")]
+    base, final = stages["base"], stages[summary["final_stage"]]
+    over = final["action_avg"] - majority_action_avg(summary["majority_baseline"][split])
+    ratio = final["gap"] / base["gap"] if base["gap"] > 0 else None
+    drop = base["counting_avg"] - final["counting_avg"]
+    t = TRANSFER_TARGETS
+    checks = {
+        "action_over_majority": (over, over >= t["action_over_majority_min"], f">= {t['action_over_majority_min']}"),
+        "gap_ratio": (ratio, ratio is not None and ratio <= t["gap_ratio_max"], f"<= {t['gap_ratio_max']}"),
+        "counting_drop": (drop, drop <= t["counting_drop_max"], f"<= {t['counting_drop_max']}"),
+    }
+    return {
+        name: {"value": None if value is None else round(value, 4), "met": bool(met), "target": target}
+        for name, (value, met, target) in checks.items()
+    }
+
+
 def majority_action_avg(majority: dict[str, float]) -> float:
     """Action Avg of always giving each template's most common gold answer."""
     return sum(majority[t] for t in P.ACTION_TEMPLATES) / len(P.ACTION_TEMPLATES)
@@ -484,11 +520,15 @@ def majority_action_avg(majority: dict[str, float]) -> float:
 BASE_MARKER = "rosetrain-demo-base.json"
 
 
-def rebuild_base(out: Path, steps: int | None = None, threads: int | None = None) -> Path:
-    """Reproduce the shipped base under ``out`` (never inside the package): a
-    fresh `small` tiny model trained on counting only with
-    ``recipes/demo-base-sft.yaml`` (``steps`` overrides its max_steps), copied to
-    ``OUT/base`` (weights + processor). Use it with ``rosetrain demo --base OUT/base``."""
+def rebuild_base(
+    out: Path, steps: int | None = None, threads: int | None = None, palette_steps: int | None = None
+) -> Path:
+    """Reproduce the shipped base under ``out`` (never inside the package), in two
+    stages of counting only: a fresh `small` tiny model trained on the demo's one
+    palette (``recipes/demo-base-sft.yaml``; ``steps`` overrides its max_steps),
+    then on every palette with the roles swapped (``recipes/demo-base-palettes.yaml``;
+    ``palette_steps`` overrides its max_steps), copied to ``OUT/base`` (weights +
+    processor). Use it with ``rosetrain demo --base OUT/base``."""
     import shutil
 
     from rosetrain.models.tiny import build_tiny_model
@@ -503,15 +543,21 @@ def rebuild_base(out: Path, steps: int | None = None, threads: int | None = None
             argument="out",
         )
     work = out / "base-build"
-    init = build_tiny_model(work / "init", size="small", seed=0, family="qwen3-vl")
-    overrides = [f"model={init}", f"output_dir={work / 'train'}", f"data.spec={GENERATORS / 'base.yaml'}"]
-    if steps is not None:
-        overrides.append(f"max_steps={steps}")
-    if threads is not None:
-        overrides.append(f"cpu_threads={threads}")
-    result = train(load_recipe(RECIPES / "demo-base-sft.yaml", overrides))
+    model = build_tiny_model(work / "init", size="small", seed=0, family="qwen3-vl")
+    stages = (
+        ("train", "demo-base-sft.yaml", "base.yaml", steps),
+        ("train-palettes", "demo-base-palettes.yaml", "base-palettes.yaml", palette_steps),
+    )
+    for folder, recipe, spec, max_steps in stages:
+        overrides = [f"model={model}", f"output_dir={work / folder}", f"data.spec={GENERATORS / spec}"]
+        if max_steps is not None:
+            overrides.append(f"max_steps={max_steps}")
+        if threads is not None:
+            overrides.append(f"cpu_threads={threads}")
+        model = Path(train(load_recipe(RECIPES / recipe, overrides))["final"])
     remove_atomic_temps(out, "base")  # a killed rebuild's half-copied folder
     with atomic_path(final) as tmp:  # the old base stays whole until the new one is
-        shutil.copytree(result["final"], tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))
-        atomic_write(tmp / BASE_MARKER, json.dumps({"recipe": "demo-base-sft.yaml", "max_steps": steps}))
+        shutil.copytree(model, tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))
+        recipes = {"recipes": [recipe for _, recipe, _, _ in stages], "max_steps": [s for *_, s in stages]}
+        atomic_write(tmp / BASE_MARKER, json.dumps(recipes))
     return final

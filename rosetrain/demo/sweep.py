@@ -94,6 +94,7 @@ def seed_row(summary: dict[str, Any]) -> dict[str, Any]:
         "ood_action": family["action_avg"],
         "ood_counting": family["counting_avg"],
         "ood_majority_action": majority_action_avg(summary["majority_baseline"]["heldout-family"]),
+        "transfer": {split: transfer_row(summary, split) for split in summary.get("transfer_targets", {})},
         "grpo_vs_sft": None
         if not grpo
         else {"delta": grpo["avg_pass"]["delta"], "ci95": grpo["avg_pass"].get("ci95")},
@@ -101,6 +102,27 @@ def seed_row(summary: dict[str, Any]) -> dict[str, Any]:
         "targets": len(summary["targets"]),
         "all_met": all(t["met"] for t in summary["targets"].values()),
         "minutes": round(summary["seconds"] / 60, 1),
+    }
+
+
+def transfer_row(summary: dict[str, Any], split: str) -> dict[str, Any]:
+    """One seed on one transfer split: base and final figures, the split's
+    majority level and the transfer targets it met."""
+    from rosetrain.demo.pipeline import majority_action_avg
+
+    stages = summary[split.replace("-", "_")]
+    base, final = stages["base"], stages[summary["final_stage"]]
+    targets = summary["transfer_targets"][split]
+    return {
+        "base_counting": base["counting_avg"],
+        "base_gap": base["gap"],
+        "final_action": final["action_avg"],
+        "final_counting": final["counting_avg"],
+        "final_gap": final["gap"],
+        "majority_action": majority_action_avg(summary["majority_baseline"][split]),
+        "targets_met": sum(t["met"] for t in targets.values()),
+        "targets": len(targets),
+        "all_met": all(t["met"] for t in targets.values()),
     }
 
 
@@ -123,6 +145,10 @@ def summarize_sweep(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "seeds": [r["seed"] for r in rows],
         "per_seed": rows,
         "all_targets_met": sum(r["all_met"] for r in rows),
+        "transfer_met": {
+            split: sum(r["transfer"][split]["all_met"] for r in rows if split in r["transfer"])
+            for split in sorted({split for r in rows for split in r["transfer"]})
+        },
         "spread": {
             k: spread([r[k] for r in rows if r[k] is not None])
             for k in SPREAD_KEYS
@@ -177,6 +203,26 @@ def sweep_report(sweep: dict[str, Any]) -> str:
             f"| {r['seed']} | {pct(r['ood_action'])} | {pct(r['ood_majority_action'])} | "
             f"{pct(r['ood_counting'])} |"
         )
+    for split, met in sweep.get("transfer_met", {}).items():
+        lines += [
+            "",
+            f"Transfer (`{split}`): Action needs 20 points over the majority level, the gap at most "
+            "half the base's, Counting at most 5 points below the base's.",
+            "",
+            "| seed | base Counting | final Counting | final Action | majority Action | gap ratio | targets met |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in sweep["per_seed"]:
+            t = r["transfer"].get(split)
+            if t is None:
+                continue
+            ratio = f"{t['final_gap'] / t['base_gap']:.2f}" if t["base_gap"] > 0 else "-"
+            lines.append(
+                f"| {r['seed']} | {pct(t['base_counting'])} | {pct(t['final_counting'])} | "
+                f"{pct(t['final_action'])} | {pct(t['majority_action'])} | {ratio} | "
+                f"{t['targets_met']}/{t['targets']} |"
+            )
+        lines += ["", f"**{met} of {n} seeds met every transfer target on `{split}`.**"]
     lines += ["", "## Spread over seeds", "", "| figure | mean | min | max | sd |", "|---|---|---|---|---|"]
     for key, s in sweep["spread"].items():
         fmt = (lambda v: f"{v:.2f}") if key == "gap_ratio" else pct
