@@ -172,6 +172,11 @@ def hostile(role: str, row: Path) -> dict[str, str]:
         values["a foreign file"] = str(row / "file.txt")
         values["a folder"] = str(row / "folder")
         values["inside a file"] = str(row / "file.txt" / "out.yaml")
+    if role in ("out-folder", "out-file"):  # an output link, dangling ("not there") or not, is refused
+        (row / "dangling").symlink_to(row / "gone")
+        (row / "link-to-file").symlink_to(row / "file.txt")
+        values["a dangling link"] = str(row / "dangling")
+        values["a link to a file"] = str(row / "link-to-file")
     return values
 
 
@@ -318,3 +323,40 @@ def test_preview_replaces_its_own_sheet_but_never_a_users_picture(world, tmp_pat
     assert cli.main(["preview", world["split"], "--out", str(picture), "--limit", "1"]) == 2
     assert "not written by rosetrain preview" in capsys.readouterr().err
     assert picture.read_bytes() == before
+
+
+@pytest.mark.parametrize("link", ["dangling", "to a file"])
+def test_configs_copy_never_replaces_a_link_where_its_copy_would_go(world, tmp_path, capsys, link):
+    """``configs copy`` "never replaces a file": a link is not replaced either, a
+    dangling one (which "does not exist") included."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    target = tmp_path / ("gone.yaml" if link == "dangling" else "mine.yaml")
+    if link != "dangling":
+        target.write_text("# the user's spec\n")
+    (folder / "smoke.yaml").symlink_to(target)
+    before = _tree(tmp_path)
+    assert cli.main(["configs", "copy", "spec", "smoke", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{folder / 'smoke.yaml'} is a symbolic link" in err
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("link", ["dangling", "to its own spec"])
+def test_curriculum_out_never_replaces_a_link(world, tmp_path, capsys, link):
+    """``curriculum --out`` a link, dangling or to a spec curriculum wrote, is refused
+    before any work: no spec, no report folder."""
+    out = tmp_path / "next.yaml"
+    argv = ["curriculum", "--from", world["run"], "--spec", "smoke", "--out"]
+    if link == "dangling":
+        out.symlink_to(tmp_path / "gone.yaml")
+    else:
+        assert cli.main([*argv, str(tmp_path / "mine.yaml")]) == 0
+        shutil.rmtree(tmp_path / "mine-report")
+        out.symlink_to(tmp_path / "mine.yaml")
+    capsys.readouterr()
+    before = _tree(tmp_path)
+    assert cli.main([*argv, str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{str(out)!r} is a symbolic link" in err
+    assert _tree(tmp_path) == before

@@ -5,6 +5,9 @@ lock file left behind. Every destructive path here works inside tmp_path."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import stat
 from pathlib import Path
 
 import pytest
@@ -199,3 +202,241 @@ def test_export_samples_are_matched_by_their_doc_not_by_position_alone(split_dir
         predictions_from_samples(samples([sample(0, docs[0]), sample(0, docs[0])]), task)
     with pytest.raises(RosetrainError, match="neither its doc nor its target"):
         predictions_from_samples(samples([{"doc_id": 0, "filtered_resps": ["x"]}]), task)
+
+
+# --- the marker itself: a regular file in the folder, or nothing is changed ---------------------
+
+BOUND_S = 30  # a refusal reads no more than the marker: far less than this; a FIFO opened would wait for ever
+
+
+class Hung(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Hung
+
+
+def bounded(argv: list[str]) -> int | str:
+    """cli_main(argv), or "hung" when it has not returned within BOUND_S."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(BOUND_S)
+    try:
+        return cli_main(argv)
+    except Hung:
+        return "hung"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under root, links and FIFOs as themselves (never followed or opened)."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            entry = Path(folder) / name
+            mode = entry.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                found[str(entry.relative_to(root))] = "-> " + os.readlink(entry)
+            elif stat.S_ISREG(mode):
+                found[str(entry.relative_to(root))] = entry.read_bytes().hex()
+            else:
+                found[str(entry.relative_to(root))] = f"mode {mode:o}"
+    return found
+
+
+@pytest.fixture(scope="module")
+def scored_run(split_dir, predictions, tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("scored") / "run"
+    command = ["score", "--data", str(split_dir), "--predictions", str(predictions), "--out", str(run)]
+    assert cli_main(command) == 0
+    return run
+
+
+def command_into(command: str, out: Path, split_dir: Path, predictions: Path, run: Path) -> list[str]:
+    return {
+        "score": ["score", "--data", str(split_dir), "--predictions", str(predictions), "--out", str(out)],
+        # the marker is read when the run folder is taken, before the (unreachable) endpoint
+        "eval": [
+            "eval",
+            "--runner",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--data",
+            str(split_dir),
+            "--out",
+            str(out),
+            "--max-retries",
+            "0",
+            "--no-progress",
+        ],
+        "compare": ["compare", str(run), str(run), "--out", str(out), "--no-plots", "--resamples", "10"],
+        "export-lmms-eval": ["export-lmms-eval", "--data", str(split_dir), "--out", str(out)],
+        "tiny-model": ["tiny-model", "--out", str(out)],
+    }[command]
+
+
+# the user's files each command would replace if it trusted a marker naming them
+USERS_FILES = {
+    "score": ["summary.md", "evaluation_summary.json"],
+    "eval": ["summary.md", "predictions.jsonl"],
+    "compare": ["report.md", "compare.json"],
+    "export-lmms-eval": ["utils.py", "rosetrain_test.yaml"],
+    "tiny-model": ["config.json", "model.safetensors"],
+}
+
+
+def bad_marker(kind: str, out: Path, names: list[str]) -> None:
+    """Make ``out/.rosetrain.json`` of this kind; a genuine marker naming ``names``
+    is written by rosetrain itself into a folder beside ``out``."""
+    from rosetrain.core.io import claim_outputs
+
+    marker = out / MARKER_NAME
+    if kind == "a link to another run's genuine marker":
+        other = out.parent / "other-run"
+        with output_lock(other):
+            claim_outputs(*(other / name for name in names))
+        assert set(names) <= set(json.loads((other / MARKER_NAME).read_text())["files"])
+        marker.symlink_to(other / MARKER_NAME)
+    elif kind == "a dangling link":
+        marker.symlink_to(out.parent / "gone.json")
+    elif kind == "a FIFO":
+        os.mkfifo(marker)
+    elif kind == "a folder":
+        marker.mkdir()
+        (marker / "files").write_text(json.dumps(names))
+
+
+# each kind, and how the refusal names it
+MARKER_KINDS = {
+    "a link to another run's genuine marker": "a symbolic link",
+    "a dangling link": "a symbolic link",
+    "a FIFO": "a named pipe (FIFO)",
+    "a folder": "a folder",
+}
+
+
+@pytest.mark.parametrize("kind", MARKER_KINDS)
+@pytest.mark.parametrize("command", list(USERS_FILES))
+def test_a_marker_that_is_not_a_regular_file_changes_nothing(
+    command, kind, split_dir, predictions, scored_run, tmp_path, capsys, monkeypatch
+):
+    """score, eval, compare, export-lmms-eval and tiny-model: a marker that is a
+    link (even to a genuine one naming the user's files), a FIFO (reading it would
+    wait for ever) or a folder is refused in one line naming it, within BOUND_S,
+    and the folder stays byte for byte as it was."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in USERS_FILES[command]:
+        (out / name).write_text(f"the user's {name}\n")
+    bad_marker(kind, out, USERS_FILES[command])
+    before = tree(tmp_path)
+    code = bounded(command_into(command, out, split_dir, predictions, scored_run))
+    err = capsys.readouterr().err
+    assert code == 2, f"exit {code}: {err}"
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{out / MARKER_NAME}: {MARKER_KINDS[kind]}" in err
+    assert tree(tmp_path) == before
+
+
+def test_a_marker_above_the_size_bound_is_refused(tmp_path, monkeypatch):
+    import rosetrain.core.io
+
+    monkeypatch.setattr(rosetrain.core.io, "MARKER_LIMIT", 64)
+    (tmp_path / MARKER_NAME).write_text(json.dumps({"written_by": "rosetrain", "files": ["x" * 80]}))
+    with pytest.raises(RosetrainError, match=r"\.rosetrain\.json: a file of more than 64 bytes"):
+        with output_lock(tmp_path):
+            pass
+
+
+@pytest.mark.parametrize("temps", [["../outside.txt"], ["sub/x.tmp"], [MARKER_NAME], "x"])
+def test_a_marker_naming_temps_outside_the_folder_is_corrupt(tmp_path, temps):
+    (tmp_path / "outside.txt").write_text("keep")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MARKER_NAME).write_text(json.dumps({"written_by": "rosetrain", "files": [], "temps": temps}))
+    with pytest.raises(RosetrainError, match="corrupt rosetrain marker"):
+        with output_lock(out):
+            pass
+    assert (tmp_path / "outside.txt").read_text() == "keep"
+
+
+def test_the_markers_own_temp_is_replaced_when_a_file_and_refused_otherwise(tmp_path):
+    """``.rosetrain.json.tmp`` is the marker's temp, written only by the folder's
+    holder: a killed write's is removed when the folder is taken; a FIFO or a link
+    there is refused, never opened or written through."""
+    from rosetrain.core.io import MARKER_TEMP
+
+    (tmp_path / MARKER_TEMP).write_text('{"half')
+    with output_lock(tmp_path):
+        assert not (tmp_path / MARKER_TEMP).exists()
+        atomic_write(tmp_path / "a.txt", "x")
+    os.mkfifo(tmp_path / MARKER_TEMP)
+    with output_lock(tmp_path), pytest.raises(RosetrainError, match=r"json\.tmp: a named pipe"):
+        atomic_write(tmp_path / "b.txt", "x")
+    assert stat.S_ISFIFO((tmp_path / MARKER_TEMP).lstat().st_mode) and not (tmp_path / "b.txt").exists()
+
+
+def test_a_lock_file_that_is_a_link_adopts_nothing(tmp_path):
+    """An older rosetrain's folder is known by its lock file: a link there is not one."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".rosetrain.lock").write_text("pid 1")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".rosetrain.lock").symlink_to(other / ".rosetrain.lock")
+    (out / "summary.md").write_text("mine")
+    with output_lock(out), pytest.raises(RosetrainError, match="did not write it"):
+        atomic_write(out / "summary.md", "rosetrain's")
+    assert (out / "summary.md").read_text() == "mine"
+
+
+# --- cleanup after a kill: only the temps the marker names ---------------------------------------
+
+
+def users_lookalikes(out: Path) -> None:
+    """Files of the user's named as rosetrain's temps are (``.<name>.<digits>-<digits>.tmp``)."""
+    (out / ".notes.2024-06.tmp").write_text("the user's notes\n")
+    (out / ".backup.2024-06.tmp").mkdir()
+    (out / ".backup.2024-06.tmp" / "data.csv").write_text("the user's backup\n")
+    (out / ".summary.md.1-2.tmp").write_text("the user's, named as a temp of summary.md\n")
+
+
+def recorded_leftover(out: Path) -> Path:
+    """A temp a killed run left, named in the marker (the record is made before the temp)."""
+    temp = out / ".report.md.99999-1.tmp"
+    temp.write_text("half")
+    (out / MARKER_NAME).write_text(json.dumps({"written_by": "rosetrain", "files": [], "temps": [temp.name]}))
+    return temp
+
+
+@pytest.mark.parametrize("command", ["score", "eval", "compare"])
+def test_cleanup_after_a_kill_removes_only_temps_the_marker_names(
+    command, split_dir, predictions, scored_run, tmp_path, capsys
+):
+    from rosetrain.evaluation.evaluate import evaluate
+
+    class Oracle:
+        name = "oracle"
+
+        def generate(self, records):
+            return [(r["answer"], None) for r in records]
+
+    out = tmp_path / "out"
+    out.mkdir()
+    users_lookalikes(out)
+    temp = recorded_leftover(out)
+    before = {k: v for k, v in tree(out).items() if k != temp.name and k != MARKER_NAME}
+    if command == "eval":
+        evaluate("oracle", split_dir, out_dir=out, runner=Oracle(), progress=False)
+    else:
+        assert bounded(command_into(command, out, split_dir, predictions, scored_run)) == 0
+    after = tree(out)
+    assert not temp.exists()
+    assert {k: v for k, v in after.items() if k in before} == before  # every file of the user's, as it was
+    assert "temps" not in json.loads((out / MARKER_NAME).read_text())

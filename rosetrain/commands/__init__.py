@@ -96,9 +96,10 @@ def path(role: str) -> Callable[[str], str]:
     ``role`` one of :data:`PATH_ROLES`): the text as given, refused in one line when
     no path could be it. An empty path, a NUL byte (no system call takes one) and
     text that is not UTF-8 (a name the shell passed as undecodable bytes: rosetrain
-    writes the paths it read into JSON records, which hold only text) are refused;
-    whether the path exists, and is a file or a folder, is the command's to check,
-    as some take a name or a Hub id as well."""
+    writes the paths it read into JSON records, which hold only text) are refused,
+    and so is an output that is a link (:func:`_refuse_output_link`); whether the
+    path exists, and is a file or a folder, is the command's to check, as some
+    take a name or a Hub id as well."""
     if role not in PATH_ROLES:
         raise ValueError(f"unknown path role {role!r}")
 
@@ -116,11 +117,33 @@ def path(role: str) -> Callable[[str], str]:
         except OSError as err:  # a loop: pathlib's resolve() raises RuntimeError on one, deep in a command
             if err.errno == errno.ELOOP:
                 raise argparse.ArgumentTypeError(f"{text!r} is a symbolic link loop") from None
+        if role.startswith("out-"):
+            _refuse_output_link(text, role)
         return text
 
     parse.__name__ = "path"
     parse.role = role  # type: ignore[attr-defined]
     return parse
+
+
+def _refuse_output_link(text: str, role: str) -> None:
+    """An output file that is a symbolic link, dangling or not, is refused: writing
+    would replace the user's link with a file (a dangling one "does not exist").
+    An output folder may be a link to a folder (its files, marker included, are
+    those inside it), never a dangling one, where no folder can be made."""
+    if not os.path.islink(text):
+        return
+    if role == "out-file":
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a symbolic link (to {os.readlink(text)}); rosetrain never writes an "
+            f"output file over or through a link: remove it, or choose another path"
+        )
+    if not os.path.isdir(text):
+        what = "a file" if os.path.exists(text) else "nothing"
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a symbolic link to {what} ({os.readlink(text)}); an output folder may be "
+            f"a link only to a folder: remove it, or choose another path"
+        )
 
 
 def check_out_folder(value: str, option: str) -> None:

@@ -8,9 +8,10 @@ import json
 import os
 import re
 import shutil
+import stat
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,9 @@ from rosetrain.core.errors import RosetrainError
 def temp_path(path: str | os.PathLike) -> Path:
     """The temp name beside ``path`` that every atomic write of rosetrain uses:
     ``.<name>.<pid>-<thread>.tmp``, one per process and thread, so concurrent
-    writers never share one, and :func:`remove_atomic_temps` knows them."""
+    writers never share one. In a folder held with :func:`output_lock` its name
+    is recorded in the marker before it is made, so :func:`remove_atomic_temps`
+    removes it after a kill by that record, never by the look of a name."""
     path = Path(path)
     return path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
 
@@ -33,39 +36,67 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     folder it makes); on leaving the block the temp is renamed into place, so a
     reader sees the old ``path`` or the new one, never part of one. An error in
     the block removes the temp and leaves ``path`` as it was. A folder replaces
-    an old one by a rename too; the old one is removed after."""
+    an old one by a rename too; the old one is removed after. In a folder held
+    with :func:`output_lock`, the temps of a file its marker names are recorded
+    there while they exist (:func:`remove_atomic_temps`)."""
     path = Path(path)
     _refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
+    owned = _holder(path)
+    if owned is not None and not owned.names(path.name):
+        owned = None  # a file the marker does not name: its temp is not recorded either
+    if owned is not None:
+        owned.record_temps(tmp.name)  # before the temp exists: a kill leaves none unnamed
     try:
         yield tmp
         if tmp.is_dir() and path.is_dir():
             # two renames, as no OS renames a folder over a full one; the old one is removed after
             old = temp_path(path.with_name(f"{path.name}.old"))
+            if owned is not None:
+                owned.record_temps(old.name)
             os.replace(path, old)
             os.replace(tmp, path)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
     except BaseException:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
+        _remove_entry(tmp)
+        if owned is not None:
+            with suppress(OSError):  # the error that stopped the write is the one to tell
+                owned.forget_temps()
         raise
+    if owned is not None:
+        owned.forget_temps()
+
+
+def _remove_entry(path: Path) -> None:
+    """Remove a file, a link (never what it points to) or a folder with its contents."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _refuse_special(path: Path) -> None:
     """A rename over /dev/null, a pipe or a socket would replace it (as root, the
-    system's /dev/null), and a symlink loop is no place to write: refused."""
-    import stat
-
+    system's /dev/null): refused. So is a link, dangling or not: a rename would
+    replace the user's link with a file (the "exists" check of a dangling one is
+    false), and what it points to is not rosetrain's to write."""
     try:
-        mode = path.stat().st_mode
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            raise RosetrainError(
+                f"{path}: a symbolic link (to {os.readlink(path)}); rosetrain never writes an "
+                f"output over or through a link: remove it, or choose another path"
+            )
     except FileNotFoundError:
         return
-    except OSError as err:  # ELOOP: a symlink loop; ENOTDIR: a file where a folder is
+    except OSError as err:  # ENOTDIR: a file where a folder is
         raise RosetrainError(f"{path}: cannot write there ({err.strerror or err})") from None
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise RosetrainError(
@@ -102,23 +133,16 @@ def _loads(data: bytes) -> Any:
             raise err from None
 
 
-_ATOMIC_TEMP = re.compile(r"^\..+\.\d+-\d+\.tmp$")  # the names temp_path makes
-
-
 def remove_atomic_temps(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
     """Delete the temps a killed :func:`atomic_path` left in ``folder`` (not below
-    it): files, and the folders of a folder written whole; with ``name``, only
-    those of ``folder/name``. Return them. Call it only while no live writer can
-    own any of them (holding ``folder``'s :func:`output_lock`)."""
-    folder = Path(folder)
-    pattern = _ATOMIC_TEMP if name is None else re.compile(rf"^\.{re.escape(name)}\.\d+-\d+\.tmp$")
-    stale = [p for p in folder.iterdir() if pattern.match(p.name) and not p.is_symlink()]
-    for path in stale:
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    return stale
+    it), files and the folders of a folder written whole, and return them; with
+    ``name``, only those of ``folder/name``. Only temps the folder's marker names
+    are removed (each was recorded before it was made, in a folder this process
+    holds with :func:`output_lock`, so no live writer owns one): a file of the
+    user's that merely looks like a temp (``.notes.2024-06.tmp``) is never one.
+    Outside a held folder nothing is recorded, so nothing is removed."""
+    owned = _held.get(os.path.realpath(folder))
+    return [] if owned is None else owned.remove_temps(name)
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -221,6 +245,10 @@ def read_yaml_mapping(
 
 LOCK_NAME = ".rosetrain.lock"  # the lock file of rosetrain before the ownership marker
 MARKER_NAME = ".rosetrain.json"  # what rosetrain wrote into a folder it holds
+# The marker's own temp: one fixed name, as only the holder of the folder's lock
+# writes the marker (a temp named in the marker could not be recorded before it is made).
+MARKER_TEMP = ".rosetrain.json.tmp"
+MARKER_LIMIT = 16 << 20  # bytes: far above any marker rosetrain writes, so reading one is bounded
 
 # The folders this process holds with output_lock (real path -> its ownership
 # record): atomic_write checks each file it writes directly into one of them.
@@ -230,52 +258,170 @@ _held: dict[str, _Owned] = {}
 class _Owned:
     """The ownership marker of a held folder: the names of the files rosetrain
     wrote there (claimed before each one is written, so a kill between the two
-    never leaves a file of ours that the marker does not name)."""
+    never leaves a file of ours that the marker does not name), and of the temps
+    of those files that exist now (recorded before each is made, so the cleanup
+    after a kill removes only them)."""
 
     def __init__(self, folder: Path, what: str) -> None:
         self.folder, self.what = folder, what
         self.marker = folder / MARKER_NAME
-        self.claimed = self._read()
+        self.lock = threading.RLock()  # one marker, however many threads write files
+        found = _read_marker(self.marker)
+        # None: a folder an older rosetrain wrote (its lock file, no marker), all taken as its own
+        older = found is None and _is_regular_file(folder / LOCK_NAME)
+        self.claimed: set[str] | None = None if older else found[0] if found else set()
+        self.temps: set[str] = found[1] if found else set()
 
-    def _read(self) -> set[str] | None:
-        """The claimed names; None for a folder an older rosetrain wrote (its
-        lock file and no marker), whose files are all taken as its own."""
-        if not self.marker.exists():
-            return None if (self.folder / LOCK_NAME).is_file() else set()
-        return _read_marker(self.marker)
+    def names(self, name: str) -> bool:
+        """Whether the marker names the file ``name``."""
+        return self.claimed is not None and name in self.claimed
 
     def claim(self, path: Path) -> None:
         """Refuse to replace a file rosetrain did not write; record the name first."""
         name = path.name
-        if self.claimed is None:  # an older rosetrain's folder: adopt what is there
-            self.claimed = {p.name for p in self.folder.iterdir() if p.name != LOCK_NAME}
-        if name in self.claimed or name == MARKER_NAME:
-            return
-        if os.path.lexists(path):
-            raise RosetrainError(
-                f"{path}: already exists and rosetrain did not write it (its {MARKER_NAME} does not "
-                f"name it); rosetrain never replaces files it did not write: move it away or "
-                f"choose another folder for {self.what}"
-            )
-        self.claimed.add(name)
-        atomic_write(
-            self.marker, json.dumps({"written_by": "rosetrain", "files": sorted(self.claimed)}, indent=1)
-        )
+        with self.lock:
+            if self.claimed is None:  # an older rosetrain's folder: adopt what is there
+                self.claimed = {p.name for p in self.folder.iterdir() if p.name != LOCK_NAME}
+            if name in self.claimed or name == MARKER_NAME:
+                return
+            if os.path.lexists(path):
+                raise RosetrainError(
+                    f"{path}: already exists and rosetrain did not write it (its {MARKER_NAME} does "
+                    f"not name it); rosetrain never replaces files it did not write: move it away or "
+                    f"choose another folder for {self.what}"
+                )
+            self.claimed.add(name)
+            self._write()
+
+    def record_temps(self, *names: str) -> None:
+        with self.lock:
+            self.temps.update(names)
+            self._write()
+
+    def forget_temps(self) -> None:
+        """The temps recorded that no longer exist (renamed into place, or removed)."""
+        with self.lock:
+            gone = {name for name in self.temps if not os.path.lexists(self.folder / name)}
+            if gone:
+                self.temps -= gone
+                self._write()
+
+    def remove_temps(self, name: str | None) -> list[Path]:
+        """Delete the recorded temps (of ``folder/name`` only, with a name); return those found."""
+        with self.lock:
+            mine = re.compile(rf"\.{re.escape(name)}(\.old)?\.\d+-\d+\.tmp") if name else None
+            stale = sorted(t for t in self.temps if mine is None or mine.fullmatch(t))  # of the recorded only
+            found = [self.folder / t for t in stale if os.path.lexists(self.folder / t)]
+            for path in found:
+                _remove_entry(path)
+            if stale:
+                self.temps -= set(stale)
+                self._write()
+        return found
+
+    def _write(self) -> None:
+        record: dict[str, Any] = {"written_by": "rosetrain", "files": sorted(self.claimed or ())}
+        if self.temps:  # none when no write is under way: the marker reads as before temps were recorded
+            record["temps"] = sorted(self.temps)
+        _write_marker(self.marker, json.dumps(record, indent=1))
 
 
-def _read_marker(marker: Path) -> set[str]:
-    """The names an ownership marker lists; an unreadable one is an error."""
+def _is_regular_file(path: Path) -> bool:
+    """Whether ``path`` itself is a regular file (a link to one is not)."""
     try:
-        found = json.loads(marker.read_text(encoding="utf-8"))
-        files = found["files"]
-        if not (isinstance(files, list) and all(isinstance(name, str) for name in files)):
-            raise ValueError("'files' is not a list of names")
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _kind(mode: int) -> str:
+    kinds = {stat.S_ISLNK: "a symbolic link", stat.S_ISFIFO: "a named pipe (FIFO)"}
+    kinds.update({stat.S_ISDIR: "a folder", stat.S_ISSOCK: "a socket"})
+    return next((what for test, what in kinds.items() if test(mode)), "a device")
+
+
+def _marker_bytes(marker: Path) -> bytes | None:
+    """The bytes of an ownership marker; None where there is none. Only a regular
+    file in the folder itself is one: a link (even to another run's genuine
+    marker) would lend that folder's names to this one, a FIFO would block the
+    read for ever, and a file above MARKER_LIMIT is not one rosetrain wrote. It
+    is opened without following a link and without waiting on a FIFO, then
+    checked, so what is read is what was checked."""
+    try:
+        descriptor = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as err:  # ELOOP: a link; ENXIO: a socket
+        try:
+            what = _kind(marker.lstat().st_mode)
+        except OSError:
+            what = err.strerror or str(err)
+        raise _not_a_marker(marker, what) from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_a_marker(marker, _kind(mode))
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(MARKER_LIMIT + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > MARKER_LIMIT:
+        raise _not_a_marker(marker, f"a file of more than {MARKER_LIMIT} bytes")
+    return data
+
+
+def _not_a_marker(marker: Path, what: str) -> RosetrainError:
+    if what == "a symbolic link":
+        what += f" (to {os.readlink(marker)})"
+    return RosetrainError(
+        f"{marker}: {what}, not rosetrain's ownership marker (a regular file in the folder itself); "
+        f"rosetrain cannot tell which files it wrote there, so it changes nothing: remove it, "
+        f"or choose another output folder"
+    )
+
+
+def _read_marker(marker: Path) -> tuple[set[str], set[str]] | None:
+    """The files and the temps an ownership marker names; None where there is
+    none. One that is not a marker or cannot be read is an error."""
+    data = _marker_bytes(marker)
+    if data is None:
+        return None
+    try:
+        found = json.loads(data.decode("utf-8"))
+        files, temps = found["files"], found.get("temps", [])
+        for what, names in (("files", files), ("temps", temps)):
+            if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+                raise ValueError(f"{what!r} is not a list of names")
+        if not all(_plain_name(name) for name in temps):  # temps are removed: only names in the folder
+            raise ValueError("'temps' names a path that is not a plain name in the folder")
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise RosetrainError(
             f"{marker}: corrupt rosetrain marker ({err}); without it rosetrain cannot tell "
             f"which files it wrote, so it changes nothing: choose another output folder"
         ) from None
-    return set(files)
+    return set(files), set(temps)
+
+
+def _plain_name(name: str) -> bool:
+    return name not in ("", ".", "..", MARKER_NAME, MARKER_TEMP, LOCK_NAME) and not set(name) & {"/", "\0"}
+
+
+def _write_marker(marker: Path, text: str) -> None:
+    """Replace ``marker`` whole, through its fixed temp (written only under the
+    folder's lock, or into a folder no one else has yet); a temp a kill left is
+    replaced, a link or anything but a file there is refused."""
+    tmp = marker.with_name(MARKER_TEMP)
+    if os.path.lexists(tmp) and not _is_regular_file(tmp):
+        raise _not_a_marker(tmp, _kind(tmp.lstat().st_mode))
+    tmp.unlink(missing_ok=True)
+    try:
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+        os.replace(tmp, marker)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def owned_names(folder: str | os.PathLike) -> set[str] | None:
@@ -298,11 +444,9 @@ def check_replaceable_folder(path: str | os.PathLike, argument: str | None = Non
             f"{path}: exists and is not a folder; rosetrain never replaces it: choose another folder",
             argument=argument,
         )
+    found = _read_marker(path / MARKER_NAME)  # a link, a FIFO or a folder there is refused
     entries = {entry.name for entry in path.iterdir()} - {MARKER_NAME}
-    if not entries:
-        return
-    marker = path / MARKER_NAME
-    foreign = sorted(entries - _read_marker(marker)) if marker.is_file() else sorted(entries)
+    foreign = sorted(entries - (found[0] if found else set()))
     if foreign:
         raise RosetrainError(
             f"{path}: holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}, which "
@@ -317,14 +461,18 @@ def mark_folder(path: str | os.PathLike) -> None:
     so a later run may replace it as a whole (:func:`check_replaceable_folder`)."""
     path = Path(path)
     names = sorted(entry.name for entry in path.iterdir() if entry.name != MARKER_NAME)
-    atomic_write(path / MARKER_NAME, json.dumps({"written_by": "rosetrain", "files": names}, indent=1))
+    _write_marker(path / MARKER_NAME, json.dumps({"written_by": "rosetrain", "files": names}, indent=1))
+
+
+def _holder(path: Path) -> _Owned | None:
+    """The ownership record of the held folder ``path`` is directly in, if any."""
+    return _held.get(os.path.realpath(path.parent)) if _held else None
 
 
 def _claim(path: Path) -> None:
-    if _held:
-        owned = _held.get(os.path.realpath(path.parent))
-        if owned is not None:
-            owned.claim(path)
+    owned = _holder(path)
+    if owned is not None:
+        owned.claim(path)
 
 
 def holds_output_lock(folder: str | os.PathLike) -> bool:
@@ -354,11 +502,18 @@ def output_lock(folder: str | os.PathLike, what: str = "this folder") -> Iterato
     While it is held, every :func:`atomic_write` directly into ``folder``
     replaces only files that rosetrain wrote: their names are recorded in
     ``folder/.rosetrain.json`` before they are written, and any other existing
-    file is refused, naming it.
+    file is refused, naming it. Their temps are recorded there too while they
+    exist, and only those are removed after a kill (:func:`remove_atomic_temps`).
+    A marker that is not a regular file in the folder itself is refused.
     """
     import fcntl
 
     folder = Path(folder)
+    if folder.is_symlink() and not folder.exists():  # mkdir's "File exists" would not say why
+        raise RosetrainError(
+            f"{folder}: a symbolic link to nothing (to {os.readlink(folder)}); rosetrain never "
+            f"makes {what} through a dangling link: remove it, or choose another folder"
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
@@ -374,6 +529,8 @@ def output_lock(folder: str | os.PathLike, what: str = "this folder") -> Iterato
             ) from None
         key = os.path.realpath(folder)
         _held[key] = _Owned(folder, what)
+        if _is_regular_file(folder / MARKER_TEMP):  # the marker's own temp, of a writer killed midway
+            (folder / MARKER_TEMP).unlink()
         try:
             yield folder
         finally:

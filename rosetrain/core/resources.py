@@ -127,8 +127,9 @@ def copy(kind: str, name: str, folder: str | Path) -> list[Path]:
     out = Path(folder).expanduser()
     targets = [out / source.name for source in sources]
     for target in targets:
-        if target.exists():
-            raise RosetrainError(f"{target} exists; rosetrain copies a config only to a new file")
+        if os.path.lexists(target):  # a dangling link too, which "does not exist"
+            what = f"is a symbolic link (to {os.readlink(target)})" if target.is_symlink() else "exists"
+            raise RosetrainError(f"{target} {what}; rosetrain copies a config only to a new file")
     out.mkdir(parents=True, exist_ok=True)
     for source, target in zip(sources, targets):
         atomic_write(target, source.read_bytes())
