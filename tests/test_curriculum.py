@@ -23,22 +23,32 @@ ROOT = Path(__file__).resolve().parent.parent
 ROSE_V01 = ROOT / "tests" / "data" / "rose-v0.1"
 
 # (cells: value -> (items, failed), rule options, expected shares), worked by hand:
-# raw weight = (failed + prior) / (items + 2 prior); shares held in [floor/K, cap/K].
+# raw weight = (failed + prior) / (items + 2 prior); shares held in [floor/K, cap/K];
+# an unmeasured cell keeps its source share (here uniform, 1/K), never above a failed cell.
 WEIGHT_TABLE = [
     pytest.param(
-        # raw 11/12, 1/12, 1/2, 1/2 (sum 2): B's 1/24 is under the floor 1/8, so B = 1/8
-        # and the other 7/8 go to A, C, D by 11/12 : 1/2 : 1/2 -> 7/8 * 11/23, 7/8 * 6/23
+        # C keeps 1/4; A, B, D share 3/4 by 11/12 : 1/12 : 1/2: B's 1/24 is under the floor,
+        # B = 1/8, and D gets 5/8 * 6/17 = 0.22 < C's 1/4. So C is held to D's share c:
+        # A + D = 7/8 - c by 11 : 6, D = c -> c = (7/8) 6/23, A = (7/8) 11/23
         {"A": (10, 10), "B": (10, 0), "C": (0, 0), "D": (2, 1)},
         {},
         {"A": 0.875 * 11 / 23, "B": 0.125, "C": 0.875 * 6 / 23, "D": 0.875 * 6 / 23},
-        id="floor lifts a learned cell; C unmeasured: pooled (11 + 1) / (22 + 2)",
+        id="floor lifts a learned cell; C unmeasured: held to the failed D's share",
     ),
     pytest.param(
-        # B unmeasured: it fails as often as the axis pooled, (0 + 1) / (10 + 2), as A does
+        # B unmeasured keeps its source 1/2; A, which failed nothing, does not hold it down
         {"A": (10, 0), "B": (0, 0)},
         {"floor": 0.0},
         {"A": 0.5, "B": 0.5},
-        id="an unmeasured cell takes the pooled rate, not 0.5",
+        id="an unmeasured cell keeps the source share",
+    ),
+    pytest.param(
+        # the cap 3/7 holds for A with room for the rest: 4/7 over six cells, 2/21 each,
+        # above the floor 1/14 (fixing the floor first had given A 1/2, over the cap)
+        {"A": (9, 9), **{c: (9, 0) for c in "BCDEFG"}},
+        {},
+        {"A": 3 / 7, **{c: 2 / 21 for c in "BCDEFG"}},
+        id="the cap holds for a cell failed outright",
     ),
     pytest.param(
         # cap 1.5 x 1/4 = 0.375: raw 101/102, 1/2, 1/2, 1/102; D to the floor 1/8, then A
@@ -64,11 +74,11 @@ WEIGHT_TABLE = [
     ),
     pytest.param(
         # balanced, band [0.1, 0.9] on the smoothed PASS rate: A (1/22) and C (21/22)
-        # are outside -> 0 -> floor 1/8; B (pass 1/2) and D (unmeasured: pooled
-        # (30 + 1) / (60 + 2) = 1/2) share 3/4
+        # are outside -> 0 -> floor 1/8; D is unmeasured: its 1/4 is held to the failed
+        # A's 1/8; B (pass 1/2) takes the other 5/8
         {"A": (20, 20), "B": (20, 10), "C": (20, 0), "D": (0, 0)},
         {"mode": "balanced"},
-        {"A": 0.125, "B": 0.375, "C": 0.125, "D": 0.375},
+        {"A": 0.125, "B": 0.625, "C": 0.125, "D": 0.125},
         id="balanced mode favours what is passed sometimes",
     ),
 ]

@@ -12,8 +12,12 @@ and what the spec cannot teach.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from rosetrain.commands import number, path
+
+if TYPE_CHECKING:
+    from rosetrain.curriculum.build import Axis
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--axes",
         default=None,
         help="comma list of the axes to weight (default all: template, region_case, family, "
-        "profile, target_count); the others keep the source spec's shares",
+        "profile, target_count; an empty list is refused); the others keep the source spec's shares",
     )
     parser.add_argument(
         "--report",
@@ -72,8 +76,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def share_text(axis: Axis, value: Any) -> str:
+    """A value's chosen share, and what the written spec realises where that differs
+    (templates drawn without replacement cannot exceed 1 / tasks_per_scene)."""
     from rosetrain.core.formats import pct
+
+    chosen = pct(axis.shares[value])
+    if axis.realised is None or pct(axis.realised.get(value, 0.0)) == chosen:
+        return chosen
+    return f"{chosen} (realised {pct(axis.realised.get(value, 0.0))})"
+
+
+def run(args: argparse.Namespace) -> int:
     from rosetrain.curriculum import default_report_dir, make_curriculum
     from rosetrain.curriculum.build import untaught_summary
     from rosetrain.curriculum.cells import AXES
@@ -99,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         if not axis.expressible or not axis.shares:
             print(f"  {name}: not weighted ({axis.note})" if axis.note else f"  {name}: not weighted")
             continue
-        shares = ", ".join(f"{label(name, v)} {pct(s)}" for v, s in axis.shares.items())
+        shares = ", ".join(f"{label(name, v)} {share_text(axis, v)}" for v in axis.shares)
         print(f"  {name}: {shares}")
     for note in plan.notes:
         print(f"  note: {note}")

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rosetrain.core.io import atomic_write, claim_outputs, output_lock
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.io import MARKER_NAME, atomic_write, claim_outputs, output_lock
 from rosetrain.curriculum.build import Plan, check_out_path, plan_curriculum, spec_yaml
 from rosetrain.curriculum.cells import read_run
 from rosetrain.curriculum.report import PLOT, plot_png, report_markdown
@@ -30,6 +31,19 @@ def default_report_dir(out: str | os.PathLike) -> Path:
     return out.with_name(f"{out.stem}-report")
 
 
+def check_apart(out: Path, report: Path) -> None:
+    """Refuse an ``out`` that is a file this command writes into the report folder
+    (or the folder itself): the spec would replace the report just written."""
+    report_path = os.path.realpath(report)
+    ours = {report_path, *(os.path.join(report_path, name) for name in (PLOT, REPORT_FILE, MARKER_NAME))}
+    if os.path.realpath(out) in ours:
+        raise RosetrainError(
+            f"out {out}: is the report folder {report} or a file written into it; "
+            "give the spec another path, or the report another folder",
+            argument="out",
+        )
+
+
 def make_curriculum(
     run: str | os.PathLike,
     spec: str | os.PathLike,
@@ -41,8 +55,9 @@ def make_curriculum(
     ``<out's stem>-report/`` beside it); return the plan."""
     out = Path(out)
     check_out_path(out)
-    plan = plan_curriculum(read_run(run), load_spec(Path(spec)), rule or Rule(), out)
     report = Path(report_dir) if report_dir is not None else default_report_dir(out)
+    check_apart(out, report)
+    plan = plan_curriculum(read_run(run), load_spec(Path(spec)), rule or Rule(), out)
     with output_lock(report, "this curriculum report") as folder:
         claim_outputs(folder / PLOT, folder / REPORT_FILE)
         atomic_write(folder / PLOT, plot_png(plan))

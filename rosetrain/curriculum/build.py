@@ -19,8 +19,11 @@ prompt style, noise) stays as the source set it. Warm-up levels (those with
 ``scenes``) are not copied: a second round starts from a model that has had
 them. Template weights are drawn without replacement when ``tasks_per_scene``
 is set, which flattens the realised shares; the written weights are fitted
-(exactly, over every draw order) so that the realised item shares match the
-chosen ones as closely as ``tasks_per_scene`` allows.
+(computed exactly, not sampled) so that the realised item shares match the
+chosen ones as closely as ``tasks_per_scene`` allows. A template appears at most
+once a scene, so no share above ``1 / tasks_per_scene`` can be realised: such a
+share is fitted at that bound, the rest spread over the others, and a note says
+so (fitting the share itself drove the other weights to 0 and divided by them).
 
 What the spec cannot teach is listed, never dropped silently: items of a
 family the spec lacks (or a ROSE subset with no rosetrain family), templates
@@ -32,7 +35,6 @@ the grid size.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -41,14 +43,16 @@ from typing import Any
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.formats import pct
 from rosetrain.curriculum.cells import AXES, Cell, Item, Run, cells, joint_cells
-from rosetrain.curriculum.weights import Rule, axis_shares
+from rosetrain.curriculum.weights import Rule, axis_shares, bounded_shares
 from rosetrain.generators.spec import PROFILES, LevelSpec, Spec, spec_from_dict
 
 MARKER = "# Written by `rosetrain curriculum`"
 NEGATIVE = 0  # target count of a negative scene
-FIT_ROUNDS = 500
-EXACT_DRAW_LIMIT = 20000  # draw orders enumerated when fitting template weights
+REACH_MARGIN = 1e-4  # x 1/k: the highest template share fitted (1/k itself needs a weight of infinity)
+LOG_WEIGHT_BOUND = 30.0  # fitted task weights lie within e^+-30 of each other
+EXACT_DRAW_LIMIT = 20000  # sets of templates followed when computing realised shares
 
 
 @dataclasses.dataclass
@@ -144,15 +148,14 @@ def plan_curriculum(run: Run, spec: Spec, rule: Rule, out_path: str | os.PathLik
             total = sum(axis.source_shares.get(v, 0.0) for v in axis.cells)
             axis.shares = {v: axis.source_shares.get(v, 0.0) / total for v in axis.cells}
             axis.note = "kept at the source spec's shares (not among the axes to weight)"
-    if base.tasks_per_scene is not None and "template" not in weighted:
+    notes: list[str] = []
+    draws = base.tasks_per_scene
+    if draws is not None and "template" not in weighted:
         template = axes["template"]
         task_weights = {t: base.tasks.get(t, 0.0) for t in template.shares}
-        template.realised = realised_shares(task_weights, base.tasks_per_scene)
-    elif base.tasks_per_scene is not None:
-        template = axes["template"]
-        weights = fit_draw_weights(template.shares, base.tasks_per_scene)
-        template.realised = realised_shares(weights, base.tasks_per_scene)
-        task_weights = weights
+        template.realised = realised_shares(task_weights, draws)
+    elif draws is not None:
+        task_weights, draws = fit_templates(axes["template"], draws, notes)
     else:
         template = axes["template"]
         template.expressible = False
@@ -161,8 +164,7 @@ def plan_curriculum(run: Run, spec: Spec, rule: Rule, out_path: str | os.PathLik
             "so template weights change nothing; set tasks_per_scene in the source spec to weight them"
         )
         task_weights = dict.fromkeys(template.shares, 1.0)
-    spec_dict = write_spec_dict(spec, levels, axes, task_weights, run, rule, out_path)
-    notes = []
+    spec_dict = write_spec_dict(spec, levels, axes, task_weights, draws, run, rule, out_path)
     mixed = mixed_levels(spec)
     if len(mixed) > 1:
         notes.append(
@@ -199,7 +201,7 @@ def make_axis(
         for value, cell in measured.items()
         if value not in values
     }
-    shares = axis_shares({v: (c.n, c.fails) for v, c in axis_cells.items()}, rule)
+    shares = axis_shares({v: (c.n, c.fails) for v, c in axis_cells.items()}, rule, source)
     return Axis(name, axis_cells, shares, dict(source), untaught)
 
 
@@ -242,44 +244,100 @@ def count_axis(items: Sequence[Item], base: LevelSpec, rule: Rule) -> Axis:
 # -- template weights drawn without replacement ---------------------------------
 
 
+def fit_templates(axis: Axis, k: int, notes: list[str]) -> tuple[dict[str, float], int]:
+    """The task weights and ``tasks_per_scene`` to write for the template shares
+    chosen; sets ``axis.realised`` (the item shares they give) and notes what
+    cannot be realised."""
+    wanted = {t: s for t, s in axis.shares.items() if s > 0}
+    if k >= len(axis.shares):
+        axis.expressible = False
+        axis.note = (
+            f"tasks_per_scene {k} draws every template on every scene, so template weights change "
+            "nothing; lower tasks_per_scene in the source spec to weight them"
+        )
+        weights = dict.fromkeys(axis.shares, 1.0)
+        axis.realised = realised_shares(weights, k)
+        return weights, k
+    if len(wanted) < k:  # k distinct templates a scene cannot come from fewer: the loader refuses it
+        notes.append(
+            f"tasks_per_scene lowered from {k} to {len(wanted)}: only {len(wanted)} templates have a share"
+        )
+        k = len(wanted)
+    target = reachable_shares(wanted, k)
+    over = [t for t, s in wanted.items() if s > 1 / k + 1e-9]  # not those REACH_MARGIN trims
+    if over:
+        lost = ", ".join(f"{P.SHORT_NAME.get(t, t)} {pct(wanted[t])}% -> {pct(target[t])}%" for t in over)
+        notes.append(
+            f"a template appears at most once a scene, so with tasks_per_scene {k} no template share "
+            f"can exceed {pct(1 / k)}%: {lost}, the rest spread over the others in proportion; "
+            f"tasks_per_scene {max(1, math.floor(1 / max(wanted.values())))} in the source spec would reach it"
+        )
+    weights = fit_draw_weights(target, k)
+    axis.realised = realised_shares(percent(weights), k)  # what the written, rounded weights give
+    return weights, k
+
+
+def reachable_shares(target: Mapping[str, float], k: int) -> dict[str, float]:
+    """The item shares nearest ``target`` that ``k`` draws a scene without
+    replacement can give: none above ``1 / k`` (a hair under: exactly 1/k needs the
+    others' weights at 0), the excess spread over the others in proportion (as
+    the rule's cap spreads it)."""
+    return bounded_shares(target, 0.0, (1 - REACH_MARGIN) / k)
+
+
 def realised_shares(weights: Mapping[str, float], k: int) -> dict[str, float]:
     """Item shares of each template when ``k`` are drawn per scene without
-    replacement, each draw by weight (``rosetrain.generators.tasks``): exact, over
-    every draw order."""
+    replacement, each draw by weight (``rosetrain.generators.tasks``): exact, from
+    the probability of each set of templates being the first drawn."""
     names = [n for n, w in weights.items() if w > 0]
+    if not names:
+        return {}
     if k >= len(names):
         return {n: 1 / len(names) for n in names}
-    if math.perm(len(names), k) > EXACT_DRAW_LIMIT:
+    if 2 ** len(names) > EXACT_DRAW_LIMIT:
         raise RosetrainError(
             f"tasks_per_scene {k} of {len(names)} templates: too many draw orders to fit template weights"
         )
-    included = dict.fromkeys(names, 0.0)
-    total = sum(weights[n] for n in names)
-    for order in itertools.permutations(names, k):
-        p, left = 1.0, total
-        for name in order:
-            p *= weights[name] / left
-            left -= weights[name]
-        for name in order:
-            included[name] += p
-    return {n: included[n] / k for n in names}
+    w = [float(weights[n]) for n in names]
+    total = sum(w)
+    first = {0: 1.0}  # bit set of the templates drawn so far -> its probability
+    for _ in range(k):
+        after: dict[int, float] = {}
+        for drawn, p in first.items():
+            left = total - sum(w[i] for i in range(len(w)) if drawn >> i & 1)
+            for i in range(len(w)):
+                if not drawn >> i & 1:
+                    after[drawn | 1 << i] = after.get(drawn | 1 << i, 0.0) + p * w[i] / left
+        first = after
+    return {n: sum(p for drawn, p in first.items() if drawn >> i & 1) / k for i, n in enumerate(names)}
 
 
 def fit_draw_weights(target: Mapping[str, float], k: int) -> dict[str, float]:
-    """Weights whose realised item shares (``realised_shares``) come closest to
-    ``target``: multiplicative fixed-point steps. A share above 1/k cannot be
-    reached (a template appears at most once a scene): it ends as high as it can."""
-    weights = {n: s for n, s in target.items() if s > 0}
-    if k >= len(weights):
-        return weights
-    for _ in range(FIT_ROUNDS):
-        realised = realised_shares(weights, k)
-        error = max(abs(realised[n] - target[n]) for n in weights)
-        if error < 1e-5:
-            break
-        weights = {n: w * (target[n] / realised[n]) for n, w in weights.items()}
-        top = max(weights.values())
-        weights = {n: w / top for n, w in weights.items()}  # keep the scale bounded
+    """Weights (summing to 1) whose realised item shares (``realised_shares``) come
+    closest to ``target``, by least squares on the log weights (each within
+    e^+-LOG_WEIGHT_BOUND of the first: none reaches 0). A target share at or above
+    1/k cannot be realised; the old fixed-point steps drove the other weights to 0
+    there and divided by them. Pass ``reachable_shares`` to fit what can be fitted."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    names = [n for n, s in target.items() if s > 0]
+    if k >= len(names) or k == 1:  # every template a scene, or one draw: weights are shares
+        total = sum(target[n] for n in names)
+        return {n: target[n] / total for n in names}
+    goal = np.array([target[n] for n in names], dtype=float)
+
+    def weights_of(logs: np.ndarray) -> dict[str, float]:
+        return dict(zip(names, np.exp(np.concatenate([[0.0], logs])).tolist()))
+
+    def gap(logs: np.ndarray) -> np.ndarray:
+        realised = realised_shares(weights_of(logs), k)
+        return np.array([realised[n] for n in names]) - goal
+
+    start = np.clip(np.log(goal[1:] / goal[0]), -LOG_WEIGHT_BOUND + 1, LOG_WEIGHT_BOUND - 1)
+    bounds = (-LOG_WEIGHT_BOUND, LOG_WEIGHT_BOUND)
+    fit = least_squares(gap, start, bounds=bounds, xtol=1e-12, ftol=1e-12, gtol=1e-12)
+    weights = weights_of(fit.x)
     total = sum(weights.values())
     return {n: w / total for n, w in weights.items()}
 
@@ -307,9 +365,10 @@ def level_dict(level: LevelSpec) -> dict[str, Any]:
 
 
 def percent(shares: Mapping[Any, float]) -> dict[Any, float]:
-    """Shares as percentages rounded to 0.01: relative weights the loader reads as
-    such (rounded probabilities would fail its sum-to-1 check)."""
-    return {k: round(100 * s, 2) for k, s in shares.items()}
+    """Shares as percentages to 4 significant digits: relative weights the loader
+    reads as such (rounded probabilities would fail its sum-to-1 check), and a
+    small share stays above 0 (rounded to 0.01, a fitted 0.004% would vanish)."""
+    return {k: float(f"{100 * s:.4g}") for k, s in shares.items()}
 
 
 def write_spec_dict(
@@ -317,6 +376,7 @@ def write_spec_dict(
     levels: Mapping[str, LevelSpec],
     axes: Mapping[str, Axis],
     task_weights: Mapping[str, float],
+    tasks_per_scene: int | None,
     run: Run,
     rule: Rule,
     out_path: str | os.PathLike,
@@ -336,6 +396,8 @@ def write_spec_dict(
             level["exceptions"] = [count, count]
             level["negative_rate"] = round(negative, 4)
             level["tasks"] = percent(task_weights)
+            if tasks_per_scene is not None:  # the draws the task weights were fitted to
+                level["tasks_per_scene"] = tasks_per_scene
             level["region_cases"] = percent(axes["region_case"].shares)
             if axes["profile"].expressible:
                 level["profiles"] = percent(axes["profile"].shares)

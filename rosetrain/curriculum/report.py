@@ -48,15 +48,16 @@ def axis_rows(plan: Plan, axis: Axis) -> list[str]:
     realised = axis.realised is not None
     head = "| value | items | failed | PASS % [95% CI] | smoothed failure | source share | chosen share |"
     rows += [head + (" realised share |" if realised else ""), "|---" * (7 + realised) + "|"]
-    n_all = sum(c.n for c in axis.cells.values())
-    fails_all = sum(c.fails for c in axis.cells.values())
     for value, cell in axis.cells.items():
         interval = wilson(cell)
-        failure = smoothed_failure(cell.n or n_all, cell.fails if cell.n else fails_all, plan.rule.prior)
         ci = "-" if interval is None else f"{pct(cell.pass_rate)} [{pct(interval[0])}, {pct(interval[1])}]"
+        failure = (
+            f"{smoothed_failure(cell.n, cell.fails, plan.rule.prior):.3f}"
+            if cell.n
+            else "- (not measured: the source share, at most a failed cell's)"
+        )
         line = (
-            f"| {label(axis.name, value)} | {cell.n} | {cell.fails} | {ci} | "
-            f"{failure:.3f}{'' if cell.n else ' (pooled)'} | "
+            f"| {label(axis.name, value)} | {cell.n} | {cell.fails} | {ci} | {failure} | "
             f"{pct(axis.source_shares.get(value, 0.0))} | {pct(axis.shares[value])} |"
         )
         if axis.realised is not None:
@@ -84,7 +85,8 @@ def report_markdown(plan: Plan, spec_file: str, image: str | None) -> str:
             else ""
         )
         + f"; shares are then held between {rule.floor:g}x and {rule.cap:g}x the uniform share "
-        "of the axis. Each axis is weighted on its own: the joint cells "
+        "of the axis. A value the run did not measure keeps the source spec's share, never more "
+        "than a measured value that failed. Each axis is weighted on its own: the joint cells "
         f"({len(joint_sizes)} of them, median {statistics.median(joint_sizes):g} items, "
         f"{sum(n < SMALL_CELL for n in joint_sizes)} with fewer than {SMALL_CELL}) are too small to weight by.",
         "",
