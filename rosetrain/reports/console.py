@@ -26,3 +26,8 @@ def print_summary(summary: dict, out: str) -> None:
         f"  Avg {pct(summary['avg_pass'])}  Counting {pct(summary['counting_avg'])}  "
         f"Action {pct(summary['action_avg'])}  Gap {pct(summary['gap'])}"
     )
+    if summary.get("headline_note"):
+        print(f"  note: {summary['headline_note']}")
+    for name, paper in (summary.get("bridges") or {}).items():
+        shown = "  ".join(f"{k} {'-' if v is None else v}" for k, v in paper.items() if k != "Model")
+        print(f"  {name} bridge (official paper table, %): {shown}")

@@ -11,9 +11,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write
 from rosetrain.core.jsonio import json_text, jsonl_line
+from rosetrain.scoring.analyses import analyze
+from rosetrain.scoring.bridges import RowAt
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold, prepare_gold
@@ -108,7 +112,7 @@ def write_scored_run(
     """
     lines = [jsonl_line(row) for row in rows]
     return write_scored_split(
-        out_dir, expected_items(golds), Frame.from_rows(rows), lines, run, data_fingerprint
+        out_dir, expected_items(golds), Frame.from_rows(rows), lines, run, data_fingerprint, rows.__getitem__
     )
 
 
@@ -119,19 +123,30 @@ def write_scored_split(
     lines: Sequence[bytes],
     run: RunInfo | None = None,
     data_fingerprint: str | None = None,
+    row_at: RowAt | None = None,
 ) -> dict[str, Any]:
     """``write_scored_run`` of scored rows given as a frame and their JSON lines
-    (in the frame's order). The per-item files (rows sorted by item id, as the
-    official files are) are written by a thread while the summary is computed:
-    the writing is mostly the system's, outside the interpreter lock."""
+    (in the frame's order; ``row_at(i)``: row ``i`` itself, else its line is
+    read back). The per-item files (rows sorted by item id, as the official
+    files are) are written by a thread while the summary is computed: the
+    writing is mostly the system's, outside the interpreter lock. The official
+    analysis scripts' files (bridges, scene consistency) come with them."""
     out = Path(out_dir)
     frame.id_order()  # both threads use it: computed once, before they start
     with concurrent.futures.ThreadPoolExecutor(1) as writer:
         written = writer.submit(_write_rows, out, frame, lines)
-        summary = {**summarize_frame(expected, frame, run), "data_fingerprint": data_fingerprint}
+        # only bridge rows and the main rows they pair with are read back
+        analyses = analyze(
+            expected,
+            frame,
+            row_at or (lambda i: orjson.loads(lines[i])),
+            run,
+            str((out / PER_ITEM_FILE).absolute()),
+        )
+        summary = {**summarize_frame(expected, frame, run, analyses), "data_fingerprint": data_fingerprint}
         written.result()
     atomic_write(out / SUMMARY_FILE, json_text(summary))
-    for name, text in official_files(summary, run).items():
+    for name, text in {**official_files(summary, run), **analyses.files()}.items():
         atomic_write(out / name, text)
     atomic_write(out / "summary.md", summary_markdown(summary))
     for name, text in csv_tables(summary).items():

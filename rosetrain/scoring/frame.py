@@ -69,6 +69,8 @@ LABEL_FIELDS = (
     "target_count",
     "heldout_family",
     "api_error_text",
+    "model",  # the official analysis scripts keep one model's rows
+    "rose_split",
 )
 _ROW = {field: i for i, field in enumerate(NUMBER_FIELDS)}
 Codes = tuple[np.ndarray, list]  # (group number of each row, the group keys in order of first use)

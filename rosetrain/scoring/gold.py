@@ -63,7 +63,10 @@ GOLD_FIELDS = (
     "grid_size_profile",
     "source_item_id",
     "source_click_item_id",
+    "bridge_type",
 )
+# what the official bridge scripts copy from a bridge record into its row
+BRIDGE_SOURCE_FIELDS = ("source_item_id", "source_click_item_id", "bridge_type")
 
 
 def normalize_region_case(value: object) -> str:
@@ -183,6 +186,7 @@ class Gold:
         "is_exclusion",
         "global_count",
         "row",
+        "sources",
     )
 
     def __init__(self, gold: Mapping[str, Any], checked: CheckedRecord | None = None):
@@ -217,6 +221,8 @@ class Gold:
         self.is_exclusion = self.region_type == EXCLUSION
         self.global_count = len(self.all_targets)
         self.template = template
+        # a bridge row's pairing fields (BRIDGE_SOURCE_FIELDS), kept apart from the per-item row
+        self.sources = tuple(map(gold.get, BRIDGE_SOURCE_FIELDS)) if template in BRIDGE_TEMPLATES else None
         # the item's own fields of its per-item row (score_parsed copies the
         # row and fills in the answer's fields)
         row = self.row = EMPTY_ROW.copy()

@@ -9,8 +9,10 @@ subset then over subsets (Table 1's), C-F1 and R-OK over all click rows per
 subset then over subsets (Table 2's), on the main templates.
 Breakdowns (by subset, region case, ...) are plain item means inside each
 group, plus the group's own Avg over the main templates it holds; the region
-case breakdown takes only local tasks (a whole-grid task is always "all"). Conditional
-figures (action retention, bridges) are plain means over the matched items.
+case breakdown takes only local tasks (a whole-grid task is always "all").
+``t1_passed_scenes`` (rosetrain's own) pools PASS over the scenes whose T1 passed.
+The bridge and scene-consistency figures are the official analysis scripts'
+(``analyses.py``), under their names: ``bridges``, ``scene_consistency``.
 Every figure is None when nothing defines it (no such rows), never NaN.
 """
 
@@ -31,14 +33,13 @@ from rosetrain.core.protocol import (
     MAIN_TEMPLATES,
     SHORT_NAME,
     T1,
-    T1B,
     T2,
-    T2B,
     T3,
     T4,
     T5,
     TEMPLATES,
 )
+from rosetrain.scoring.analyses import Analyses, analyze
 from rosetrain.scoring.errored import error_examples
 from rosetrain.scoring.frame import (
     Frame,
@@ -49,6 +50,7 @@ from rosetrain.scoring.frame import (
     mean_of,
 )
 from rosetrain.scoring.gold import Gold
+from rosetrain.scoring.headline import headline_note
 from rosetrain.scoring.official_files import Expected, RunInfo, expected_items, official_summary
 
 Row = Mapping[str, Any]
@@ -238,8 +240,10 @@ def breakdowns(frame: Frame) -> dict[str, dict[str, Any]]:
     return result
 
 
-def action_retention(frame: Frame) -> dict[str, Any] | None:
-    """T2..T5 PASS on the scenes whose T1 (global count) passed; None without T1 rows."""
+def t1_passed_scenes(frame: Frame) -> dict[str, Any] | None:
+    """rosetrain's own: T2..T5 PASS pooled over the scenes whose T1 (global count)
+    passed, every subset together; None without T1 rows. (The paper's Action Ret.
+    is the scene-consistency script's, per subset then over subsets: ``scene_consistency``.)"""
     t1 = frame.rows_of("task_template", T1)
     if not t1.any():
         return None
@@ -255,50 +259,7 @@ def action_retention(frame: Frame) -> dict[str, Any] | None:
     return {
         "n_scenes": int(passed.sum()),
         "templates": templates,
-        "action_avg": mean(templates[t]["pass"] for t in ACTION_TEMPLATES),
-    }
-
-
-def bridge_figures(frame: Frame) -> dict[str, Any] | None:
-    """G-Clk, Card, Loc|Card and L-Clk given its own correct click count; None without bridges.
-
-    - g_clk: T1B PASS (click every target of the whole grid).
-    - card: T2B PASS (count inside exactly T3's region).
-    - loc_given_card: T3 PASS on the items whose matched T2B count was correct
-      (L-Clk given a correct matched count): the T3 item the T2B row names, else
-      the scene's only T3 item.
-    - lclk_given_own_count: T3 PASS on the answers whose number of distinct
-      clicks equals the gold count (localisation once the cardinality is right).
-    """
-    t1b, t2b = frame.rows_of("task_template", T1B), frame.rows_of("task_template", T2B)
-    if not t1b.any() and not t2b.any():
-        return None
-    t3 = np.flatnonzero(frame.rows_of("task_template", T3)).tolist()
-    ids, scenes, paired = (frame.label(f) for f in ("item_id", "scene_id", "paired_item_id"))
-    passes = frame["pass"].tolist()
-    t3_by_id = {ids[i]: i for i in t3}
-    t3_by_scene: dict[Any, list[int]] = defaultdict(list)
-    for i in t3:
-        t3_by_scene[scenes[i]].append(i)
-    given_card = []
-    for i in np.flatnonzero(t2b).tolist():
-        if passes[i]:
-            match = t3_by_id.get(paired[i])
-            if match is None and len(t3_by_scene.get(scenes[i], ())) == 1:
-                match = t3_by_scene[scenes[i]][0]
-            if match is not None:
-                given_card.append(passes[match])
-    own_count = frame["format_valid"].astype(bool) & (frame["pred_click_count_unique"] == frame["gt_count"])
-    t3_rows = frame.rows_of("task_template", T3)
-    return {
-        "g_clk": _subset_macro(frame, frame["pass"], t1b) if t1b.any() else None,
-        "g_clk_n": int(t1b.sum()),
-        "card": _subset_macro(frame, frame["pass"], t2b) if t2b.any() else None,
-        "card_n": int(t2b.sum()),
-        "loc_given_card": mean(given_card),
-        "loc_given_card_n": len(given_card),
-        "lclk_given_own_count": mean_of(frame["pass"][t3_rows & own_count]),
-        "lclk_given_own_count_n": int((t3_rows & own_count).sum()),
+        "action_templates_mean": mean(templates[t]["pass"] for t in ACTION_TEMPLATES),
     }
 
 
@@ -307,18 +268,23 @@ def summarize(
 ) -> dict[str, Any]:
     """``evaluation_summary.json``: the official evaluator's keys, then rosetrain's.
 
-    ``golds`` only set the expected items (coverage); every figure comes from
-    ``results``, whose rows carry the descriptive fields to group by. ``run``
-    names the model, split and files in the official keys. The official keys
-    count every row as the official evaluator does; rosetrain's own figures
-    leave out rows whose request failed (``rosetrain.scoring.errored``), counted
-    in ``n_errors``: ``n`` and ``coverage_rate`` count answered items.
+    ``golds`` only set the expected items (coverage, bridge pairing); every
+    figure comes from ``results``, whose rows carry the descriptive fields to
+    group by. ``run`` names the model, split and files in the official keys.
+    The official keys count every row as the official evaluator does;
+    rosetrain's own figures leave out rows whose request failed
+    (``rosetrain.scoring.errored``), counted in ``n_errors``: ``n`` and
+    ``coverage_rate`` count answered items.
     """
-    return summarize_frame(expected_items(golds), Frame.from_rows(results), run)
+    expected, frame = expected_items(golds), Frame.from_rows(results)
+    return summarize_frame(expected, frame, run, analyze(expected, frame, results.__getitem__, run))
 
 
-def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None) -> dict[str, Any]:
-    """``summarize`` of the expected items and the rows of a frame."""
+def summarize_frame(
+    expected: Expected, every: Frame, run: RunInfo | None = None, analyses: Analyses | None = None
+) -> dict[str, Any]:
+    """``summarize`` of the expected items and the rows of a frame (``analyses``:
+    the official analysis scripts' figures of the same rows)."""
     api_errors = every["api_error"]
     failed = is_set(api_errors) & (api_errors != 0)
     errored = np.flatnonzero(failed).tolist()
@@ -337,10 +303,9 @@ def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None
         "templates": table,
         **headline(table),
         **_overall(frame),
-        "action_retention": action_retention(frame),
+        "t1_passed_scenes": t1_passed_scenes(frame),
         **breakdowns(frame),
+        **(analyses.summary() if analyses else {}),
     }
-    bridges = bridge_figures(frame)
-    if bridges is not None:
-        summary["bridges"] = bridges
+    summary["headline_note"] = headline_note(summary, frame)
     return summary

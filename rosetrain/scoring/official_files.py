@@ -18,7 +18,7 @@ from typing import Any
 from rosetrain.core.protocol import BRIDGE_TEMPLATES, MAIN_TEMPLATES
 from rosetrain.scoring import official as O
 from rosetrain.scoring.frame import Frame
-from rosetrain.scoring.gold import Gold
+from rosetrain.scoring.gold import BRIDGE_SOURCE_FIELDS, Gold
 
 Row = Mapping[str, Any]
 
@@ -58,23 +58,27 @@ class RunInfo:
         return self.display_name or self.model or ""
 
 
-EXPECTED_FIELDS = ("item_id", "rose_subset", "task_template")
+# "sources": a bridge item's BRIDGE_SOURCE_FIELDS as a tuple (None for a main item),
+# which the official bridge scripts pair it and fill its row with
+EXPECTED_FIELDS = ("item_id", "rose_subset", "task_template", "sources")
 Expected = dict[str, list]  # field -> one value per expected item
 
 
 def expected_items(golds: Iterable[Mapping[str, Any] | Gold]) -> Expected:
-    """The id, subset and template of each gold item (release record, HF row or Gold)."""
-    items = [
-        _expected(g)
-        if isinstance(g, Gold)
-        else (g.get("item_id"), g.get("rose_subset"), g.get("task_template"))
-        for g in golds
-    ]
+    """The id, subset, template and bridge sources of each gold item (release
+    record, HF row or Gold)."""
+    items = [_expected(g) if isinstance(g, Gold) else _expected_record(g) for g in golds]
     return {field: [item[i] for item in items] for i, field in enumerate(EXPECTED_FIELDS)}
 
 
 def _expected(gold: Gold) -> tuple:
-    return gold.item_id, gold.row["rose_subset"], gold.template
+    return gold.item_id, gold.row["rose_subset"], gold.template, gold.sources
+
+
+def _expected_record(gold: Mapping[str, Any]) -> tuple:
+    template = gold.get("task_template")
+    sources = tuple(map(gold.get, BRIDGE_SOURCE_FIELDS)) if template in BRIDGE_TEMPLATES else None
+    return gold.get("item_id"), gold.get("rose_subset"), template, sources
 
 
 def _paper_items(expected: Expected) -> Expected:
@@ -142,7 +146,7 @@ def official_summary(expected: Expected, every: Frame, info: RunInfo | None = No
     }
 
 
-def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
+def official_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """CSV as the official files are: a BOM, CRLF lines, columns in order of first use."""
     if not rows:
         return ""
@@ -172,9 +176,9 @@ def official_files(summary: Mapping[str, Any], info: RunInfo | None = None) -> d
     paper = summary["paper_metrics"]
     name = summary["display_name"] or ""
     return {
-        "summary_by_subset.csv": _csv(subsets),
-        "summary_by_template.csv": _csv(templates),
-        "coverage_by_subset_template.csv": _csv(covered),
+        "summary_by_subset.csv": official_csv(subsets),
+        "summary_by_template.csv": official_csv(templates),
+        "coverage_by_subset_template.csv": official_csv(covered),
         "table1_row.txt": O.table1_row(name, paper["table1"], info.digits) + "\n",
         "table2_row.txt": O.table2_row(name, paper["table2"], info.digits) + "\n",
     }

@@ -22,12 +22,11 @@ HEADLINE = (
     ("r_ok", "R-OK"),
     ("coverage_rate", "Coverage"),
 )
-BRIDGE_FIGURES = (
-    ("g_clk", "G-Clk (T1B PASS)"),
-    ("card", "Card (T2B PASS)"),
-    ("loc_given_card", "Loc\\|Card (T3 PASS given T2B PASS)"),
-    ("lclk_given_own_count", "L-Clk given its own click count right"),
-)
+# the files the official bridge scripts write their paper-table row to
+BRIDGE_TABLES = {
+    "global_click": "global_click_paper_table.csv",
+    "matched_count": "matched_count_paper_table.csv",
+}
 
 
 def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -112,24 +111,18 @@ def summary_markdown(summary: Mapping) -> str:
         _errors_note(summary),
         _markdown_table(["figure", "value"], [[label, pct(summary.get(key))] for key, label in HEADLINE]),
     ]
+    if summary.get("headline_note"):
+        parts.append(f"\n**Note:** {summary['headline_note']}.\n")
     header, rows = template_rows(summary)
     parts += ["\n## Templates\n\n", _markdown_table(header, _as_pct(rows, 3))]
-    retention = summary.get("action_retention")
-    if retention:
+    parts += _analyses_markdown(summary)
+    scenes = summary.get("t1_passed_scenes")
+    if scenes:
         parts += [
-            f"\n## Action retention (scenes whose T1 passed: {retention['n_scenes']})\n\n",
+            f"\n## PASS on the scenes whose T1 passed, pooled (rosetrain's; {scenes['n_scenes']} scenes)\n\n",
             _markdown_table(
                 ["template", "n", "pass"],
-                [[SHORT_NAME[t], v["n"], pct(v["pass"])] for t, v in retention["templates"].items()],
-            ),
-        ]
-    bridges = summary.get("bridges")
-    if bridges:
-        parts += [
-            "\n## Bridge controls\n\n",
-            _markdown_table(
-                ["figure", "value", "n"],
-                [[label, pct(bridges[key]), bridges[f"{key}_n"]] for key, label in BRIDGE_FIGURES],
+                [[SHORT_NAME[t], v["n"], pct(v["pass"])] for t, v in scenes["templates"].items()],
             ),
         ]
     header, rows = diagnostic_rows(summary)
@@ -141,3 +134,22 @@ def summary_markdown(summary: Mapping) -> str:
             _markdown_table(header, _as_pct(rows, 2)),
         ]
     return "".join(parts)
+
+
+def _analyses_markdown(summary: Mapping) -> list[str]:
+    """The official analysis scripts' figures, under their names (bridge rows in %,
+    as their ``*_paper_table.csv``)."""
+    parts = []
+    for name, paper in (summary.get("bridges") or {}).items():
+        parts += [
+            f"\n## Bridge: {name.replace('_', ' ')} ({BRIDGE_TABLES[name]}, %)\n\n",
+            _markdown_table(
+                ["figure", "value"], [[k, "-" if v is None else v] for k, v in paper.items() if k != "Model"]
+            ),
+        ]
+    for model, macro in (summary.get("scene_consistency") or {}).items():
+        parts += [
+            f"\n## Same-scene consistency ({model}; scene_consistency_<split>.csv)\n\n",
+            _markdown_table(["figure", "value"], [[k, pct(v)] for k, v in macro.items()]),
+        ]
+    return parts
