@@ -48,7 +48,7 @@ def pair(text: str) -> tuple[str, str]:
     return name, value
 
 
-def train_command(args: argparse.Namespace, spec: str, seed: int, out: Path) -> list[str]:
+def train_command(args: argparse.Namespace, name: str, spec: str, seed: int, out: Path) -> list[str]:
     sets = {
         "model": str(Path(args.base).absolute()),
         "output_dir": str(out),
@@ -60,8 +60,9 @@ def train_command(args: argparse.Namespace, spec: str, seed: int, out: Path) -> 
         "save_total_limit": "100",
         "logging_steps": "100",
     }
-    if args.lr is not None:
-        sets["learning_rate"] = str(args.lr)
+    lr = dict(args.lr_for).get(name, args.lr)
+    if lr is not None:
+        sets["learning_rate"] = str(lr)
     command = [sys.executable, "-m", "rosetrain", "train", "sft", "--recipe", str(args.recipe)]
     for key, value in sets.items():
         command += ["--set", f"{key}={value}"]
@@ -97,11 +98,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help="the model every run starts from")
     parser.add_argument("--design", type=pair, action="append", required=True, help="NAME=SPEC (repeatable)")
-    parser.add_argument("--split", type=pair, action="append", required=True, help="NAME=DATA_DIR (repeatable)")
+    parser.add_argument(
+        "--split", type=pair, action="append", required=True, help="NAME=DATA_DIR (repeatable)"
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--every", type=int, default=500)
     parser.add_argument("--lr", type=float, help="learning rate (default: the recipe's)")
+    parser.add_argument(
+        "--lr-for", type=pair, action="append", default=[], help="NAME=LR: one design's learning rate"
+    )
     parser.add_argument("--recipe", type=Path, default=RECIPES / "demo-sft.yaml")
     parser.add_argument("--deadline", type=float, help="minutes after which training stops")
     parser.add_argument("--eval-jobs", type=int, default=os.cpu_count() or 1)
@@ -120,8 +126,10 @@ def main() -> None:
             continue
         folder.mkdir(parents=True, exist_ok=True)
         log = open(folder.with_suffix(".log"), "a")
-        command = train_command(args, specs[name], seed, folder)
-        procs[(name, seed)] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        command = train_command(args, name, specs[name], seed, folder)
+        procs[(name, seed)] = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+        )
     stopped = []
     for key, proc in procs.items():
         left = None if args.deadline is None else max(1.0, args.deadline * 60 - (time.monotonic() - start))

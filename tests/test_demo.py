@@ -21,6 +21,7 @@ def small_config(out, base):
         grpo_steps=2,
         signal_prompts=6,
         heldout_scenes=3,
+        palette_scenes=2,
         family_scenes=2,
         eval_batch_size=8,
         max_new_tokens=12,
@@ -72,6 +73,17 @@ def test_summary_and_report(demo_run):
     assert "Targets" in report and "What one run can and cannot show" in report
     assert (out / "stages.png").stat().st_size > 1000
     assert on_disk["heldout_family"]["base"]["n"] > 0
+    # transfer leads the report: each held-out split's line, its majority level and targets
+    assert report.index("## Transfer") < report.index("## In distribution")
+    assert set(on_disk["transfer_targets"]) == {"heldout-palette", "heldout-family"}
+    for split in ("heldout-palette", "heldout-family"):
+        assert set(on_disk["transfer_targets"][split]) == {
+            "action_over_majority",
+            "gap_ratio",
+            "counting_drop",
+        }
+        assert f"| {split} | " in report
+    assert on_disk["heldout_palette"]["base"]["n"] > 0 and "never shows a hue in [50, 150]" in report
 
 
 def test_signal_check_runs_before_grpo_and_is_reported(demo_run):
@@ -192,8 +204,13 @@ def test_demo_files_are_package_data():
     from rosetrain.demo import pipeline as demo
 
     package = Path(rosetrain.__file__).resolve().parent
-    used = [demo.GENERATORS / f"{n}.yaml" for n in ("base", "base-palettes", "train", "rl", "heldout", "heldout-palette", "heldout-family")]
-    used += [demo.RECIPES / f"{n}.yaml" for n in ("demo-base-sft", "demo-base-palettes", "demo-sft", "demo-grpo")]
+    used = [
+        demo.GENERATORS / f"{n}.yaml"
+        for n in ("base", "base-palettes", "train", "rl", "heldout", "heldout-palette", "heldout-family")
+    ]
+    used += [
+        demo.RECIPES / f"{n}.yaml" for n in ("demo-base-sft", "demo-base-palettes", "demo-sft", "demo-grpo")
+    ]
     used += [demo.ASSET_BASE / "config.json"]
     data = tomllib.loads((package.parent / "pyproject.toml").read_text())
     assert "assets/**/*" in data["tool"]["setuptools"]["package-data"]["rosetrain"]
@@ -201,28 +218,54 @@ def test_demo_files_are_package_data():
         assert path.is_file() and path.resolve().is_relative_to(package / "assets"), path
 
 
-def test_cell_addressing_warmup_comes_first():
-    """The demo's SFT spec: a warm-up of single-exception click tasks on the demo's
-    palette, then the mixture of varied palettes, every-palette counting and replay."""
+@pytest.mark.parametrize(
+    "spec_file, mixed",
+    [
+        ("train.yaml", {"mixture": 1.0}),
+        ("transfer.yaml", {"varied": 0.6, "perceive": 0.2, "replay-fixed": 0.2}),
+    ],
+)
+def test_cell_addressing_warmup_comes_first(spec_file, mixed):
+    """Each design's SFT spec: a warm-up of single-exception click tasks on the
+    demo's palette, then its mixture (transfer: varied palettes, every-palette
+    counting and the demo's palette replayed, by weight)."""
     import random
 
     from rosetrain.demo.pipeline import GENERATORS
     from rosetrain.generators.scene import choose_level
     from rosetrain.generators.spec import load_spec, spec_from_dict
 
-    spec = load_spec(GENERATORS / "train.yaml")
+    spec = load_spec(GENERATORS / spec_file)
     cells = spec.levels[0]
     assert [lv.name for lv in spec.warmup_levels] == ["cells"]
     assert set(cells.tasks) == {"T1B_CLICK_GLOBAL", "T3_CLICK_LOCAL_NUMERIC", "T4_CLICK_VISUAL_REGION"}
     assert cells.exceptions == (1, 1)
+    assert cells.families["attribute"].config["hue_range"] == [170, 200]
     rng = random.Random(0)
     assert choose_level(spec, cells.scenes - 1, rng).name == "cells"
-    drawn = [choose_level(spec, cells.scenes + i, rng).name for i in range(400)]
-    assert set(drawn) == {"varied", "perceive", "replay-fixed"}
-    assert 0.5 < drawn.count("varied") / len(drawn) < 0.7  # weight 3 of 5
+    drawn = [choose_level(spec, cells.scenes + i, rng).name for i in range(1000)]
+    assert set(drawn) == set(mixed)
+    for name, share in mixed.items():
+        assert abs(drawn.count(name) / len(drawn) - share) < 0.05, name
     level = {"families": ["attribute"], "rows": [3, 3], "cols": [3, 3], "exceptions": [1, 1]}
     with pytest.raises(ValueError, match="warm-up"):
         spec_from_dict({"levels": [{**level, "name": "a"}, {**level, "name": "b", "scenes": 5}]})
+
+
+def test_designs_pick_their_base_recipe_and_specs(tmp_path):
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.demo import pipeline as demo
+
+    palette, transfer = (demo.DemoConfig(out=tmp_path, design=d) for d in ("palette", "transfer"))
+    assert palette.base == demo.ASSET_BASE and transfer.base == demo.ASSET_BASE_PALETTES
+    assert (
+        transfer.sft_recipe.name == "demo-sft-transfer.yaml" and transfer.plan.rl_spec == "rl-transfer.yaml"
+    )
+    assert demo.DemoConfig(out=tmp_path, design="transfer", base=tmp_path).base == tmp_path
+    # the design is part of the SFT stage's settings: a rerun with the other is refused
+    assert demo.stage_settings(palette)["sft"] != demo.stage_settings(transfer)["sft"]
+    with pytest.raises(RosetrainError, match="design: expected one of palette, transfer"):
+        demo.DemoConfig(out=tmp_path, design="colour")
 
 
 def test_rebuild_base_never_replaces_a_folder_it_did_not_write(tmp_path):

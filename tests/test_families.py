@@ -187,8 +187,16 @@ def test_missing_emoji_font_is_a_clear_error(name):
         ("attribute", {"hue_exclude": [[0, 400]]}, "hue_exclude"),
         ("attribute", {"hue_range": [60, 140], "hue_exclude": [[50, 150]]}, "hue_exclude"),
         # every majority hue allowed, but each partner (plus or minus 150 degrees) falls in a band
-        ("attribute", {"attributes": ["hue"], "subtlety": 0.0, "hue_range": [0, 20],
-                       "hue_exclude": [[140, 180], [200, 240]]}, "hue_exclude"),
+        (
+            "attribute",
+            {
+                "attributes": ["hue"],
+                "subtlety": 0.0,
+                "hue_range": [0, 20],
+                "hue_exclude": [[140, 180], [200, 240]],
+            },
+            "hue_exclude",
+        ),
     ],
 )
 def test_bad_config_names_the_field(name, config, field):
@@ -244,7 +252,12 @@ def test_attribute_hue_range_holds_the_majority_unless_roles_swap():
 
 @pytest.mark.parametrize("swap_roles", [True, False])
 def test_attribute_hue_exclude_keeps_both_looks_out_of_the_band(swap_roles):
-    config = {"attributes": ["hue", "size"], "subtlety": 0.0, "hue_exclude": [[50, 150], [300, 310]], "swap_roles": swap_roles}
+    config = {
+        "attributes": ["hue", "size"],
+        "subtlety": 0.0,
+        "hue_exclude": [[50, 150], [300, 310]],
+        "swap_roles": swap_roles,
+    }
     drawn = items(family("attribute", **config), 300)
     hues = [item[look]["hue"] for item in drawn for look in ("majority", "target")]
     assert not [h for h in hues if 50 <= h <= 150 or 300 <= h <= 310]

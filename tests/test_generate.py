@@ -406,7 +406,10 @@ def hue_training_spec(level: str) -> str:
         ("    families: {attribute: {swap_roles: true}}\n", "hue band \\[50, 150\\] is held out"),
         # a hue range outside the band is not enough: the exception is 150 degrees away
         ("    families: {attribute: {hue_range: [170, 200], swap_roles: false}}\n", "add it to hue_exclude"),
-        ("    families: {attribute: {hue_exclude: [[50, 100]]}}\n", "hue_exclude \\(now \\[\\[50.0, 100.0\\]\\]\\)"),
+        (
+            "    families: {attribute: {hue_exclude: [[50, 100]]}}\n",
+            "hue_exclude \\(now \\[\\[50.0, 100.0\\]\\]\\)",
+        ),
         ("    families: {sprite_edit: 1}\n", "'sprite_edit' is held out of the action data"),
         # covered by one band or by two that touch; counting-only levels may show both
         ("    families: {attribute: {hue_exclude: [[40, 160]]}}\n", None),
@@ -434,14 +437,20 @@ def test_generated_action_rows_never_show_the_heldout_band(tmp_path, write_spec)
         f"  - name: perceive\n    tasks: {COUNTING}\n"
     )
     rows = generate(write_spec(tmp_path, text, "t.yaml"), tmp_path / "o", scenes=60)
-    hues = {(r["task_template"] in ("T1_COUNT_GLOBAL", "T2B_COUNT_LOCAL_MATCHED"), spec["hue"])
-            for r in rows for spec in (r["background_spec"], r["target_spec"])}
+    hues = {
+        (r["task_template"] in ("T1_COUNT_GLOBAL", "T2B_COUNT_LOCAL_MATCHED"), spec["hue"])
+        for r in rows
+        for spec in (r["background_spec"], r["target_spec"])
+    }
     assert not [h for counting, h in hues if not counting and 50 <= h <= 150]
     assert [h for counting, h in hues if counting and 50 <= h <= 150]  # perception sees the band
 
 
 def test_heldout_hue_band_belongs_to_heldout_specs(tmp_path, write_spec):
-    spec = write_spec(tmp_path, hue_training_spec("    name: a\n").replace("role: train", "role: train\nheldout_hue_band: [1, 2]"))
+    spec = write_spec(
+        tmp_path,
+        hue_training_spec("    name: a\n").replace("role: train", "role: train\nheldout_hue_band: [1, 2]"),
+    )
     with pytest.raises(RosetrainError, match="heldout_hue_band: only a spec with role: heldout"):
         load_spec(spec)
 

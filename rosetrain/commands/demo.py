@@ -44,6 +44,14 @@ def add_arguments(parser) -> None:
         "--grpo-steps", type=integer(0, 10**9), default=None, help="override GRPO's max_steps (0 skips GRPO)"
     )
     parser.add_argument(
+        "--design",
+        choices=("palette", "transfer"),
+        default="palette",
+        help="palette: the shipped one-palette demo (about 9 min); transfer: a base that counts every "
+        "palette and SFT whose action data varies palettes and roles, built to carry to the held-out "
+        "palette band (a longer SFT: docs/demo.md)",
+    )
+    parser.add_argument(
         "--heldout-scenes",
         type=integer(1, 1_000_000),
         default=None,
@@ -70,9 +78,9 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--rebuild-base",
         action="store_true",
-        help="retrain the shipped base from scratch into OUT/base, then stop: counting on the "
-        "demo's palette (recipes/demo-base-sft.yaml), then on every palette "
-        "(recipes/demo-base-palettes.yaml); use it with --base OUT/base",
+        help="retrain the design's shipped base from scratch into OUT/base, then stop: counting on "
+        "the demo's palette (recipes/demo-base-sft.yaml), then, for --design transfer, on every "
+        "palette (recipes/demo-base-palettes.yaml); use it with --base OUT/base",
     )
     parser.add_argument(
         "--palette-steps",
@@ -88,6 +96,7 @@ def demo_config(args):
 
     config = demo.DemoConfig(
         out=Path(args.out),
+        design=args.design,
         seed=args.seed,
         threads=args.threads,
         progress=not args.no_progress,
@@ -112,7 +121,11 @@ def run(args) -> int:
 
     if args.rebuild_base:
         out = demo.rebuild_base(
-            Path(args.out), steps=args.sft_steps, threads=args.threads, palette_steps=args.palette_steps
+            Path(args.out),
+            steps=args.sft_steps,
+            threads=args.threads,
+            palette_steps=args.palette_steps,
+            design=args.design,
         )
         print(f"base model written to {out}; use it with: rosetrain demo --base {out}")
         return 0

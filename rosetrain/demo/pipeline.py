@@ -26,10 +26,11 @@ from typing import Any
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_path, atomic_write, remove_atomic_temps
+from rosetrain.core.io import atomic_path, atomic_write, claim_outputs, output_lock, remove_atomic_temps
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 ASSET_BASE = ASSETS / "demo-base"
+ASSET_BASE_PALETTES = ASSETS / "demo-base-palettes"
 GENERATORS = ASSETS / "demo" / "generators"  # also reachable as generators/demo in a checkout
 RECIPES = ASSETS / "demo" / "recipes"  # also reachable as recipes/demo-*.yaml
 
@@ -59,15 +60,50 @@ REPRO_TOLERANCE = 0.02  # two runs with the same seed agree within this (PASS ra
 SIGNAL_BATCH = 8  # prompts per generate call of the signal check (it draws the sampling RNG per batch)
 
 
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """What the demo trains: its base, SFT recipe and the SFT and GRPO specs."""
+
+    base: Path
+    sft_recipe: Path
+    sft_spec: str  # in GENERATORS
+    rl_spec: str
+    what: str
+
+
+DESIGNS = {
+    # the proven demo: one palette, fixed roles; closes the gap in distribution only
+    "palette": Design(
+        ASSET_BASE,
+        RECIPES / "demo-sft.yaml",
+        "train.yaml",
+        "rl.yaml",
+        "SFT on the rosetrain curriculum (a cell-addressing warm-up, then counting + "
+        "action, zero-target, negatives)",
+    ),
+    # built to transfer: a base that counts every palette, action data on every palette
+    # outside the held-out band with the roles swapped (docs/experiments.md, issue 30)
+    "transfer": Design(
+        ASSET_BASE_PALETTES,
+        RECIPES / "demo-sft-transfer.yaml",
+        "transfer.yaml",
+        "rl-transfer.yaml",
+        "SFT built to transfer (a cell-addressing warm-up, then counting + action on varied "
+        "palettes with swapped roles, counting on every palette)",
+    ),
+}
+
+
 @dataclasses.dataclass
 class DemoConfig:
     out: Path
-    base: Path = ASSET_BASE
+    design: str = "palette"  # a DESIGNS key: sets base and sft_recipe where they are not given
+    base: Path | None = None
     seed: int = 0
     heldout_scenes: int = 80  # in-distribution held-out scenes (x 5 tasks)
     palette_scenes: int = 100  # scenes of the held-out palette band
     family_scenes: int = 30  # scenes of the held-out visual family
-    sft_recipe: Path = RECIPES / "demo-sft.yaml"
+    sft_recipe: Path | None = None
     grpo_recipe: Path = RECIPES / "demo-grpo.yaml"
     sft_steps: int | None = None  # None: the recipe's
     grpo_steps: int | None = None  # None: the recipe's; 0 skips GRPO
@@ -81,6 +117,13 @@ class DemoConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        if self.design not in DESIGNS:
+            raise RosetrainError(
+                f"design: expected one of {', '.join(DESIGNS)}, got {self.design!r}", argument="design"
+            )
+        self.base = DESIGNS[self.design].base if self.base is None else self.base
+        if self.sft_recipe is None:
+            self.sft_recipe = DESIGNS[self.design].sft_recipe
         for name in ("out", "base", "sft_recipe", "grpo_recipe"):
             setattr(self, name, Path(getattr(self, name)))
         self.out = self.out.absolute()  # stage results name their folders: valid from any directory
@@ -97,6 +140,10 @@ class DemoConfig:
         for name in ("sft_steps", "grpo_steps"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise RosetrainError(f"{name}: expected >= 0, got {getattr(self, name)}", argument=name)
+
+    @property
+    def plan(self) -> Design:
+        return DESIGNS[self.design]
 
     @property
     def stages_dir(self) -> Path:
@@ -184,6 +231,7 @@ def stage_settings(config: DemoConfig) -> dict[str, dict[str, Any]]:
     base = {**data, **evaluation, "base": model_digest(config.base)}
     sft = {
         **base,
+        "design": config.design,
         "seed": config.seed,
         "sft_recipe": yaml_digest(config.sft_recipe),
         "sft_steps": config.sft_steps,
@@ -293,7 +341,7 @@ def signal_stage(config: DemoConfig, model: Path) -> dict[str, Any]:
     from rosetrain.train.recipe import load_recipe
 
     grpo = load_recipe(config.grpo_recipe, [f"model={model}"]).grpo
-    spec = load_spec(GENERATORS / "rl.yaml")
+    spec = load_spec(GENERATORS / config.plan.rl_spec)
     seed = config.seed + 2  # the GRPO stage's data and training seed (train_stage's offset)
     sample = config.out / "data" / "grpo-sample"
     per_scene = min(lv.tasks_per_scene or sum(w > 0 for w in lv.tasks.values()) for lv in spec.levels)
@@ -317,6 +365,7 @@ def signal_stage(config: DemoConfig, model: Path) -> dict[str, Any]:
         "split": "train",
         "prompts": len(records),
         "recipe": str(config.grpo_recipe),
+        "spec": config.plan.rl_spec,
         "temperature": grpo.temperature,
         "top_p": grpo.top_p,
         "max_completion_length": grpo.max_completion_length,
@@ -365,10 +414,15 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     )
     sft = step(
         "sft",
-        "SFT on the rosetrain curriculum (a cell-addressing warm-up, then counting + "
-        "action, zero-target, negatives)",
+        config.plan.what,
         lambda: train_stage(
-            config, config.sft_recipe, config.base, config.out / "sft", config.sft_steps, 1, "train.yaml"
+            config,
+            config.sft_recipe,
+            config.base,
+            config.out / "sft",
+            config.sft_steps,
+            1,
+            config.plan.sft_spec,
         ),
     )
     evals["sft"] = step(
@@ -392,7 +446,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
                 config.out / "grpo",
                 config.grpo_steps,
                 2,
-                "rl.yaml",
+                config.plan.rl_spec,
             ),
         )
         evals["grpo"] = step(
@@ -445,6 +499,8 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
 
 
 def check_targets(summary: dict[str, Any]) -> dict[str, Any]:
+    from rosetrain.demo.report import majority_action_avg
+
     base = summary["stages"]["base"]
     final = summary["stages"][summary["final_stage"]]
     action_ci = summary["compare"]["action_avg"].get("ci95")  # None where it cannot be estimated
@@ -495,6 +551,8 @@ def transfer_targets(summary: dict[str, Any], split: str) -> dict[str, Any]:
     """The transfer bars on one held-out split (palette or family): Action
     above its majority level, the gap at most half the base's, and counting
     kept (no more than 5 points below the base's on that split)."""
+    from rosetrain.demo.report import majority_action_avg
+
     stages = summary[split.replace("-", "_")]
     base, final = stages["base"], stages[summary["final_stage"]]
     over = final["action_avg"] - majority_action_avg(summary["majority_baseline"][split])
@@ -502,7 +560,11 @@ def transfer_targets(summary: dict[str, Any], split: str) -> dict[str, Any]:
     drop = base["counting_avg"] - final["counting_avg"]
     t = TRANSFER_TARGETS
     checks = {
-        "action_over_majority": (over, over >= t["action_over_majority_min"], f">= {t['action_over_majority_min']}"),
+        "action_over_majority": (
+            over,
+            over >= t["action_over_majority_min"],
+            f">= {t['action_over_majority_min']}",
+        ),
         "gap_ratio": (ratio, ratio is not None and ratio <= t["gap_ratio_max"], f"<= {t['gap_ratio_max']}"),
         "counting_drop": (drop, drop <= t["counting_drop_max"], f"<= {t['counting_drop_max']}"),
     }
@@ -512,29 +574,33 @@ def transfer_targets(summary: dict[str, Any], split: str) -> dict[str, Any]:
     }
 
 
-def majority_action_avg(majority: dict[str, float]) -> float:
-    """Action Avg of always giving each template's most common gold answer."""
-    return sum(majority[t] for t in P.ACTION_TEMPLATES) / len(P.ACTION_TEMPLATES)
-
-
 BASE_MARKER = "rosetrain-demo-base.json"
 
 
 def rebuild_base(
-    out: Path, steps: int | None = None, threads: int | None = None, palette_steps: int | None = None
+    out: Path,
+    steps: int | None = None,
+    threads: int | None = None,
+    palette_steps: int | None = None,
+    design: str = "palette",
 ) -> Path:
-    """Reproduce the shipped base under ``out`` (never inside the package), in two
-    stages of counting only: a fresh `small` tiny model trained on the demo's one
+    """Reproduce a design's shipped base under ``out`` (never inside the package)
+    with counting only: a fresh `small` tiny model trained on the demo's one
     palette (``recipes/demo-base-sft.yaml``; ``steps`` overrides its max_steps),
-    then on every palette with the roles swapped (``recipes/demo-base-palettes.yaml``;
-    ``palette_steps`` overrides its max_steps), copied to ``OUT/base`` (weights +
-    processor). Use it with ``rosetrain demo --base OUT/base``."""
+    then, for the ``transfer`` design, on every palette with the roles swapped
+    (``recipes/demo-base-palettes.yaml``; ``palette_steps`` overrides its
+    max_steps), copied to ``OUT/base`` (weights + processor). Use it with
+    ``rosetrain demo --base OUT/base``."""
     import shutil
 
     from rosetrain.models.tiny import build_tiny_model
     from rosetrain.train import train
     from rosetrain.train.recipe import load_recipe
 
+    if design not in DESIGNS:
+        raise RosetrainError(
+            f"design: expected one of {', '.join(DESIGNS)}, got {design!r}", argument="design"
+        )
     out = Path(out)
     final = out / "base"
     if final.exists() and not (final / BASE_MARKER).exists():
@@ -542,22 +608,29 @@ def rebuild_base(
             f"{final} exists and was not written by rebuild_base; choose another output folder",
             argument="out",
         )
-    work = out / "base-build"
-    model = build_tiny_model(work / "init", size="small", seed=0, family="qwen3-vl")
-    stages = (
-        ("train", "demo-base-sft.yaml", "base.yaml", steps),
-        ("train-palettes", "demo-base-palettes.yaml", "base-palettes.yaml", palette_steps),
-    )
-    for folder, recipe, spec, max_steps in stages:
-        overrides = [f"model={model}", f"output_dir={work / folder}", f"data.spec={GENERATORS / spec}"]
-        if max_steps is not None:
-            overrides.append(f"max_steps={max_steps}")
-        if threads is not None:
-            overrides.append(f"cpu_threads={threads}")
-        model = Path(train(load_recipe(RECIPES / recipe, overrides))["final"])
-    remove_atomic_temps(out, "base")  # a killed rebuild's half-copied folder
-    with atomic_path(final) as tmp:  # the old base stays whole until the new one is
-        shutil.copytree(model, tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))
-        recipes = {"recipes": [recipe for _, recipe, _, _ in stages], "max_steps": [s for *_, s in stages]}
-        atomic_write(tmp / BASE_MARKER, json.dumps(recipes))
+    # held while it builds: a killed rebuild's half-copied OUT/base temp is named in the
+    # folder's marker, so the next rebuild removes exactly it
+    with output_lock(out, "the rebuilt base"):
+        if not (final / BASE_MARKER).exists():
+            claim_outputs(final)
+        work = out / "base-build"
+        model = build_tiny_model(work / "init", size="small", seed=0, family="qwen3-vl")
+        stages = [("train", "demo-base-sft.yaml", "base.yaml", steps)]
+        if design == "transfer":
+            stages.append(("train-palettes", "demo-base-palettes.yaml", "base-palettes.yaml", palette_steps))
+        for folder, recipe, spec, max_steps in stages:
+            overrides = [f"model={model}", f"output_dir={work / folder}", f"data.spec={GENERATORS / spec}"]
+            if max_steps is not None:
+                overrides.append(f"max_steps={max_steps}")
+            if threads is not None:
+                overrides.append(f"cpu_threads={threads}")
+            model = Path(train(load_recipe(RECIPES / recipe, overrides))["final"])
+        remove_atomic_temps(out, "base")  # a killed rebuild's half-copied folder
+        with atomic_path(final) as tmp:  # the old base stays whole until the new one is
+            shutil.copytree(model, tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))
+            recipes = {
+                "recipes": [recipe for _, recipe, _, _ in stages],
+                "max_steps": [s for *_, s in stages],
+            }
+            atomic_write(tmp / BASE_MARKER, json.dumps(recipes))
     return final

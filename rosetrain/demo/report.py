@@ -53,6 +53,11 @@ def majority_baseline(metadata: Path) -> dict[str, float]:
     return {t: c.most_common(1)[0][1] / sum(c.values()) for t, c in answers.items()}
 
 
+def majority_action_avg(majority: dict[str, float]) -> float:
+    """Action Avg of always giving each template's most common gold answer."""
+    return sum(majority[t] for t in P.ACTION_TEMPLATES) / len(P.ACTION_TEMPLATES)
+
+
 def plot_stages(
     stages: dict[str, dict[str, Any]],
     path: Path,
@@ -199,7 +204,8 @@ TRANSFER_USE = {
         "attribute scenes with one look in the hue band [60, 140], roles swapped "
         "(`generators/demo/heldout-palette.yaml`). The action data never shows a hue in "
         "[50, 150] (the generator's held-out guard refuses a training level with click tasks that "
-        "could); counting-only data does: the base and SFT's perception levels count every palette"
+        "could). Counting-only data may show it: in the `transfer` design the base and SFT's "
+        "`perceive` level count every palette, in the `palette` design nothing leaves the demo's palette"
     ),
     "heldout-family": (
         "the `sprite_edit` family (`generators/demo/heldout-family.yaml`), which no demo training "
@@ -211,8 +217,6 @@ TRANSFER_USE = {
 def transfer_section(summary: dict[str, Any]) -> list[str]:
     """The report's lead: the final model against the base where the action data
     never went, each split's majority level beside it, paired CIs over scenes."""
-    from rosetrain.demo.pipeline import majority_action_avg
-
     targets = summary.get("transfer_targets")
     if not targets:
         return []
@@ -237,7 +241,9 @@ def transfer_section(summary: dict[str, Any]) -> list[str]:
         base, after = stages["base"], stages[final]
         delta = compared["action_avg"]
         cell = pct(delta["delta"], True) + (f" {ci(delta['ci95'])}" if delta.get("ci95") else "")
-        figures = [" / ".join(pct(s[k]) for k in ("counting_avg", "action_avg", "gap")) for s in (base, after)]
+        figures = [
+            " / ".join(pct(s[k]) for k in ("counting_avg", "action_avg", "gap")) for s in (base, after)
+        ]
         count = f"{sum(t['met'] for t in met.values())} of {len(met)}" if met else "-"
         lines.append(
             f"| {label} | {pct(majority_action_avg(summary['majority_baseline'][split]))} | "
@@ -289,7 +295,7 @@ def signal_note(summary: dict[str, Any]) -> list[str]:
         "## Before GRPO: signal check",
         "",
         f"The SFT model on the first {settings['prompts']} prompts of the GRPO stage's own stream "
-        f"(`generators/demo/rl.yaml`, seed {settings['seed']}), each answered once greedily and "
+        f"(`generators/demo/{settings.get('spec', 'rl.yaml')}`, seed {settings['seed']}), each answered once greedily and "
         f"{signal['k']} times with the GRPO recipe's sampling (temperature {settings['temperature']}, "
         f"top_p {settings['top_p']}), graded by the rewards' scorer (`rosetrain signal`; files in "
         "`signal/`). PASS %:",

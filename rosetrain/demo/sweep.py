@@ -75,7 +75,7 @@ def run_sweep(template, seeds: list[int], jobs: int = 1) -> dict[str, Any]:
 
 
 def seed_row(summary: dict[str, Any]) -> dict[str, Any]:
-    from rosetrain.demo.pipeline import majority_action_avg
+    from rosetrain.demo.report import majority_action_avg
 
     stages = summary["stages"]
     final = stages[summary["final_stage"]]
@@ -108,7 +108,7 @@ def seed_row(summary: dict[str, Any]) -> dict[str, Any]:
 def transfer_row(summary: dict[str, Any], split: str) -> dict[str, Any]:
     """One seed on one transfer split: base and final figures, the split's
     majority level and the transfer targets it met."""
-    from rosetrain.demo.pipeline import majority_action_avg
+    from rosetrain.demo.report import majority_action_avg
 
     stages = summary[split.replace("-", "_")]
     base, final = stages["base"], stages[summary["final_stage"]]

@@ -113,7 +113,9 @@ class AttributeConfig(FamilyConfig):
         object.__setattr__(self, "hue_range", (low, high))
         object.__setattr__(self, "hue_exclude", _hue_bands(self.hue_exclude))
         if self.hue_exclude and not allowed_hues(self.hue_range, self.hue_exclude):
-            raise ValueError(f"hue_exclude {self.hue_exclude_list} leaves no hue of hue_range {list(self.hue_range)}")
+            raise ValueError(
+                f"hue_exclude {self.hue_exclude_list} leaves no hue of hue_range {list(self.hue_range)}"
+            )
         if self.hue_exclude and "hue" in self.attributes and not _has_hue_pair(self):
             raise ValueError(
                 f"hue_exclude {self.hue_exclude_list} leaves no majority hue in hue_range "
@@ -158,7 +160,9 @@ def _hue_bands(value: Any) -> tuple[tuple[float, float], ...]:
     return tuple(sorted(bands))
 
 
-def allowed_hues(hue_range: tuple[float, float], exclude: tuple[tuple[float, float], ...]) -> list[tuple[float, float]]:
+def allowed_hues(
+    hue_range: tuple[float, float], exclude: tuple[tuple[float, float], ...]
+) -> list[tuple[float, float]]:
     """The parts of ``hue_range`` outside every excluded band (open at the bands' edges)."""
     parts = [hue_range]
     for low, high in exclude:
