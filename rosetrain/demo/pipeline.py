@@ -98,12 +98,12 @@ DESIGNS = {
 class DemoConfig:
     out: Path
     design: str = "palette"  # a DESIGNS key: sets base and sft_recipe where they are not given
-    base: Path | None = None
+    base: Path = None  # type: ignore[assignment]  # None: the design's base
     seed: int = 0
     heldout_scenes: int = 80  # in-distribution held-out scenes (x 5 tasks)
     palette_scenes: int = 100  # scenes of the held-out palette band
     family_scenes: int = 30  # scenes of the held-out visual family
-    sft_recipe: Path | None = None
+    sft_recipe: Path = None  # type: ignore[assignment]  # None: the design's recipe
     grpo_recipe: Path = RECIPES / "demo-grpo.yaml"
     sft_steps: int | None = None  # None: the recipe's
     grpo_steps: int | None = None  # None: the recipe's; 0 skips GRPO

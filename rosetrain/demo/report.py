@@ -228,7 +228,7 @@ def transfer_section(summary: dict[str, Any]) -> list[str]:
         "in-distribution line is the trained palette's held-out scenes.",
         "",
         "| split | majority Action | base Counting / Action / Gap | final Counting / Action / Gap "
-        "| Action Δ [95% CI] | transfer targets met |",
+        "| Action Δ [95% CI] | targets met |",
         "|---|---|---|---|---|---|",
     ]
     rows = [("in distribution", "heldout", "stages", "compare", summary.get("targets"))]
