@@ -5,7 +5,9 @@
 Writes every file the official ROSE evaluator writes (per_item_eval.jsonl,
 error_cases.jsonl, evaluation_summary.json, summary_by_subset.csv,
 summary_by_template.csv, coverage_by_subset_template.csv, table1_row.txt,
-table2_row.txt) plus rosetrain's summary.md and CSV breakdowns into --out.
+table2_row.txt), the official analysis scripts' files (scene_consistency_<split>.*;
+with --bridges, global_click_* and matched_count_*: docs/scoring.md) plus
+rosetrain's summary.md and CSV breakdowns into --out.
 Imports the standard library, orjson, msgspec, numpy and rosetrain's scorer: never
 torch, transformers or pandas. A split of 16 MB or more is read and scored in
 chunks by --num-proc processes (default: the CPUs), with the same output bytes.
