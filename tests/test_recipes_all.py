@@ -30,6 +30,8 @@ LOCAL_MODELS = {
     "runs/tiny-sft/checkpoint-final": "qwen2-vl",
     "models/demo-small": "qwen3-vl",
     "rosetrain/assets/demo-base": "qwen3-vl",
+    "rosetrain/assets/demo-base-palettes": "qwen3-vl",
+    "runs/demo-base/checkpoint-final": "qwen3-vl",
     "runs/demo/sft/checkpoint-final": "qwen3-vl",
 }
 HUB_FAMILY = re.compile(r"Qwen(2\.5|2|3)-VL", re.IGNORECASE)

@@ -237,7 +237,9 @@ class Spec:
     curriculum: str = setting(
         "mixture", "mixture: level drawn by weight; staged: by scene index", choices=("mixture", "staged")
     )
-    heldout_family_name: str | None = setting(None, "role heldout: the family no training spec may use")
+    heldout_family_name: str | None = setting(
+        None, "role heldout: the family no training level with click tasks may use"
+    )
     heldout_hue_band: tuple[float, float] | None = setting(
         None,
         "role heldout: [low, high] hue degrees no training level with click tasks may show",
