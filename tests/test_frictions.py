@@ -281,3 +281,26 @@ def test_a_listing_piped_into_a_reader_that_leaves_early_is_quiet():
         listing.stdout.close()  # before the listing is written in full
         stderr = listing.stderr.read().decode()
     assert listing.returncode in (0, 141) and stderr == ""
+
+
+def test_eval_takes_a_run_folder_and_a_finished_rerun_says_it_ran_nothing(tmp_path, tiny_model_dir, capsys):
+    """--model runs/x is the run's final model (runs/x/checkpoint-final), as TRL's
+    output_dir is; a rerun of the finished eval says the model answered nothing."""
+    import json
+    import shutil
+
+    data = tmp_path / "data"
+    generate = ("generate", "--spec", "smoke", "--out", str(data), "--split", "test", "--scenes", "1")
+    assert cli(*generate, "--formats", "release", "--num-proc", "1", "--quiet") == 0
+    run = tmp_path / "runs" / "tiny-sft"
+    shutil.copytree(tiny_model_dir, run / "checkpoint-final")
+    out = tmp_path / "eval"
+    argv = ("eval", "--model", str(run), "--data", str(data), "--out", str(out), "--limit", "2")
+    assert cli(*argv, "--max-new-tokens", "4", "--no-progress") == 0
+    captured = capsys.readouterr()
+    assert f"using its final model {run / 'checkpoint-final'}" in captured.err
+    assert "nothing to run" not in captured.out
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert {row["model"] for row in rows} == {str(run / "checkpoint-final")}
+    assert cli(*argv, "--max-new-tokens", "4", "--no-progress") == 0
+    assert "nothing to run: all 2 items already have answers" in capsys.readouterr().out

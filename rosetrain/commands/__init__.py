@@ -164,3 +164,17 @@ def check_out_folder(value: str, option: str) -> None:
             if not os.access(place, os.W_OK | os.X_OK):
                 raise RosetrainError(f"{option} {value}: {place} may not be written")
             return
+
+
+def resolve_model(text: str) -> str:
+    """The model a command loads for ``--model TEXT``: itself, or for a rosetrain
+    run folder its final model (``RUN/checkpoint-final``), said on stderr. Every
+    command that takes a model runs it (rosetrain.models.loading.model_path)."""
+    import sys
+
+    from rosetrain.models.loading import model_path
+
+    resolved = model_path(text)
+    if resolved != text:
+        print(f"model {text}: a training run; using its final model {resolved}", file=sys.stderr)
+    return resolved

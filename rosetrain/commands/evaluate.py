@@ -17,7 +17,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetrain.commands import MAX_PROCESSES, MAX_TOKENS, add_bridges_flags, integer, number, path
+from rosetrain.commands import (
+    MAX_PROCESSES,
+    MAX_TOKENS,
+    add_bridges_flags,
+    integer,
+    number,
+    path,
+    resolve_model,
+)
 from rosetrain.core.errors import RosetrainError
 from rosetrain.runners import RUNNERS
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
@@ -125,11 +133,9 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
 
     suite = load_suite(find_config("suite", args.suite)) if args.suite else None
     if args.data:
-        from rosetrain.data.hub import resolve_data as local_path
+        from rosetrain.data.hub import resolve_split
 
-        data = local_path(args.data)
-        if not data.exists():
-            raise RosetrainError(f"--data: no such folder or metadata .jsonl file: {data}")
+        data = resolve_split(args.data, "--data")
     elif suite:
         data = suite.data_dir()
     else:
@@ -156,6 +162,26 @@ def eval_threads(args: argparse.Namespace) -> int | None:
     return None if torch.cuda.is_available() else 1
 
 
+def say_if_nothing_ran(out: Path) -> None:
+    """A rerun of a finished eval asks the model nothing: say so, or "scored 100
+    items" would read as 100 items answered again."""
+    import json
+
+    from rosetrain.evaluation.evaluate import PREDICTIONS_FILE, RUN_FILE
+
+    try:
+        stats = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(stats, dict) or stats.get("items_run") != 0 or stats.get("items_failed"):
+        return  # the model was asked something this time
+    if stats.get("items_skipped"):
+        print(
+            f"nothing to run: all {stats['items_skipped']} items already have answers in "
+            f"{out / PREDICTIONS_FILE}; scored them again (another --out runs the model afresh)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from rosetrain.evaluation.evaluate import check_error_rate, evaluate
 
@@ -169,9 +195,7 @@ def run(args: argparse.Namespace) -> int:
 
     data, split, limit, max_new_tokens = resolve_data(args)
     if args.runner != "openai":  # a local model that cannot load is refused before the run folder is made
-        from rosetrain.models.loading import resolve_model_source
-
-        resolve_model_source(args.model)
+        args.model = resolve_model(args.model)  # a run folder: its final model
     options = (
         {"timeout_s": args.request_timeout, "max_retries": args.max_retries}
         if args.runner == "openai"
@@ -195,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         runner_options=options,
         max_error_rate=1.0,
     )  # checked after printing
+    say_if_nothing_ran(Path(args.out))
     print_summary(summary, args.out)  # the same table `rosetrain score` prints
     check_error_rate(summary, args.max_error_rate, Path(args.out))
     return 0

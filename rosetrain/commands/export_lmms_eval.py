@@ -15,7 +15,10 @@ from rosetrain.commands import MAX_TOKENS, add_bridges_flags, integer, path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", type=path("data"), help="the split's folder (metadata_<split>.jsonl + images/) or a .jsonl"
+        "--data",
+        type=path("data"),
+        help="the split's folder (metadata_<split>.jsonl + images/), a .jsonl, or "
+        "hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face cache)",
     )
     parser.add_argument("--split", default="test", help="split name (default: test)")
     parser.add_argument(
@@ -53,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rosetrain.core.errors import RosetrainError
+    from rosetrain.data.hub import resolve_split
     from rosetrain.integrations.lmms_eval import export_task
 
     if args.samples is not None:
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         raise RosetrainError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
     yaml_path = export_task(
-        args.data,
+        resolve_split(args.data, "--data"),
         args.split,
         args.out,
         task=args.task,

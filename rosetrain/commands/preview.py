@@ -29,11 +29,30 @@ def check_replaceable(out: Path) -> None:
         raise RosetrainError(f"--out {out}: exists and was not written by rosetrain preview; not replaced")
 
 
+def default_out(given: str, data: Path) -> Path:
+    """The folder of the default sheet: the split's folder, the folder of a .jsonl,
+    and for a Hub dataset the working folder (never the Hub cache)."""
+    from rosetrain.data.hub import is_hub_uri
+
+    if is_hub_uri(given):
+        return Path(".")
+    return data.parent if data.is_file() else data
+
+
 def add_arguments(parser) -> None:
-    parser.add_argument("data", type=path("folder"), help="a split folder in the ROSE release layout")
+    parser.add_argument(
+        "data",
+        type=path("data"),
+        help="a split: a folder in the ROSE release layout, a metadata .jsonl, or "
+        "hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face cache)",
+    )
     parser.add_argument("--split", default="test", help="split name")
     parser.add_argument(
-        "--out", type=path("out-file"), default=None, help="PNG path (default: DATA/preview_<split>.png)"
+        "--out",
+        type=path("out-file"),
+        default=None,
+        help="PNG path (default: DATA/preview_<split>.png; beside a .jsonl; "
+        "for an hf:// dataset, in the working folder)",
     )
     parser.add_argument("--limit", type=integer(1, 10_000), default=24, help="number of scenes on the sheet")
     parser.add_argument("--columns", type=integer(1, 1000), default=6, help="scenes per row of the sheet")
@@ -48,6 +67,7 @@ def run(args) -> int:
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import atomic_write
     from rosetrain.core.protocol import TEMPLATES
+    from rosetrain.data.hub import resolve_split
     from rosetrain.data.paths import check_split_name
     from rosetrain.data.release import select_records
     from rosetrain.generators.preview import contact_sheet
@@ -58,14 +78,15 @@ def run(args) -> int:
     for flag, value in (("--limit", args.limit), ("--columns", args.columns)):
         if value < 1:
             raise RosetrainError(f"{flag} must be at least 1, got {value}")
-    records, root = select_records(args.data, args.split, None)
+    data = resolve_split(args.data)
+    records, root = select_records(data, args.split, None)
     for record in records:
         missing = [field for field in PREVIEW_FIELDS if record.get(field) is None]
         if missing:
             raise RosetrainError(
                 f"{args.data}: item {record['item_id']!r} lacks {', '.join(missing)}, which a preview needs"
             )
-    out = Path(args.out or Path(args.data) / f"preview_{args.split}.png")
+    out = Path(args.out or default_out(args.data, data) / f"preview_{args.split}.png")
     check_replaceable(out)
     sheet = contact_sheet(root, records, args.limit, args.columns, args.template)
     buffer = io.BytesIO()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import SEED_NUMPY, check_out_folder, integer, path, seed
+from rosetrain.commands import SEED_NUMPY, check_out_folder, integer, path, resolve_model, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--data",
         type=path("data"),
         required=True,
-        help="split folder (release layout, e.g. from rosetrain generate)",
+        help="split folder (release layout, e.g. from rosetrain generate), a metadata .jsonl, "
+        "or hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face cache)",
     )
     parser.add_argument("--split", default="test", help="split name")
     parser.add_argument(
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.core.io import atomic_write, output_lock
     from rosetrain.core.resources import find as find_config
     from rosetrain.curriculum.signal import TransformersSampler, signal_check, signal_table
+    from rosetrain.data.hub import resolve_split
     from rosetrain.data.release import select_records, with_image_paths
     from rosetrain.demo.pipeline import RECIPES
     from rosetrain.train.recipe import load_recipe
@@ -64,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     recipe_path = find_config("recipe", args.recipe) if args.recipe else RECIPES / "demo-grpo.yaml"
     grpo = load_recipe(recipe_path, [f"model={args.model}"]).grpo
     k = args.k or grpo.num_generations
-    records, root = select_records(args.data, args.split, args.limit)
+    records, root = select_records(resolve_split(args.data, "--data"), args.split, args.limit)
+    args.model = resolve_model(args.model)  # a run folder: its final model
     import torch
 
     torch.manual_seed(args.seed)

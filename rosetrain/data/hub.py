@@ -51,6 +51,18 @@ def resolve_data(text: str | os.PathLike, what: str = "--data") -> Path:
     return confined_path(snapshot, uri.path_in_repo.rstrip("/"), f"{what}: {text}")
 
 
+def resolve_split(text: str | os.PathLike, what: str = "data") -> Path:
+    """The local path of a split as a user gives it (a release folder, a metadata
+    ``.jsonl`` or ``hf://datasets/...``), which every command that reads a split
+    runs once: one not there is refused naming ``text`` as written (pathlib
+    would show ``hf://`` as ``hf:/``)."""
+    path = resolve_data(text, what)
+    if not path.exists():
+        where = " in the dataset's snapshot" if is_hub_uri(text) else ""
+        raise RosetrainError(f"{what} {text}: no such folder or metadata .jsonl file{where}", argument="data")
+    return path
+
+
 def hub_snapshot(repo_id: object, revision: object = None, what: str = "hub_dataset") -> Path:
     """The local snapshot folder of the dataset repo ``repo_id`` at ``revision``
     (default: main), downloaded into the Hub cache unless it is there already.

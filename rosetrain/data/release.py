@@ -10,7 +10,9 @@ release keeps its bridge controls in separate files beside the main one
 asked for (``bridges=True``), or when the folder holds only them. A path to a
 ``.jsonl`` file reads just that file. Only the standard library, orjson and
 msgspec are imported. A split can also be read in chunks of whole lines
-(``line_chunks``, ``read_chunk``), one process each.
+(``line_chunks``, ``read_chunk``), one process each. A split on the Hub
+(``hf://datasets/OWNER/NAME[/PATH]``) is read from its local snapshot
+(:func:`rosetrain.data.hub.resolve_split`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import iter_jsonl
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_paths
+from rosetrain.data.hub import is_hub_uri, resolve_data
 from rosetrain.data.paths import check_split_name, confined_path
 from rosetrain.data.validate import IMAGE_FIELDS, CheckedRecord, check_record
 
@@ -50,12 +53,13 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
     ``metadata_<split>_matched_local_count_bridge.jsonl``) beside the main file;
     False never does; None (default) uses them only when there is no main file.
     """
-    root = Path(root)
+    shown = root if is_hub_uri(root) else Path(root)  # messages name the data as given
+    root = resolve_data(root, "data") if is_hub_uri(root) else Path(root)  # commands resolve once first
     if root.is_file():
         return [root]
     check_split_name(split)
     if not root.is_dir():
-        raise RosetrainError(f"{root}: no such folder or .jsonl file")
+        raise RosetrainError(f"{shown}: no such folder or .jsonl file")
     for folder in (root, root / split):  # the release layout, or one folder per split
         main = folder / f"metadata_{split}.jsonl"
         # only the release's two bridge names: a split named `<split>_x` is another split
@@ -66,7 +70,7 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
             return extra
     found = sorted(p.name for p in root.glob("metadata_*.jsonl"))
     raise RosetrainError(
-        f"{root}: no metadata_{split}.jsonl (split {split!r}); "
+        f"{shown}: no metadata_{split}.jsonl (split {split!r}); "
         f"found: {', '.join(found) or 'no metadata_*.jsonl files'}"
     )
 

@@ -18,11 +18,16 @@ from typing import Any
 from rosetrain.core.errors import RosetrainError
 
 ADAPTER_CONFIG = "adapter_config.json"
+# Where a rosetrain training run keeps its final model (rosetrain.train.run.FINAL_DIR,
+# not imported: that module imports the trainers)
+RUN_FINAL = "checkpoint-final"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
 def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
-    """("local", path) for a folder on disk, ("hub", None) for a Hub id.
+    """("local", path) for a folder on disk, ("hub", None) for a Hub id. A
+    rosetrain run folder (a recipe's output_dir) is its final model, as TRL's
+    output_dir is: path is then ``RUN/checkpoint-final``.
 
     A name that looks like a path (absolute, ``./``, ``~``, more than one ``/``,
     or ``dir/name`` where ``dir`` exists here) but is missing fails, naming it,
@@ -32,11 +37,8 @@ def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
     if path.exists():
         if not path.is_dir():
             raise RosetrainError(f"model: {text} is a file, not a model folder", argument="model")
-        if not any((path / name).is_file() for name in ("config.json", ADAPTER_CONFIG)):
-            raise RosetrainError(
-                f"model: {text} is a folder but not a model (it has no config.json or {ADAPTER_CONFIG})",
-                argument="model",
-            )
+        if not is_model_folder(path):
+            path = run_final_model(path, text)
         return "local", path
     first = text.split("/", 1)[0]
     looks_local = (
@@ -45,6 +47,42 @@ def resolve_model_source(name_or_path: str | Path) -> tuple[str, Path | None]:
     if looks_local:
         raise RosetrainError(f"model: local path {text} does not exist", argument="model")
     return "hub", None
+
+
+def model_path(name_or_path: str | Path) -> str:
+    """What a command loads for ``name_or_path``: a Hub id or a model folder as
+    given, a run folder's final model (``RUN/checkpoint-final``) in its place."""
+    _kind, path = resolve_model_source(name_or_path)
+    resolved = path is not None and path != Path(str(name_or_path)).expanduser()
+    return str(path) if resolved else str(name_or_path)
+
+
+def is_model_folder(path: Path) -> bool:
+    return any((path / name).is_file() for name in ("config.json", ADAPTER_CONFIG))
+
+
+def run_final_model(folder: Path, text: str) -> Path:
+    """A training run's final model (``folder/checkpoint-final``); a run without one
+    (stopped before its final save) names its latest checkpoint; any other folder
+    is not a model."""
+    final = folder / RUN_FINAL
+    if final.is_dir() and is_model_folder(final):
+        return final
+    steps = [
+        p for p in folder.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit() and is_model_folder(p)
+    ]
+    if steps:
+        latest = max(steps, key=lambda p: int(p.name.split("-", 1)[1]))
+        raise RosetrainError(
+            f"model: {text} is a training run without its final model ({RUN_FINAL}): it stopped "
+            f"before the end; give its latest checkpoint {latest}, or run the training again to finish it",
+            argument="model",
+        )
+    raise RosetrainError(
+        f"model: {text} is a folder but not a model (it has no config.json or {ADAPTER_CONFIG}, "
+        f"and no {RUN_FINAL} of a training run)",
+        argument="model",
+    )
 
 
 def default_device_and_dtype(device: str | None = None, dtype: Any = None) -> tuple[str, Any]:
@@ -93,8 +131,9 @@ def load_model_and_processor(
     if kind == "hub" and not hub_reachable():
         kind = "cache"  # the Hub cannot answer: load from the local cache only, at once
         _hub_offline()
-    model = _load_model(str(name_or_path), kind, dtype, trust_remote_code).to(device)
-    return model, _load_processor(str(name_or_path), kind, trust_remote_code)
+    name = str(name_or_path) if path is None else str(path)  # a run folder: its final model
+    model = _load_model(name, kind, dtype, trust_remote_code).to(device)
+    return model, _load_processor(name, kind, trust_remote_code)
 
 
 def _hub_offline() -> None:
