@@ -11,10 +11,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from typing import NoReturn
 
 from rosetrain.core.errors import RosetrainError
+
+# What `rosetrain --help` says first (the module's docstring is RST, which a terminal shows raw).
+DESCRIPTION = (
+    "rosetrain: training data, TRL recipes and gap evaluation for the ROSE perception-to-action benchmark"
+)
 
 # name -> (module, one-line help)
 COMMANDS = {
@@ -67,14 +73,30 @@ class HelpFormatter(argparse.HelpFormatter):
 class Parser(argparse.ArgumentParser):
     """A bad option is one line that names it, as every other error is: argparse's
     own error() prints the whole usage block above it. The subcommands' parsers are
-    of this class too (argparse makes them of their parent's)."""
+    of this class too (argparse makes them of their parent's). An unrecognized
+    option gets the chosen command's hint (its module's ``unrecognized_hint``), e.g.
+    ``train --learning_rate 1e-5`` -> ``--set learning_rate=1e-5``."""
+
+    command: str | None = None  # the command whose module was imported (build_parser)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        prog = self.prog if self.command is None else f"{self.prog} {self.command}"
+        hint = self._unrecognized_hint(message)
+        self.exit(2, f"{self.prog}: error: {message}{hint} (see {prog} --help)\n")
+
+    def _unrecognized_hint(self, message: str) -> str:
+        prefix = "unrecognized arguments: "
+        if self.command is None or not message.startswith(prefix):
+            return ""
+        module = importlib.import_module(COMMANDS[self.command][0])
+        hint = getattr(module, "unrecognized_hint", None)
+        text = hint(message[len(prefix) :].split()) if hint else None
+        return f"; {text}" if text else ""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    parser = Parser(prog="rosetrain", description=__doc__.splitlines()[0])
+    parser = Parser(prog="rosetrain", description=DESCRIPTION)
+    parser.command = command if command in COMMANDS else None
     parser.add_argument("--version", action="version", version=f"rosetrain {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
@@ -95,18 +117,44 @@ ARGUMENT_DESTS = {
 }
 
 
-def option_hint(command: str, err: RosetrainError) -> str:
-    """The " (option --flag)" that sets the argument a library error names
-    (an option's ``dest``, or the dest :data:`ARGUMENT_DESTS` gives), else ""."""
-    if not err.argument:
-        return ""
+def error_line(command: str, err: RosetrainError) -> str:
+    """A library error as the command line speaks: the argument it names (an
+    option's ``dest``, or the dest :data:`ARGUMENT_DESTS` gives) written as its
+    option (``pass overwrite=True`` -> ``pass --overwrite``, ``allow_partial`` ->
+    ``--allow-partial``), or " (option --flag)" added where the text does not say it."""
+    text = str(err)
+    action = argument_action(command, err.argument) if err.argument else None
+    if action is None:
+        return text
+    option = action.option_strings[0]
+    spoken = text
+    for dest in {err.argument, action.dest}:
+        spoken = speak_option(spoken, dest, option, action.nargs == 0)
+    return spoken if option in spoken else f"{spoken} (option {option})"
+
+
+def speak_option(text: str, dest: str, option: str, flag: bool) -> str:
+    """``text`` with the Python spellings of ``dest`` replaced by ``option``:
+    ``dest=True`` (a flag), ``dest=VALUE`` and, for a name with '_' (never an
+    English word), ``dest`` alone."""
+    if flag:
+        text = re.sub(rf"\b{dest}=True\b", option, text)
+    text = re.sub(rf"\b{dest}=(?=[^\s=])", f"{option} ", text)
+    if "_" in dest:
+        text = re.sub(rf"(?<![\w.-]){dest}\b(?!=)", option, text)
+    return text
+
+
+def argument_action(command: str, argument: str) -> argparse.Action | None:
+    """The option of ``command`` that sets ``argument`` (a dest, or one
+    :data:`ARGUMENT_DESTS` maps to a dest), if any."""
     parser = build_parser(command)
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    wanted = (err.argument, ARGUMENT_DESTS.get(err.argument))
+    wanted = (argument, ARGUMENT_DESTS.get(argument))
     for action in commands.choices[command]._actions:
         if action.dest in wanted and action.option_strings:
-            return f" (option {action.option_strings[0]})"
-    return ""
+            return action
+    return None
 
 
 def version() -> str:
@@ -140,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except RosetrainError as err:
-        print(f"rosetrain {args.command}: error: {err}{option_hint(args.command, err)}", file=sys.stderr)
+        print(f"rosetrain {args.command}: error: {error_line(args.command, err)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader left (`rosetrain configs list | head`): not an error of ours
         if owns_process:  # stop the interpreter's own flush at exit from failing again

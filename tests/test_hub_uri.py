@@ -75,3 +75,12 @@ def test_the_library_reads_a_hub_uri_and_names_it_as_written(snapshot):
     with pytest.raises(RosetrainError, match=f"^{uri}: no metadata_val.jsonl") as err:
         load_split(uri, "val")
     assert str(snapshot) not in str(err.value)
+
+
+def test_a_recipes_held_out_split_may_be_a_hub_uri(snapshot):
+    from rosetrain.train.data import heldout_records
+    from rosetrain.train.recipe import EvalConfig
+
+    records = heldout_records(EvalConfig(folder=f"hf://datasets/{REPO}", split="test"))
+    assert len(records) == 2 * ROWS_PER_FILE
+    assert all(record["image"].startswith(str(snapshot)) for record in records)

@@ -217,3 +217,73 @@ def test_every_shipped_recipe_checks_with_heldout_evaluation_off(path, tmp_path,
         path, "eval.folder=null", f"model={tiny_model_dir}", f"output_dir={tmp_path / 'run'}", method=method
     )
     assert code == 0, err
+
+
+def test_a_run_folder_is_its_final_model(recipe, tmp_path, tiny_model_dir):
+    """model: runs/sft (a recipe's output_dir) means runs/sft/checkpoint-final, as
+    TRL's output_dir holds the final model; a run stopped early names its latest checkpoint."""
+    import shutil
+
+    run = tmp_path / "sft-run"
+    shutil.copytree(tiny_model_dir, run / "checkpoint-3")
+    assert_one_line_error(
+        *check(recipe, f"model={run}"),
+        f"model: {run} is a training run without its final model (checkpoint-final)",
+        f"its latest checkpoint {run / 'checkpoint-3'}",
+    )
+    shutil.copytree(tiny_model_dir, run / "checkpoint-final")
+    code, err = check(recipe, f"model={run}")
+    assert code == 0, err
+
+
+def test_a_local_model_the_recipe_header_makes_is_named_with_that_command(recipe, tmp_path):
+    """The recipe's own header says how to make its model: the check says that, never
+    `hf download` of a folder's name."""
+    text = recipe.read_text()
+    model = tmp_path / "models" / "tiny"
+    recipe.write_text(
+        f"# rosetrain tiny-model --out {model}   # or --size small\n"
+        + text.replace(
+            next(line for line in text.splitlines() if line.startswith("model:")), f"model: {model}"
+        )
+    )
+    code, err = check(recipe)
+    assert_one_line_error(code, err, f"run `rosetrain tiny-model --out {model}` first")
+    assert "hf download" not in err
+
+
+def test_a_bare_trl_key_in_set_says_trl_key_works(recipe):
+    code, err = check(recipe, "optim=adafactor")
+    assert_one_line_error(
+        code, err, "unknown key 'optim'", "a TRL SFTConfig field goes under trl: trl.optim=adafactor"
+    )
+    code, err = check(recipe, "learnig_rate=1")  # a misspelt recipe key: "did you mean", no TRL hint
+    assert_one_line_error(code, err, "did you mean 'learning_rate'")
+    assert "trl.learnig_rate" not in err
+    code, err = check(recipe, "trl.optim=adafactor")
+    assert code == 0, err
+
+
+def test_a_folder_without_the_split_names_the_split_not_missing_shards(recipe):
+    code, err = check(recipe, "data.split=test")
+    assert_one_line_error(code, err, "data.split: ", "no split 'test'", "it has 'train': set data.split")
+    assert "generate the split" not in err
+
+
+def test_trl_habits_on_the_train_command_line(recipe, capsys):
+    """--config is --recipe (TRL's scripts' name); a TRL-style --flag gets the --set
+    that does it; --help lists the recipe keys."""
+    assert cli_main(["train", "sft", "--config", str(recipe), "--check"]) == 0
+    capsys.readouterr()
+    for argv, hint in (
+        (["--learning_rate", "1e-5"], "--set learning_rate=1e-5"),
+        (["--max-steps=5"], "--set max_steps=5"),
+        (["--optim", "adafactor"], "--set trl.optim=adafactor"),
+    ):
+        assert cli_main(["train", "sft", "--recipe", str(recipe), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and hint in err and "rosetrain train --help" in err, err
+    assert cli_main(["train", "sft", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for key in ("learning_rate", "lora.{", "eval.{folder", "trl.KEY", "recipes/README.md"):
+        assert key in shown, key

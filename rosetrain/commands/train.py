@@ -18,9 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", choices=METHODS, help="sft (SFTTrainer) or grpo (GRPOTrainer)")
     parser.add_argument(
         "--recipe",
+        "--config",  # what TRL's scripts call it (trl sft --config x.yaml)
         type=path("config"),
         required=True,
-        help="a recipe YAML file, or the name of a shipped one (rosetrain configs list recipe)",
+        help="a recipe YAML file, or the name of a shipped one (rosetrain configs list recipe); "
+        "--config is the same option, as in TRL's scripts",
     )
     parser.add_argument(
         "--set",
@@ -36,6 +38,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="validate the recipe, model path and data, then stop before training",
     )
+    parser.epilog = recipe_keys_epilog()
+
+
+def recipe_keys_epilog() -> str:
+    """The recipe keys --set takes, in one paragraph (recipes/README.md and the
+    shipped recipes give each one's default and help)."""
+    from rosetrain.core.config import valid_keys
+    from rosetrain.train.recipe import NOT_KEYS, SECTIONS, Recipe
+
+    keys = []
+    for name in valid_keys(Recipe, NOT_KEYS):
+        if name == "trl":  # said last: it takes any TRL field
+            continue
+        section = SECTIONS.get(name)
+        keys.append(f"{name}.{{{', '.join(valid_keys(section))}}}" if section else name)
+    return (
+        f"recipe keys (a recipe's YAML, or --set KEY=VALUE): {'; '.join(keys)}; "
+        "trl.KEY: any other TRL SFTConfig / GRPOConfig field (--set trl.optim=adafactor). "
+        "Each key's default and meaning: recipes/README.md, or a shipped recipe "
+        "(rosetrain configs copy recipe tiny-sft .)."
+    )
+
+
+def unrecognized_hint(tokens: list[str]) -> str | None:
+    """TRL's scripts take every config field as a flag (--learning_rate 1e-5);
+    here they are recipe keys, set with --set: the hint names the --set that does it."""
+    from rosetrain.train.recipe import NOT_KEYS, Recipe, valid_keys
+
+    for i, token in enumerate(tokens):
+        if not token.startswith("--"):
+            continue
+        name, sep, value = token[2:].partition("=")
+        if not sep:
+            following = tokens[i + 1] if i + 1 < len(tokens) else ""
+            value = following if following and not following.startswith("--") else "VALUE"
+        key = name.replace("-", "_")
+        if not key.isidentifier():
+            continue
+        if key not in valid_keys(Recipe) or key in NOT_KEYS:
+            key = f"trl.{key}"  # a TRL config field, if it is one: the trainer checks it
+        return f"recipe keys are set with --set: --set {key}={value}"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:

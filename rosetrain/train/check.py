@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 from rosetrain.train.data import check_data
@@ -36,15 +37,49 @@ def check(recipe: Recipe) -> Checked:
     """Fail on a bad model path, unusable data, a held-out split that overlaps
     training, settings TRL, torch or peft would reject, or an output folder the
     run cannot resume in, each with a message naming it; no weights are loaded."""
-    from rosetrain.models.loading import resolve_model_source
+    from rosetrain.models.loading import model_path
 
-    resolve_model_source(recipe.model)  # an adapter's base: checked with the model (check_run)
+    check_model_made(recipe)
+    recipe.model = model_path(recipe.model)  # a run folder: its final model; an adapter's base: check_run
     check_vllm(recipe)
     heldout, exclude = check_data(recipe.data, recipe.eval)
     args = check_run(recipe)
     # last: a changed key is validated first, then whether output_dir's checkpoint may resume with it
     resume = check_resumable(recipe)
     return Checked(recipe=recipe, args=args, heldout=heldout, exclude_fingerprints=exclude, resume=resume)
+
+
+def check_model_made(recipe: Recipe) -> None:
+    """A model folder that is not there yet, which the recipe's own header says
+    how to make (``rosetrain tiny-model --out models/tiny``), is named with that
+    command: the name would otherwise be taken for a Hub id to download."""
+    if Path(recipe.model).expanduser().exists():
+        return
+    command = header_command(Path(recipe.source), recipe.model)
+    if command:
+        raise RecipeError(
+            f"model: {recipe.model} does not exist yet; the recipe's header makes it: "
+            f"run `{command}` first (or set model to another folder or Hub id)"
+        )
+
+
+def header_command(source: Path, model: str) -> str | None:
+    """The command in the opening comment of the recipe file that writes ``model``
+    (``... --out MODEL``), without its own trailing comment."""
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in lines:
+        if not line.startswith("#"):
+            break
+        command = line.lstrip("#").split(" #")[0].strip()
+        words = command.split()
+        if words[:1] == ["rosetrain"] and any(
+            a == "--out" and b.rstrip("/") == model.rstrip("/") for a, b in zip(words, words[1:])
+        ):
+            return command
+    return None
 
 
 def check_vllm(recipe: Recipe) -> None:

@@ -59,12 +59,26 @@ def check_folder(data: DataConfig) -> None:
         raise RecipeError(f"data.folder: {folder} {state}")
     shards = parquet_files(folder, data.split)
     if not shards:
-        raise RecipeError(
-            f"data.folder: {folder} has no Parquet shards under hf/{data.split}/ "
-            f"(generate the split with the 'hf' format too)"
-        )
+        raise RecipeError(missing_split(folder, data.split))
     _check_parquet_footers(shards)
     _refuse_heldout_folder(data)
+
+
+def missing_split(folder: str, split: str) -> str:
+    """Why a folder has no training rows for ``split``: most often the split's name
+    (the folder holds others), else a split generated without the 'hf' format."""
+    parquet = sorted({shard.parent.name for shard in Path(folder).glob("hf/*/*.parquet")})
+    if parquet:
+        return (
+            f"data.split: {folder} has no split {split!r} with Parquet shards (hf/{split}/); "
+            f"it has {', '.join(repr(name) for name in parquet)}: set data.split to one of them"
+        )
+    released = sorted(p.name for p in Path(folder).glob("metadata_*.jsonl"))
+    made = f" ({', '.join(released[:3])} only)" if released else ""
+    return (
+        f"data.folder: {folder} has no Parquet shards under hf/{split}/{made}; training reads "
+        f"the 'hf' format: generate the split with the formats release,hf"
+    )
 
 
 def _refuse_heldout_folder(data: DataConfig) -> None:
@@ -180,12 +194,14 @@ def check_stream_apart(data: DataConfig, records: Sequence[Mapping[str, Any]], c
 
 def heldout_records(config: EvalConfig) -> list[dict[str, Any]]:
     """Every record of the held-out split, with absolute image paths."""
+    from rosetrain.data.hub import resolve_data
     from rosetrain.data.release import select_records, with_image_paths
 
-    folder = required(config.folder, "eval.folder")
-    if not Path(folder).is_dir():
-        state = "is a file, not a folder" if Path(folder).exists() else "does not exist"
-        raise RecipeError(f"eval.folder: {folder} {state}")
+    given = required(config.folder, "eval.folder")
+    folder = resolve_data(given, "eval.folder")  # a held-out split on the Hub: its local snapshot
+    if not folder.is_dir():
+        state = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise RecipeError(f"eval.folder: {given} {state}")
     try:
         # bridges too, wherever they live (the main file, or the release layout's own files)
         records, root = select_records(folder, config.split, None, bridges=True)

@@ -369,9 +369,24 @@ def apply_override(raw: dict, item: str, path: str | Path = "<recipe>") -> None:
     try:
         config.apply_override(raw, item, Recipe, NOT_KEYS)
     except ValueError as err:
-        message = str(err)
+        message = trl_key_hint(str(err), item, raw.get("method"))
         where = "" if message.startswith("override") else f"{path} (override {item}): "
         raise RecipeError(where + message, argument="overrides") from None
+
+
+def trl_key_hint(message: str, item: str, method: object) -> str:
+    """A top-level key that is no recipe key, and no misspelt one, is most likely
+    a TRL config field set as TRL's scripts set it (``optim=adafactor``): the
+    message says that such fields go under ``trl.``."""
+    key = item.partition("=")[0].strip()
+    unknown = f"unknown key {key!r} at the top level; "
+    if not message.startswith(unknown) or not key.isidentifier():
+        return message  # a nested key, or "did you mean" already names the recipe key
+    trainer = {"sft": "SFTConfig", "grpo": "GRPOConfig"}.get(str(method), "SFTConfig / GRPOConfig")
+    return (
+        f"unknown key {key!r} at the top level; a TRL {trainer} field goes under trl: "
+        f"trl.{item.strip()} (TRL checks the name); " + message[len(unknown) :]
+    )
 
 
 def recipe_from_dict(raw: Mapping[str, Any], path: str | Path = "<recipe>") -> Recipe:
