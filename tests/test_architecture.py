@@ -228,7 +228,7 @@ def test_renames_finds_what_it_should(source, expected):
 
 # A library error names the argument or config key at fault, never a flag of the
 # command line (a caller of the Python API passed none): the CLI adds the option
-# (RosetrainError.argument, rosetrain.cli.option_hint). Flags of other programs a
+# (RosetrainError.argument, rosetrain.cli.error_line). Flags of other programs a
 # message tells the user to run are allowed by name. FLAG_DEBT lists modules still to
 # convert, with how many such raises each may hold: ceilings that only go down.
 FLAG = re.compile(r"(?:^|[\s`(])--[a-z]")

@@ -6,6 +6,7 @@ code 2 and one line naming the option, never a traceback, before any work."""
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -67,3 +68,53 @@ def test_a_bad_value_of_a_numeric_option_is_exit_2_and_one_line_naming_it(comman
         if nargs is None or not value.startswith("-"):  # argparse reads "-inf" as another option there
             assert "expected an integer" in last or "expected a number" in last, last
             assert repr(value) in last, last  # the value given, as given
+
+
+@pytest.mark.parametrize(
+    "command, message, argument, expected",
+    [
+        ("generate", "pass overwrite=True to remake it", "overwrite", "pass --overwrite to remake it"),
+        (
+            "score",
+            "allow_partial scores the 3 that do",
+            "allow_partial",
+            "--allow-partial scores the 3 that do",
+        ),
+        (
+            "eval",
+            "or set max_error_rate=0.25 to accept this",
+            "max_error_rate",
+            "set --max-error-rate 0.25 to",
+        ),
+        ("generate", "out_dir: data/x is a file", "out_dir", "--out: data/x is a file"),
+        ("eval", "model: runs/x is a folder but not a model", "model", "not a model (option --model)"),
+    ],
+)
+def test_a_library_error_speaks_the_command_line(command, message, argument, expected):
+    """Messages name options, never the Python parameters behind them."""
+    from rosetrain.core.errors import RosetrainError
+
+    line = cli.error_line(command, RosetrainError(message, argument=argument))
+    assert expected in line, line
+    assert f"{argument}=" not in line
+    assert "_" not in argument or not re.search(rf"(?<![\w-]){argument}\b", line), line
+
+
+def test_a_partial_score_names_the_option_that_allows_it(tmp_path, smoke_split, capsys):
+    import json
+
+    split = smoke_split(tmp_path / "data")
+    rows = [json.loads(line) for line in (split / "metadata_test.jsonl").read_text().splitlines()]
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(json.dumps({"item_id": rows[0]["item_id"], "raw_text": ""}) + "\n")
+    argv = ["score", "--data", str(split), "--predictions", str(predictions), "--out", str(tmp_path / "s")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--allow-partial" in err and "allow_partial" not in err, err
+
+
+def test_the_top_help_shows_no_markup(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["--help"])
+    shown = capsys.readouterr().out
+    assert "``" not in shown and "rosetrain:" in shown

@@ -235,7 +235,8 @@ def test_score_refuses_predictions_of_other_data(split_dir, other_split_dir, tmp
     )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert "the data changed or this is another dataset" in err
+    assert "other metadata" in err and "score them against the data and bridges setting" in err
+    assert "output folder" not in err
     assert not (tmp_path / "scored" / "evaluation_summary.json").exists()
     # The data they were made on scores them, and the summary records that data.
     assert (

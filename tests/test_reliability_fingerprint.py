@@ -51,7 +51,7 @@ def test_eval_is_not_resumed_on_edited_images_and_score_needs_none(split_dir, tm
     evaluate("oracle", split_dir, out_dir=out, limit=3, runner=Oracle(), progress=False)
     image = an_image(split_dir)
     image.write_bytes(image.read_bytes() + b"\0")
-    with pytest.raises(RosetrainError, match="the data changed"):
+    with pytest.raises(RosetrainError, match="the same metadata, but the images changed since"):
         evaluate("oracle", split_dir, out_dir=out, runner=Oracle(), progress=False)
     meta_only = tmp_path / "meta"
     meta_only.mkdir()

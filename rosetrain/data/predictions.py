@@ -34,7 +34,7 @@ from typing import Any
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write, iter_jsonl
 from rosetrain.core.jsonio import jsonl_text
-from rosetrain.data.release import same_fingerprint, short_fingerprint
+from rosetrain.data.release import IMAGES_PART, same_fingerprint, short_fingerprint
 
 PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
 SYNC_SECONDS = 1.0  # fsync a predictions file at most this often (and on close)
@@ -60,23 +60,55 @@ def check_same_data(
 
     Rows without a fingerprint (written by other tools) are accepted unless
     ``require`` (a run folder rosetrain resumes must prove what data it holds).
+    The message names the cause: the images changed, the metadata differs (and,
+    where the run folder records it, the data they were made on).
     """
     for row in rows.values():
         made_on = row.get("data_fingerprint")
         if same_fingerprint(made_on, fingerprint) or (made_on is None and not require):
             continue
-        made = (
-            "no data fingerprint (an older rosetrain or another tool)"
-            if made_on is None
-            else f"data {short_fingerprint(made_on)}"
+        remedy = (
+            "use another output folder for this data, or the data and bridges setting they were made with"
+            if require  # a run folder being resumed
+            else "score them against the data and bridges setting they were made with"
         )
         raise RosetrainError(
-            f"{source} holds predictions made on {made} (item {row['item_id']!r}), but {data} "
-            f"is data {short_fingerprint(fingerprint)}: the data changed or this is another "
-            "dataset (or its bridge files were read one time and not the other); use another "
-            "output folder, or the data and bridges setting they were made with",
+            f"{source} holds predictions made on {made_where(made_on, source)} (item {row['item_id']!r}), "
+            f"but {data} is data {short_fingerprint(fingerprint)}: {data_cause(made_on, fingerprint)}; "
+            f"{remedy}",
             argument="bridges",
         )
+
+
+# the record of the eval run beside a predictions file (rosetrain.evaluation.evaluate.RUN_FILE)
+EVAL_RUN_FILE = "eval_run.json"
+
+
+def made_where(made_on: str | None, source: Path) -> str:
+    """The data predictions were made on: its fingerprint, and the folder and split
+    where the eval run beside them records it."""
+    if made_on is None:
+        return "unknown data"
+    try:
+        run = json.loads((source.parent / EVAL_RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        run = None
+    if isinstance(run, dict) and run.get("data_fingerprint") == made_on and run.get("data"):
+        bridges = {True: ", bridges read", False: ", no bridges"}.get(run.get("bridges"), "")
+        return f"data {short_fingerprint(made_on)} ({run['data']}, split {run.get('split')}{bridges})"
+    return f"data {short_fingerprint(made_on)}"
+
+
+def data_cause(made_on: str | None, fingerprint: str) -> str:
+    """Why two fingerprints differ, as far as they tell."""
+    if made_on is None:
+        return "these rows carry no data fingerprint (an older rosetrain or another tool)"
+    if made_on.partition(IMAGES_PART)[0] == fingerprint.partition(IMAGES_PART)[0]:
+        return "the same metadata, but the images changed since"
+    return (
+        "other metadata (another dataset or split, the data regenerated since, "
+        "or bridge files read one time and not the other)"
+    )
 
 
 def repair_tail(path: str | os.PathLike) -> int:
