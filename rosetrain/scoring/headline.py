@@ -40,7 +40,9 @@ def _pairs(summary: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
 
 
 def _differs(a: float | None, b: float | None) -> bool:
-    return (a is None) != (b is None) or (a is not None and abs(a - b) > TOLERANCE)
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return abs(a - b) > TOLERANCE
 
 
 def headline_note(summary: Mapping[str, Any], answered: Frame) -> str | None:
