@@ -133,15 +133,18 @@ def error_line(command: str, err: RosetrainError) -> str:
     return spoken if option in spoken else f"{spoken} (option {option})"
 
 
+NOT_IN_A_NAME = r"(?<![\w./-])"  # the word starts here, not inside a path or a longer name
+
+
 def speak_option(text: str, dest: str, option: str, flag: bool) -> str:
     """``text`` with the Python spellings of ``dest`` replaced by ``option``:
     ``dest=True`` (a flag), ``dest=VALUE`` and, for a name with '_' (never an
     English word), ``dest`` alone."""
     if flag:
-        text = re.sub(rf"\b{dest}=True\b", option, text)
-    text = re.sub(rf"\b{dest}=(?=[^\s=])", f"{option} ", text)
-    if "_" in dest:
-        text = re.sub(rf"(?<![\w.-]){dest}\b(?!=)", option, text)
+        text = re.sub(rf"{NOT_IN_A_NAME}{dest}=True\b", option, text)
+    text = re.sub(rf"{NOT_IN_A_NAME}{dest}=(?=[^\s=])", f"{option} ", text)
+    if "_" in dest:  # not part of a path or file name (runs/out_dir/x, out_dir.json)
+        text = re.sub(rf"{NOT_IN_A_NAME}{dest}(?![\w=/-])(?!\.\w)", option, text)
     return text
 
 

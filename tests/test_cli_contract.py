@@ -118,3 +118,14 @@ def test_the_top_help_shows_no_markup(capsys):
         cli.build_parser().parse_args(["--help"])
     shown = capsys.readouterr().out
     assert "``" not in shown and "rosetrain:" in shown
+
+
+def test_an_argument_inside_a_path_or_file_name_is_left_as_it_is():
+    from rosetrain.core.errors import RosetrainError
+
+    err = RosetrainError(
+        "out_dir runs/out_dir/x: holds out_dir.json; choose another out_dir.", argument="out_dir"
+    )
+    assert (
+        cli.error_line("generate", err) == "--out runs/out_dir/x: holds out_dir.json; choose another --out."
+    )
