@@ -128,8 +128,8 @@ def error_line(command: str, err: RosetrainError) -> str:
         return text
     option = action.option_strings[0]
     spoken = text
-    for dest in {err.argument, action.dest}:
-        spoken = speak_option(spoken, dest, option, action.nargs == 0)
+    for dest in {err.argument, action.dest} - {None}:
+        spoken = speak_option(spoken, str(dest), option, action.nargs == 0)
     return spoken if option in spoken else f"{spoken} (option {option})"
 
 

@@ -94,7 +94,8 @@ def made_where(made_on: str | None, source: Path) -> str:
     except (OSError, ValueError):
         run = None
     if isinstance(run, dict) and run.get("data_fingerprint") == made_on and run.get("data"):
-        bridges = {True: ", bridges read", False: ", no bridges"}.get(run.get("bridges"), "")
+        read = run.get("bridges")
+        bridges = ", bridges read" if read is True else ", no bridges" if read is False else ""
         return f"data {short_fingerprint(made_on)} ({run['data']}, split {run.get('split')}{bridges})"
     return f"data {short_fingerprint(made_on)}"
 
