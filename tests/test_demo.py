@@ -209,7 +209,8 @@ def test_demo_files_are_package_data():
         for n in ("base", "base-palettes", "train", "rl", "heldout", "heldout-palette", "heldout-family")
     ]
     used += [
-        demo.RECIPES / f"{n}.yaml" for n in ("demo-base-sft", "demo-base-palettes", "demo-sft", "demo-grpo")
+        demo.RECIPES / f"{n}.yaml"
+        for n in ("demo-base-sft", "demo-base-sft-palettes", "demo-sft", "demo-grpo")
     ]
     used += [demo.ASSET_BASE / "config.json"]
     data = tomllib.loads((package.parent / "pyproject.toml").read_text())

@@ -200,8 +200,8 @@ def test_eval_into_a_run_of_regenerated_data_is_refused(split_dir, other_split_d
     with pytest.raises(
         RosetrainError,
         match=r"predictions\.jsonl holds predictions made on "
-        r"data [0-9a-f]{12} .* is data [0-9a-f]{12}: the data "
-        r"changed",
+        r"data [0-9a-f]{12}.* is data [0-9a-f]{12}: other metadata \(.*the data "
+        r"regenerated since.*\); use another output folder",
     ):
         evaluate("oracle", data, out_dir=out, runner=runner, progress=False)
     assert runner.seen == 0 and (out / "predictions.jsonl").read_bytes() == predictions
@@ -215,7 +215,7 @@ def test_eval_refuses_a_run_folder_without_fingerprints(split_dir, tmp_path):
         json.dumps({"item_id": "test-0000000-T1", "raw_text": "COUNT(1)", "model": "oracle", "error": None})
         + "\n"
     )
-    with pytest.raises(RosetrainError, match="made on no data fingerprint"):
+    with pytest.raises(RosetrainError, match="made on unknown data .*: these rows carry no data fingerprint"):
         evaluate("oracle", split_dir, out_dir=out, runner=OracleRunner(), progress=False)
 
 

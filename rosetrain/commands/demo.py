@@ -80,7 +80,7 @@ def add_arguments(parser) -> None:
         action="store_true",
         help="retrain the design's shipped base from scratch into OUT/base, then stop: counting on "
         "the demo's palette (recipes/demo-base-sft.yaml), then, for --design transfer, on every "
-        "palette (recipes/demo-base-palettes.yaml); use it with --base OUT/base",
+        "palette (recipes/demo-base-sft-palettes.yaml); use it with --base OUT/base",
     )
     parser.add_argument(
         "--palette-steps",

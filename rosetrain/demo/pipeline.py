@@ -588,7 +588,7 @@ def rebuild_base(
     with counting only: a fresh `small` tiny model trained on the demo's one
     palette (``recipes/demo-base-sft.yaml``; ``steps`` overrides its max_steps),
     then, for the ``transfer`` design, on every palette with the roles swapped
-    (``recipes/demo-base-palettes.yaml``; ``palette_steps`` overrides its
+    (``recipes/demo-base-sft-palettes.yaml``; ``palette_steps`` overrides its
     max_steps), copied to ``OUT/base`` (weights + processor). Use it with
     ``rosetrain demo --base OUT/base``."""
     import shutil
@@ -617,7 +617,9 @@ def rebuild_base(
         model = build_tiny_model(work / "init", size="small", seed=0, family="qwen3-vl")
         stages = [("train", "demo-base-sft.yaml", "base.yaml", steps)]
         if design == "transfer":
-            stages.append(("train-palettes", "demo-base-palettes.yaml", "base-palettes.yaml", palette_steps))
+            stages.append(
+                ("train-palettes", "demo-base-sft-palettes.yaml", "base-palettes.yaml", palette_steps)
+            )
         for folder, recipe, spec, max_steps in stages:
             overrides = [f"model={model}", f"output_dir={work / folder}", f"data.spec={GENERATORS / spec}"]
             if max_steps is not None:
