@@ -65,7 +65,17 @@ def test_ctrl_c_under_ray_is_the_one_interrupted_line(tmp_path):
     pytest.importorskip("ray")
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}  # a local cluster
     out = tmp_path / "out"
-    command = ["generate", "--spec", str(SMOKE), "--out", str(out), "--split", "test", "--scenes", "400"]
+    command = [
+        "generate",
+        "--spec",
+        str(SMOKE),
+        "--out",
+        str(out),
+        "--split",
+        "test",
+        "--scenes",
+        "2000",
+    ]  # ample: the run must still be going when SIGINT lands
     code = "import sys; from rosetrain.cli import main; sys.exit(main(sys.argv[1:]))"
     process = subprocess.Popen(
         [sys.executable, "-c", code, *command, "--shard-size", "10", "--engine", "ray", "--quiet"],
