@@ -82,6 +82,9 @@ def test_ctrl_c_under_ray_is_the_one_interrupted_line(tmp_path):
         env=env,
         stderr=subprocess.PIPE,
         text=True,
+        # a child inherits an ignored SIGINT (something earlier in the suite may leave it so),
+        # and Python then installs no KeyboardInterrupt: the Ctrl-C must reach it as a user's does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120
