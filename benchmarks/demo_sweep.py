@@ -48,7 +48,7 @@ def main() -> int:
             args.seeds,
             "--jobs",
             str(args.jobs),
-            "--threads",
+            "--cores",
             "1",
             "--no-progress",
         ],

@@ -60,6 +60,8 @@ def train_command(args: argparse.Namespace, name: str, spec: str, seed: int, out
         "save_total_limit": "100",
         "logging_steps": "100",
     }
+    if args.workers is not None:
+        sets["dataloader_num_workers"] = str(args.workers)
     lr = dict(args.lr_for).get(name, args.lr)
     if lr is not None:
         sets["learning_rate"] = str(lr)
@@ -109,6 +111,12 @@ def main() -> None:
         "--lr-for", type=pair, action="append", default=[], help="NAME=LR: one design's learning rate"
     )
     parser.add_argument("--recipe", type=Path, default=RECIPES / "demo-sft.yaml")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="DataLoader workers per run (default: the recipe's; on a GPU set it so "
+        "that runs x (workers + 1) fits the CPUs)",
+    )
     parser.add_argument("--deadline", type=float, help="minutes after which training stops")
     parser.add_argument("--eval-jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--eval-every", type=int, help="evaluate every Nth step only (default: --every)")

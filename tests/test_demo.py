@@ -25,7 +25,7 @@ def small_config(out, base):
         family_scenes=2,
         eval_batch_size=8,
         max_new_tokens=12,
-        threads=1,
+        cores=1,
         progress=False,
         grpo_recipe=plain_grpo_recipe(Path(out).parent),
     )

@@ -1,4 +1,4 @@
-"""A demo rerun with other --threads is refused, never reported under the new setting."""
+"""A demo rerun with other --cores is refused, never reported under the new setting."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.demo.pipeline import DemoConfig, Stages, stage_settings
 
 
-def test_a_rerun_with_other_threads_is_refused(tmp_path, tiny_model_dir):
-    first, second = (DemoConfig(out=tmp_path, base=tiny_model_dir, threads=t) for t in (1, 2))
+def test_a_rerun_with_other_cores_is_refused(tmp_path, tiny_model_dir):
+    first, second = (DemoConfig(out=tmp_path, base=tiny_model_dir, cores=c) for c in (1, 2))
     assert stage_settings(first)["data"] == stage_settings(second)["data"]  # the data does not depend on it
     stages = Stages(first.stages_dir)
     stages.run("eval-base", "evaluating", stage_settings(first)["eval-base"], lambda: {"avg": 0.5})
-    with pytest.raises(RosetrainError, match="threads=1.*threads=2.*not relabelled"):
+    with pytest.raises(RosetrainError, match="cores=1.*cores=2.*not relabelled"):
         Stages(second.stages_dir).run(
             "eval-base", "evaluating", stage_settings(second)["eval-base"], lambda: {"avg": 0.7}
         )

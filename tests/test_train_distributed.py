@@ -157,3 +157,29 @@ def test_a_second_run_on_an_output_dir_in_use_is_refused(recipe, tmp_path, capsy
     err = capsys.readouterr().err
     assert "another rosetrain process" in err and str(tmp_path / "run") in err
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == []  # not even a lock file
+
+
+def test_train_on_cores_runs_one_job_of_n_processes_with_the_batch_split(recipe, tmp_path):
+    """What `rosetrain demo --cores 2` does for SFT: torchrun, gloo, the global batch kept."""
+    from rosetrain.train.launch import split_batch, train_on_cores
+
+    summary = train_on_cores(
+        "sft", recipe, [f"per_device_train_batch_size={split_batch(2, 2)}"], 2, tmp_path / "run"
+    )
+    assert summary["world_size"] == 2 and summary["global_step"] == 2
+    assert (tmp_path / "run" / "checkpoint-final" / "model.safetensors").is_file()
+
+
+def test_a_batch_that_does_not_split_over_the_cores_is_named():
+    from rosetrain.train.launch import split_batch
+
+    assert split_batch(16, 2) == 8
+    with pytest.raises(RosetrainError, match="batch of 16 rows does not split evenly over 3"):
+        split_batch(16, 3)
+
+
+def test_a_failed_launch_says_a_rerun_resumes(recipe, tmp_path):
+    from rosetrain.train.launch import train_on_cores
+
+    with pytest.raises(RosetrainError, match="failed .exit 1.*rerun resumes"):
+        train_on_cores("sft", recipe, ["max_steps=-5"], 2, tmp_path / "run")

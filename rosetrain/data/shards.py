@@ -56,7 +56,7 @@ def _keyed(generator: Callable[..., Iterator[dict[str, Any]]], **kwargs) -> Iter
 def interleaved_dataset(
     generator: Callable[..., Iterator[dict[str, Any]]],
     gen_kwargs: dict[str, Any],
-    features: datasets.Features,
+    features: datasets.Features | None,
 ) -> datasets.IterableDataset:
     """Like ``IterableDataset.from_generator``, but ``generator`` gets all of a
     consumer's shards in one call. The shard list is the one list in

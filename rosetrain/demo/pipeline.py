@@ -113,7 +113,10 @@ class DemoConfig:
     signal_prompts: int = 128
     eval_batch_size: int = 32
     max_new_tokens: int = 40  # the longest demo answer is ~25 tokens
-    threads: int | None = None  # torch CPU threads (None: torch's default)
+    # CPU cores: SFT trains on this many processes with the batch split (rosetrain.train.launch),
+    # GRPO and evaluation use this many torch threads; 2 on any machine, so that a seed
+    # gives the same numbers everywhere (the split batch changes them: recorded per stage)
+    cores: int = 2
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -132,6 +135,8 @@ class DemoConfig:
                 raise RosetrainError(
                     f"{name}: expected at least 1 scene, got {getattr(self, name)}", argument=name
                 )
+        if self.cores < 1:
+            raise RosetrainError(f"cores: expected at least 1, got {self.cores}", argument="cores")
         if self.signal_prompts < 1:
             raise RosetrainError(
                 f"signal_prompts: expected at least 1 prompt, got {self.signal_prompts}",
@@ -225,9 +230,9 @@ def stage_settings(config: DemoConfig) -> dict[str, dict[str, Any]]:
         **{field: getattr(config, field) for _, _, field in SPLITS},
         "specs": {p.name: yaml_digest(p) for p in sorted(GENERATORS.glob("*.yaml"))},
     }
-    # threads change the stages' times and, through torch's sums, their numbers: a rerun
-    # with others is refused (check_settings), never reported under the new setting
-    evaluation = {"max_new_tokens": config.max_new_tokens, "threads": config.threads}
+    # cores change the stages' times and, through the split batch and torch's sums, their
+    # numbers: a rerun with others is refused (check_settings), never reported under them
+    evaluation = {"max_new_tokens": config.max_new_tokens, "cores": config.cores}
     base = {**data, **evaluation, "base": model_digest(config.base)}
     sft = {
         **base,
@@ -307,9 +312,6 @@ def train_stage(
     seed_offset: int,
     spec: str,
 ) -> dict[str, Any]:
-    from rosetrain.train import train
-    from rosetrain.train.recipe import load_recipe
-
     overrides = [
         f"model={model}",
         f"output_dir={output}",
@@ -319,9 +321,25 @@ def train_stage(
     ]
     if steps is not None:
         overrides.append(f"max_steps={steps}")
-    if config.threads is not None:
-        overrides.append(f"cpu_threads={config.threads}")
-    return train(load_recipe(recipe_path, overrides))
+    return train_recipe(recipe_path, overrides, config.cores)
+
+
+def train_recipe(recipe_path: Path, overrides: list[str], cores: int) -> dict[str, Any]:
+    """SFT on ``cores`` processes of one thread each, the recipe's batch split
+    among them (no DataLoader worker: with a core per process a worker only adds
+    the batches' trip between processes); GRPO in this process on ``cores``
+    threads. Returns the run summary."""
+    from rosetrain.train import train
+    from rosetrain.train.launch import split_batch, train_on_cores
+    from rosetrain.train.recipe import load_recipe
+
+    recipe = load_recipe(recipe_path, overrides)
+    if recipe.method == "sft" and cores > 1:
+        batch = split_batch(recipe.train_batch_size, cores)
+        split = ["cpu_threads=1", f"per_device_train_batch_size={batch}", "dataloader_num_workers=0"]
+        return train_on_cores("sft", recipe_path, [*overrides, *split], cores, Path(recipe.output_dir))
+    recipe.cpu_threads = cores
+    return train(recipe)
 
 
 def signal_stage(config: DemoConfig, model: Path) -> dict[str, Any]:
@@ -393,10 +411,9 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
 
     check_base(config.base)
     settings = stage_settings(config)
-    if config.threads is not None:
-        import torch
+    import torch
 
-        torch.set_num_threads(config.threads)
+    torch.set_num_threads(config.cores)
     stages = Stages(config.stages_dir)
     evals: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
@@ -580,7 +597,7 @@ BASE_MARKER = "rosetrain-demo-base.json"
 def rebuild_base(
     out: Path,
     steps: int | None = None,
-    threads: int | None = None,
+    cores: int = 2,
     palette_steps: int | None = None,
     design: str = "palette",
 ) -> Path:
@@ -594,8 +611,6 @@ def rebuild_base(
     import shutil
 
     from rosetrain.models.tiny import build_tiny_model
-    from rosetrain.train import train
-    from rosetrain.train.recipe import load_recipe
 
     if design not in DESIGNS:
         raise RosetrainError(
@@ -624,9 +639,7 @@ def rebuild_base(
             overrides = [f"model={model}", f"output_dir={work / folder}", f"data.spec={GENERATORS / spec}"]
             if max_steps is not None:
                 overrides.append(f"max_steps={max_steps}")
-            if threads is not None:
-                overrides.append(f"cpu_threads={threads}")
-            model = Path(train(load_recipe(RECIPES / recipe, overrides))["final"])
+            model = Path(train_recipe(RECIPES / recipe, overrides, cores)["final"])
         remove_atomic_temps(out, "base")  # a killed rebuild's half-copied folder
         with atomic_path(final) as tmp:  # the old base stays whole until the new one is
             shutil.copytree(model, tmp, ignore=shutil.ignore_patterns("training_args.bin", "*.pt"))

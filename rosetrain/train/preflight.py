@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError, first_line
-from rosetrain.train.distributed import bf16_supported, check_distributed
+from rosetrain.train.distributed import bf16_supported, check_distributed, has_gpu
 from rosetrain.train.recipe import Recipe, RecipeError, method_module, peft_config
 
 WEIGHT_FILES = (
@@ -110,7 +110,7 @@ def check_memory(recipe: Recipe) -> None:
         (
             "data.shuffle_buffer",
             recipe.data.shuffle_buffer,
-            recipe.data.shuffle_buffer * max(1, recipe.num_workers),
+            recipe.data.shuffle_buffer * max(1, recipe.num_workers(has_gpu())),
         ),
         ("per_device_train_batch_size", recipe.train_batch_size, recipe.train_batch_size),
         ("eval.batch_size", recipe.eval.batch_size, recipe.eval.batch_size if recipe.eval.folder else 0),

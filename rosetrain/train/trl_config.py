@@ -54,7 +54,7 @@ def make_config(
     kwargs.update(
         learning_rate=recipe.lr,
         per_device_train_batch_size=recipe.train_batch_size,
-        dataloader_num_workers=recipe.num_workers,
+        dataloader_num_workers=recipe.num_workers(gpu),
         # TRL defaults both on; on a CPU they only cost time (2.2x per step)
         bf16=gpu and bf16_supported() if recipe.bf16 is None else recipe.bf16,
         dataloader_pin_memory=gpu,
