@@ -60,6 +60,7 @@ def train_command(args: argparse.Namespace, name: str, spec: str, seed: int, out
         "save_total_limit": "100",
         "logging_steps": "100",
     }
+    sets.update(dict(args.set))
     if args.workers is not None:
         sets["dataloader_num_workers"] = str(args.workers)
     lr = dict(args.lr_for).get(name, args.lr)
@@ -111,6 +112,9 @@ def main() -> None:
         "--lr-for", type=pair, action="append", default=[], help="NAME=LR: one design's learning rate"
     )
     parser.add_argument("--recipe", type=Path, default=RECIPES / "demo-sft.yaml")
+    parser.add_argument(
+        "--set", type=pair, action="append", default=[], help="KEY=VALUE for every run's recipe"
+    )
     parser.add_argument(
         "--workers",
         type=int,

@@ -378,6 +378,33 @@ def test_full_finetuning_with_lora_null_trains_every_weight_and_saves_a_model(tm
     assert type(model).__name__ == "Qwen2VLForConditionalGeneration"
 
 
+@pytest.mark.slow
+def test_freeze_vision_trains_the_language_model_and_leaves_the_vision_tower_as_it_was(tmp_path, env):
+    import torch
+
+    from rosetrain.models.loading import load_model_and_processor
+    from rosetrain.train import train
+
+    recipe = load_recipe(
+        write_recipe(tmp_path / "r.yaml", env, max_steps=2, eval={}), ["lora=null", "freeze_vision=true"]
+    )
+    trained, _ = load_model_and_processor(train(recipe)["final"])
+    base, _ = load_model_and_processor(env["model"])
+    before, after = base.state_dict(), trained.state_dict()
+    vision = [n for n in before if ".visual." in f".{n}"]
+    assert vision and all(torch.equal(before[n], after[n]) for n in vision)
+    assert any(not torch.equal(before[n], after[n]) for n in before if "language_model" in n)
+
+
+def test_freeze_vision_names_a_model_without_a_vision_tower():
+    from types import SimpleNamespace
+
+    from rosetrain.train.build import freeze_vision_tower
+
+    with pytest.raises(RecipeError, match="freeze_vision: SimpleNamespace has no vision tower"):
+        freeze_vision_tower(SimpleNamespace(model=SimpleNamespace()))
+
+
 class _Interrupt:
     """A callback that stops training like Ctrl-C after ``at`` steps."""
 

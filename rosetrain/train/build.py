@@ -87,7 +87,20 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     if getattr(model.generation_config, "pad_token_id", None) is None:
         model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
     set_pixel_budget(processor, recipe.min_pixels, recipe.max_pixels)
+    if recipe.freeze_vision:
+        freeze_vision_tower(model)
     return model, processor
+
+
+def freeze_vision_tower(model: Any) -> None:
+    """No gradient for the vision tower: what the base perceives stays as it was."""
+    tower = getattr(getattr(model, "model", model), "visual", None)
+    if tower is None:
+        raise RecipeError(
+            f"freeze_vision: {type(model).__name__} has no vision tower (model.visual) to freeze"
+        )
+    for parameter in tower.parameters():
+        parameter.requires_grad_(False)
 
 
 def set_pixel_budget(processor: Any, min_pixels: int | None, max_pixels: int | None) -> None:

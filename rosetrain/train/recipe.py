@@ -204,6 +204,12 @@ class Recipe:
     output_dir: str = key(help="checkpoints, the final model, the run's record; one run at a time")
     data: DataConfig = key(help="training rows")
     lora: LoraConfig | None = key(help="LoRA adapters; `lora: null` is full fine-tuning", factory=LoraConfig)
+    freeze_vision: bool = key(
+        False,
+        "keep the vision tower's weights (its merger too) as they are: with "
+        "`lora: null` only the language model trains, as LoRA on the language "
+        "model leaves perception to the base",
+    )
     grpo: GrpoConfig = key(help="GRPO settings", factory=GrpoConfig)
     rewards: dict[str, float] = key(
         help="GRPO reward weights of `pass` (exact ROSE PASS), `soft` (ROSE "
