@@ -11,6 +11,9 @@ file never imports this module).
   splits (one process), for a test's own or a module's folder.
 - ``tiny_model_dir`` (one tiny model per session, read-only) and
   ``rose_sample_dir`` (the vendored ROSE v0.1 metadata).
+- ``command_line``: ``command_line(command, out, split=, predictions=, run=) -> argv``,
+  a valid command line of a rosetrain command writing to ``out`` (the path and
+  ownership tests change one part of it).
 
 Tests that train or run a model, or take a second or more, are marked ``slow``
 (``make test-fast`` leaves them out): with ``@pytest.mark.slow``, or by name in
@@ -224,3 +227,30 @@ def pytest_collection_modifyitems(config, items):
             name == slow or name.startswith(slow + "::") for slow in SLOW
         ):
             item.add_marker(pytest.mark.slow)
+
+
+def _command_line(command: str, out: Path, split: Path, predictions: Path, run: Path) -> list[str]:
+    """A valid command line of ``command`` writing its output at ``out``; the
+    eval runs against an endpoint nobody listens on (its folder is taken first)."""
+    split, predictions, run, out = str(split), str(predictions), str(run), str(out)
+    return {
+        "generate": ["generate", "--spec", "smoke", "--out", out, "--scenes", "1", "--split", "test"],
+        "preview": ["preview", split, "--out", out, "--limit", "1"],
+        "score": ["score", "--data", split, "--predictions", predictions, "--out", out],
+        "eval": [
+            *("eval", "--runner", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"),
+            *("--data", split, "--out", out, "--max-retries", "0", "--no-progress"),
+        ],
+        "compare": ["compare", run, run, "--out", out, "--no-plots", "--resamples", "10"],
+        "export-lmms-eval": ["export-lmms-eval", "--data", split, "--out", out],
+        "tiny-model": ["tiny-model", "--out", out],
+        "curriculum": ["curriculum", "--from", run, "--spec", "smoke", "--out", out],
+        "configs": ["configs", "copy", "spec", "smoke", out],
+        # the default base model: a bad --out is refused before it is loaded
+        "demo": ["demo", "--out", out],
+    }[command]
+
+
+@pytest.fixture(scope="session")
+def command_line() -> Callable[..., list[str]]:
+    return _command_line

@@ -197,52 +197,32 @@ def world(tmp_path_factory, smoke_split) -> dict[str, str]:
     return {"split": str(split), "predictions": str(predictions), "run": str(run), "root": str(root)}
 
 
-def base_argv(command: str, world: dict[str, str], out: Path, name: str) -> list[str]:
+# where each command writes, under the test's output folder
+OUT_NAMES = {
+    "generate": "gen",
+    "preview": "sheet.png",
+    "score": "score",
+    "eval": "eval",
+    "compare": "compare",
+    "export-lmms-eval": "task",
+    "tiny-model": "tiny",
+    "curriculum": "new.yaml",
+    "demo": "demo",
+    "configs": "configs",
+}
+
+
+def base_argv(command: str, world: dict[str, str], out: Path, name: str, command_line) -> list[str]:
     """A command line of ``command`` with every other argument valid (outputs under
     ``out``), so the path under test is the one refused."""
     split, predictions, run = world["split"], world["predictions"], world["run"]
-    argv = {
-        "generate": [
-            "generate",
-            "--spec",
-            "smoke",
-            "--out",
-            str(out / "gen"),
-            "--scenes",
-            "1",
-            "--split",
-            "test",
-        ],
-        "preview": ["preview", split, "--out", str(out / "sheet.png"), "--limit", "1"],
-        "score": ["score", "--data", split, "--predictions", predictions, "--out", str(out / "score")],
-        "eval": [
-            "eval",
-            "--runner",
-            "openai",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--model",
-            "m",
-            "--data",
-            split,
-            "--out",
-            str(out / "eval"),
-            "--max-retries",
-            "0",
-            "--no-progress",
-        ],
-        "compare": ["compare", run, run, "--out", str(out / "compare"), "--no-plots", "--resamples", "10"],
-        "export-lmms-eval": ["export-lmms-eval", "--data", split, "--out", str(out / "task")],
-        "tiny-model": ["tiny-model", "--out", str(out / "tiny")],
-        "train": ["train", "sft", "--recipe", "demo-sft", "--check"],
-        "curriculum": ["curriculum", "--from", run, "--spec", "smoke", "--out", str(out / "new.yaml")],
-        "signal": ["signal", "--model", str(out / "no-model"), "--data", split],
-        # the default base model: a bad --out is refused before it is loaded
-        "demo": ["demo", "--out", str(out / "demo")],
-        "configs": ["configs", "copy", "spec", "smoke", str(out / "configs")],
-    }[command]
+    if command == "train":
+        return ["train", "sft", "--recipe", "demo-sft", "--check"]
+    if command == "signal":
+        return ["signal", "--model", str(out / "no-model"), "--data", split]
     if (command, name) == ("eval", "--model"):  # a model folder or Hub id: the transformers runner
         return ["eval", "--model", "m", "--data", split, "--out", str(out / "eval"), "--no-progress"]
+    argv = command_line(command, out / OUT_NAMES[command], split, predictions, run)
     if (command, name) == ("export-lmms-eval", "--task-dir"):  # read only with --samples
         argv += ["--samples", predictions, "--task-dir", "t"]
     return argv
@@ -274,7 +254,7 @@ ROWS = path_arguments()
 
 @pytest.mark.parametrize("command, name, role", ROWS, ids=[f"{c} {n}" for c, n, _ in ROWS])
 def test_a_bad_path_is_exit_2_and_one_line_naming_it(
-    command, name, role, world, tmp_path, capsys, monkeypatch
+    command, name, role, world, tmp_path, capsys, monkeypatch, command_line
 ):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a Hub id is looked up in the cache only
     failures = []
@@ -284,7 +264,8 @@ def test_a_bad_path_is_exit_2_and_one_line_naming_it(
         row = tmp_path / label.replace("/", "_").replace(" ", "-")
         row.mkdir()
         value = hostile(role, row)[label]
-        argv = _replace(base_argv(command, world, row / "outputs", name), name, value, command)
+        argv = base_argv(command, world, row / "outputs", name, command_line)
+        argv = _replace(argv, name, value, command)
         before = _tree(row)
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(BOUND_S)

@@ -254,32 +254,6 @@ def scored_run(split_dir, predictions, tmp_path_factory) -> Path:
     return run
 
 
-def command_into(command: str, out: Path, split_dir: Path, predictions: Path, run: Path) -> list[str]:
-    return {
-        "score": ["score", "--data", str(split_dir), "--predictions", str(predictions), "--out", str(out)],
-        # the marker is read when the run folder is taken, before the (unreachable) endpoint
-        "eval": [
-            "eval",
-            "--runner",
-            "openai",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--model",
-            "m",
-            "--data",
-            str(split_dir),
-            "--out",
-            str(out),
-            "--max-retries",
-            "0",
-            "--no-progress",
-        ],
-        "compare": ["compare", str(run), str(run), "--out", str(out), "--no-plots", "--resamples", "10"],
-        "export-lmms-eval": ["export-lmms-eval", "--data", str(split_dir), "--out", str(out)],
-        "tiny-model": ["tiny-model", "--out", str(out)],
-    }[command]
-
-
 # the user's files each command would replace if it trusted a marker naming them
 USERS_FILES = {
     "score": ["summary.md", "evaluation_summary.json"],
@@ -323,7 +297,7 @@ MARKER_KINDS = {
 @pytest.mark.parametrize("kind", MARKER_KINDS)
 @pytest.mark.parametrize("command", list(USERS_FILES))
 def test_a_marker_that_is_not_a_regular_file_changes_nothing(
-    command, kind, split_dir, predictions, scored_run, tmp_path, capsys, monkeypatch
+    command, kind, split_dir, predictions, scored_run, tmp_path, capsys, monkeypatch, command_line
 ):
     """score, eval, compare, export-lmms-eval and tiny-model: a marker that is a
     link (even to a genuine one naming the user's files), a FIFO (reading it would
@@ -336,7 +310,7 @@ def test_a_marker_that_is_not_a_regular_file_changes_nothing(
         (out / name).write_text(f"the user's {name}\n")
     bad_marker(kind, out, USERS_FILES[command])
     before = tree(tmp_path)
-    code = bounded(command_into(command, out, split_dir, predictions, scored_run))
+    code = bounded(command_line(command, out, split_dir, predictions, scored_run))
     err = capsys.readouterr().err
     assert code == 2, f"exit {code}: {err}"
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -417,7 +391,7 @@ def recorded_leftover(out: Path) -> Path:
 
 @pytest.mark.parametrize("command", ["score", "eval", "compare"])
 def test_cleanup_after_a_kill_removes_only_temps_the_marker_names(
-    command, split_dir, predictions, scored_run, tmp_path, capsys
+    command, split_dir, predictions, scored_run, tmp_path, capsys, command_line
 ):
     from rosetrain.evaluation.evaluate import evaluate
 
@@ -435,7 +409,7 @@ def test_cleanup_after_a_kill_removes_only_temps_the_marker_names(
     if command == "eval":
         evaluate("oracle", split_dir, out_dir=out, runner=Oracle(), progress=False)
     else:
-        assert bounded(command_into(command, out, split_dir, predictions, scored_run)) == 0
+        assert bounded(command_line(command, out, split_dir, predictions, scored_run)) == 0
     after = tree(out)
     assert not temp.exists()
     assert {k: v for k, v in after.items() if k in before} == before  # every file of the user's, as it was

@@ -6,6 +6,13 @@ from pathlib import Path
 
 from rosetrain.commands import MAX_PROCESSES, SEED_NUMPY, integer, path, seed
 
+# One option per evaluation split of the demo: (what its scenes show, DemoConfig's default).
+SCENE_OPTIONS = {
+    "heldout-scenes": ("the trained family, held out", 80),
+    "palette-scenes": ("the held-out palette band", 100),
+    "family-scenes": ("the held-out visual family", 30),
+}
+
 
 def add_arguments(parser) -> None:
     parser.add_argument(
@@ -51,30 +58,19 @@ def add_arguments(parser) -> None:
         "palette and SFT whose action data varies palettes and roles, built to carry to the held-out "
         "palette band (a longer SFT: docs/demo.md)",
     )
-    parser.add_argument(
-        "--heldout-scenes",
-        type=integer(1, 1_000_000),
-        default=None,
-        help="held-out scenes of the trained family, x 5 tasks (default: 80)",
-    )
-    parser.add_argument(
-        "--palette-scenes",
-        type=integer(1, 1_000_000),
-        default=None,
-        help="scenes of the held-out palette band, x 5 tasks (default: 100)",
-    )
-    parser.add_argument(
-        "--family-scenes",
-        type=integer(1, 1_000_000),
-        default=None,
-        help="scenes of the held-out visual family, x 5 tasks (default: 30)",
-    )
+    for option, (what, default) in SCENE_OPTIONS.items():
+        parser.add_argument(
+            f"--{option}",
+            type=integer(1, 1_000_000),
+            default=None,
+            help=f"scenes of {what}, x 5 tasks (default: {default})",
+        )
     parser.add_argument(
         "--cores",
         type=integer(1, MAX_PROCESSES),
         default=2,
-        help="CPU cores each demo uses: SFT trains on this many processes with the batch split, "
-        "GRPO and evaluation use this many threads; the figures depend on it, so it is fixed "
+        help="CPU cores each demo trains on: SFT runs this many processes with the batch split "
+        "(GRPO and evaluation run on one thread); the figures depend on it, so it is fixed "
         "rather than read off the machine (default: 2)",
     )
     parser.add_argument(
@@ -107,12 +103,10 @@ def demo_config(args):
     )
     if args.base:
         config.base = Path(args.base)
-    if args.heldout_scenes is not None:
-        config.heldout_scenes = args.heldout_scenes
-    if args.palette_scenes is not None:
-        config.palette_scenes = args.palette_scenes
-    if args.family_scenes is not None:
-        config.family_scenes = args.family_scenes
+    for option in SCENE_OPTIONS:  # --heldout-scenes sets DemoConfig.heldout_scenes, ...
+        field = option.replace("-", "_")
+        if getattr(args, field) is not None:
+            setattr(config, field, getattr(args, field))
     config.__post_init__()  # validate the values set above
     return config
 

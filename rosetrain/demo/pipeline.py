@@ -113,9 +113,10 @@ class DemoConfig:
     signal_prompts: int = 128
     eval_batch_size: int = 32
     max_new_tokens: int = 40  # the longest demo answer is ~25 tokens
-    # CPU cores: SFT trains on this many processes with the batch split (rosetrain.train.launch),
-    # GRPO and evaluation use this many torch threads; 2 on any machine, so that a seed
-    # gives the same numbers everywhere (the split batch changes them: recorded per stage)
+    # CPU cores: SFT trains on this many processes with the batch split (rosetrain.train.launch);
+    # GRPO (a few minutes) and evaluation run in this process on one thread, which measured
+    # faster than two for the tiny model. 2 on any machine, so that a seed gives the same
+    # numbers everywhere (the split batch changes them: recorded per stage)
     cores: int = 2
     progress: bool = True
 
@@ -327,8 +328,8 @@ def train_stage(
 def train_recipe(recipe_path: Path, overrides: list[str], cores: int) -> dict[str, Any]:
     """SFT on ``cores`` processes of one thread each, the recipe's batch split
     among them (no DataLoader worker: with a core per process a worker only adds
-    the batches' trip between processes); GRPO in this process on ``cores``
-    threads. Returns the run summary."""
+    the batches' trip between processes); GRPO, and SFT on one core, in this
+    process as the recipe says. Returns the run summary."""
     from rosetrain.train import train
     from rosetrain.train.launch import split_batch, train_on_cores
     from rosetrain.train.recipe import load_recipe
@@ -338,7 +339,6 @@ def train_recipe(recipe_path: Path, overrides: list[str], cores: int) -> dict[st
         batch = split_batch(recipe.train_batch_size, cores)
         split = ["cpu_threads=1", f"per_device_train_batch_size={batch}", "dataloader_num_workers=0"]
         return train_on_cores("sft", recipe_path, [*overrides, *split], cores, Path(recipe.output_dir))
-    recipe.cpu_threads = cores
     return train(recipe)
 
 
@@ -413,7 +413,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     settings = stage_settings(config)
     import torch
 
-    torch.set_num_threads(config.cores)
+    torch.set_num_threads(1)  # evaluation: one thread measured faster (rosetrain eval --threads)
     stages = Stages(config.stages_dir)
     evals: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
