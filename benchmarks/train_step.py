@@ -154,7 +154,6 @@ def data_side(args: argparse.Namespace) -> dict:
     """The data work of one batch, measured alone in this process."""
     import itertools
 
-    import datasets
     from transformers import AutoProcessor
     from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
 
@@ -168,7 +167,7 @@ def data_side(args: argparse.Namespace) -> dict:
     t = time.perf_counter()
     rows = list(itertools.islice(iter(stream), n))
     generated = time.perf_counter() - t
-    typed = datasets.IterableDataset(stream._ex_iterable, info=datasets.DatasetInfo(features=hf_features()))
+    typed = stream.cast(hf_features())  # what the stream did before: images as datasets.Image
     t = time.perf_counter()
     list(itertools.islice(iter(typed), n))
     round_trip = time.perf_counter() - t - generated

@@ -500,3 +500,27 @@ def test_generate_command_refuses_pandas_only_in_its_own_process(tmp_path, small
     for rel in own_files:
         if rel.name != ".rosetrain.lock":
             assert (tmp_path / "own" / rel).read_bytes() == (tmp_path / "caller" / rel).read_bytes(), rel
+
+
+def test_files_named_like_temps_that_rosetrain_did_not_write_are_left_alone(tmp_path, small_spec):
+    """A first run into a folder no rosetrain run wrote (no manifest) removes no
+    look-alike of its temps; a resumed split removes temps only in its own image
+    folders, never in a user's folder beside them."""
+    out = tmp_path / "out"
+    users = [
+        out / ".metadata_test.jsonl.tmp",
+        out / ".metadata_test.jsonl.2024-06.tmp",
+        out / ".metadata_test_global_click_bridge.jsonl.12-34.tmp",
+        out / "images" / "mine" / ".test-0000001.png.12-34.tmp",
+    ]
+    for path in users:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the user's")
+    generate(small_spec, out, scenes=3)
+    assert all(path.read_text() == "the user's" for path in users)
+    ours = out / "images" / "rosetrain-attribute" / ".test-0000001.png.12-34.tmp"
+    ours.parent.mkdir(parents=True, exist_ok=True)
+    ours.write_text("a killed run's")
+    generate(small_spec, out, scenes=3)  # the same split again: resumed, its stale temps cleaned
+    assert not ours.exists()
+    assert (out / "images" / "mine" / ".test-0000001.png.12-34.tmp").read_text() == "the user's"

@@ -157,7 +157,7 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
     if manifest is None:
         refuse_foreign_files(job.out_dir, job.split)
         refuse_foreign_images(job.out_dir, job.split)
-        remove_stale_temps(job.out_dir, job.split)  # e.g. of a run killed before its manifest
+        remove_stale_temps(job.out_dir, job.split, started=False)  # a run killed writing its manifest
         atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
     else:  # a resumed split keeps its manifest: same settings, same files
         _refuse_other_settings(job, manifest)

@@ -255,15 +255,25 @@ def _claimed_metadata(out_dir: Path) -> set[str]:
 # ----------------------------------------------------------------- temp files
 
 
-def remove_stale_temps(out_dir: Path, split: str) -> None:
-    """Temp files a killed run left behind (the caller holds the folder's lock,
-    so no live writer owns them): only names rosetrain's writers make."""
+def remove_stale_temps(out_dir: Path, split: str, started: bool = True) -> None:
+    """Temp files a killed run of this split left behind (the caller holds the
+    folder's lock, so no live writer owns them): only names rosetrain's writers
+    make, and only where rosetrain writes them: the split's image folders are
+    the subsets' (``rosetrain-<family>`` or a ROSE subset), never another
+    folder under ``images/``. ``started``: the split has its manifest, written
+    before any of its data; without one (a first run, or a run killed while
+    writing it) only the manifest's own temp, in rosetrain's ``.parts/``, can be
+    a temp of ours, and a look-alike anywhere else is the user's."""
     quoted = re.escape(split)
     atomic = r"\.\d+-\d+\.tmp"  # rosetrain.core.io.temp_path: .<name>.<pid>-<thread>.tmp
+    manifest_temp = (out_dir / PARTS_DIR, rf"\.{quoted}\.manifest\.json{atomic}")
+    if not started:
+        _remove_matching([manifest_temp])
+        return
     patterns = [
         # bridges: layout rose; "\.tmp" alone and ".tmp<pid>" below: the names of older releases
         (out_dir, rf"\.metadata_{quoted}(_[a-z_]+_bridge)?\.jsonl(\.tmp|{atomic})"),
-        (out_dir / PARTS_DIR, rf"\.{quoted}\.manifest\.json{atomic}"),
+        manifest_temp,
         (parts_dir(out_dir, split), rf"\.part-\d{{5}}\.jsonl{atomic}"),
         (
             out_dir / "hf" / split,
@@ -271,12 +281,24 @@ def remove_stale_temps(out_dir: Path, split: str) -> None:
         ),
     ]
     images = out_dir / "images"
+    subsets = image_subsets()
     if images.is_dir():
         patterns += [
             (folder, rf"\.{quoted}-\d{{7,}}(-cue)?\.png{atomic}")
             for folder in images.iterdir()
-            if folder.is_dir()
+            if folder.name in subsets and folder.is_dir()
         ]
+    _remove_matching(patterns)
+
+
+def image_subsets() -> set[str]:
+    """The folders under ``images/`` a split's images go to: one per subset."""
+    from rosetrain.generators.families import FAMILIES, rose_subsets
+
+    return {f"rosetrain-{family}" for family in FAMILIES} | set(rose_subsets().values())
+
+
+def _remove_matching(patterns: list[tuple[Path, str]]) -> None:
     for folder, pattern in patterns:
         if folder.is_dir():
             for path in folder.iterdir():
