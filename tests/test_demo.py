@@ -280,6 +280,24 @@ def test_rebuild_base_never_replaces_a_folder_it_did_not_write(tmp_path):
     assert (tmp_path / "base" / "mine.txt").read_text() == "keep"
 
 
+def test_rebuild_base_never_deletes_a_file_a_user_added_to_its_base(tmp_path):
+    """A base rebuild_base wrote (its marker names each file) is replaced whole
+    by the next rebuild; with a user's file added there, it is refused first."""
+    from rosetrain.core.errors import RosetrainError
+    from rosetrain.core.io import mark_folder
+    from rosetrain.demo.pipeline import BASE_MARKER, rebuild_base
+
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / BASE_MARKER).write_text("{}")
+    (base / "config.json").write_text("{}")
+    mark_folder(base)
+    (base / "notes.txt").write_text("the user's")
+    with pytest.raises(RosetrainError, match="notes.txt, which rosetrain did not write"):
+        rebuild_base(tmp_path, steps=1, design="palette")
+    assert (base / "notes.txt").read_text() == "the user's"
+
+
 def without_paths(stages):
     """Stage summaries less the files they name (a copied run names its own)."""
     return {

@@ -26,7 +26,16 @@ from typing import Any
 
 from rosetrain.core import protocol as P
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_path, atomic_write, claim_outputs, output_lock, remove_atomic_temps
+from rosetrain.core.io import (
+    MARKER_NAME,
+    atomic_path,
+    atomic_write,
+    check_replaceable_folder,
+    claim_outputs,
+    mark_folder,
+    output_lock,
+    remove_atomic_temps,
+)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 ASSET_BASE = ASSETS / "demo-base"
@@ -97,7 +106,7 @@ DESIGNS = {
 @dataclasses.dataclass
 class DemoConfig:
     out: Path
-    design: str = "palette"  # a DESIGNS key: sets base and sft_recipe where they are not given
+    design: str = "transfer"  # a DESIGNS key: sets base and sft_recipe where they are not given
     base: Path = None  # type: ignore[assignment]  # None: the design's base
     seed: int = 0
     heldout_scenes: int = 80  # in-distribution held-out scenes (x 5 tasks)
@@ -599,7 +608,7 @@ def rebuild_base(
     steps: int | None = None,
     cores: int = 2,
     palette_steps: int | None = None,
-    design: str = "palette",
+    design: str = "transfer",
 ) -> Path:
     """Reproduce a design's shipped base under ``out`` (never inside the package)
     with counting only: a fresh `small` tiny model trained on the demo's one
@@ -623,6 +632,10 @@ def rebuild_base(
             f"{final} exists and was not written by rebuild_base; choose another output folder",
             argument="out",
         )
+    # a base of ours is replaced whole, so only while every file in it is ours (its marker
+    # names them): a file a user added there is refused, never deleted
+    if (final / MARKER_NAME).exists():  # a base of an older rosetrain has none: all its own
+        check_replaceable_folder(final, argument="out")
     # held while it builds: a killed rebuild's half-copied OUT/base temp is named in the
     # folder's marker, so the next rebuild removes exactly it
     with output_lock(out, "the rebuilt base"):
@@ -648,4 +661,5 @@ def rebuild_base(
                 "max_steps": [s for *_, s in stages],
             }
             atomic_write(tmp / BASE_MARKER, json.dumps(recipes))
+            mark_folder(tmp)  # names every file of the new base: a later rebuild may replace it
     return final
