@@ -286,3 +286,18 @@ def test_describe_has_release_style_fields():
     for name, keys in expected.items():
         fam = family(name)
         assert keys <= set(fam.describe(items(fam, 1)[0])), name
+
+
+def test_an_excluded_hue_band_wraps_the_hue_circle():
+    """Hue 360 is hue 0: a band from 0 keeps 360 out, a band to 360 keeps 0 out,
+    and no scene of such a config shows either look inside the band."""
+    from_zero = get_family("attribute", {"attributes": ["hue"], "hue_exclude": [[0, 10]]}).config
+    to_360 = get_family("attribute", {"attributes": ["hue"], "hue_exclude": [[350, 360]]}).config
+    assert not from_zero.hue_allowed(360.0) and not from_zero.hue_allowed(0.0)
+    assert not to_360.hue_allowed(0.0) and not to_360.hue_allowed(360.0) and not to_360.hue_allowed(355)
+    assert from_zero.hue_allowed(20) and to_360.hue_allowed(20)
+    config = {"attributes": ["hue"], "subtlety": 0.0, "hue_exclude": [[0, 10], [350, 360]]}
+    for item in items(family("attribute", **config), 60):
+        for look in ("majority", "target"):
+            hue = item[look]["hue"] % 360
+            assert not (hue <= 10 or hue >= 350), item

@@ -140,7 +140,10 @@ class AttributeConfig(FamilyConfig):
         return [list(band) for band in self.hue_exclude]
 
     def hue_allowed(self, hue: float) -> bool:
-        return not any(low <= hue <= high for low, high in self.hue_exclude)
+        """Outside every excluded band, on the hue circle: hue 360 is hue 0, so a
+        band that starts at 0 or ends at 360 holds both."""
+        hue = float(hue) % 360.0
+        return not any(low <= hue <= high or (hue == 0.0 and high >= 360.0) for low, high in self.hue_exclude)
 
 
 def _hue_bands(value: Any) -> tuple[tuple[float, float], ...]:
