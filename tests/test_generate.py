@@ -524,3 +524,15 @@ def test_files_named_like_temps_that_rosetrain_did_not_write_are_left_alone(tmp_
     generate(small_spec, out, scenes=3)  # the same split again: resumed, its stale temps cleaned
     assert not ours.exists()
     assert (out / "images" / "mine" / ".test-0000001.png.12-34.tmp").read_text() == "the user's"
+
+
+def test_the_guard_holds_for_a_spec_of_any_role_that_names_a_heldout_spec(tmp_path, write_spec):
+    """An eval spec streamed into training is training data: its click levels
+    may not show the held-out band either."""
+    from rosetrain.generators.heldout import check_training_spec
+
+    write_spec(tmp_path, HUE_HELDOUT, "h.yaml")
+    text = hue_training_spec("    families: {attribute: {swap_roles: true}}\n").replace("role: train", "role: eval")
+    spec = load_spec(write_spec(tmp_path, text, "e.yaml"))
+    with pytest.raises(RosetrainError, match="hue band \\[50, 150\\] is held out"):
+        check_training_spec(spec)

@@ -29,9 +29,11 @@ def acts(level: LevelSpec) -> bool:
 
 
 def check_training_spec(spec: Spec) -> Spec | None:
-    """A training spec's levels with click tasks may not show the held-out
-    family nor the held-out hue band. Returns the held-out spec."""
-    if spec.role != "train" or not spec.heldout_spec:
+    """The levels with click tasks of a spec that names a held-out spec may not
+    show the held-out family nor the held-out hue band, whatever the spec's own
+    role (an ``eval`` spec streamed into training is training data too).
+    Returns the held-out spec."""
+    if spec.role == "heldout" or not spec.heldout_spec:
         return None
     try:
         heldout = load_spec(spec.resolve(spec.heldout_spec), check_fonts=False)
