@@ -459,3 +459,26 @@ def test_axes_not_chosen_keep_the_source_shares(tmp_path, scored_run, source_spe
     bad = ["curriculum", "--from", str(scored_run), "--spec", str(source_spec), "--out", str(out)]
     assert main([*bad, "--axes", "colour"]) == 2
     assert "unknown axis 'colour'" in capsys.readouterr().err
+
+
+def test_a_curriculum_that_would_show_the_heldout_band_to_action_tasks_is_refused(tmp_path, scored_run):
+    """Its source shows the band in counting only; weighted click tasks there would
+    break the guard generate enforces, so nothing is written and the error says why."""
+    (tmp_path / "h.yaml").write_text(
+        "name: h\nrole: heldout\nnamespace: heldout\nheldout_hue_band: [50, 150]\nrows: 3\ncols: 3\n"
+        "cell_size: 32\nexceptions: [1, 2]\nfamilies: {attribute: {hue_range: [60, 140]}}\n"
+    )
+    source = tmp_path / "source.yaml"
+    counting = "tasks: {T1_COUNT_GLOBAL: 1, T2_COUNT_LOCAL_NUMERIC: 1}\n"
+    source.write_text(
+        SOURCE_SPEC.replace(
+            "tasks: {T1_COUNT_GLOBAL: 1, T2_COUNT_LOCAL_NUMERIC: 1, T3_CLICK_LOCAL_NUMERIC: 1, "
+            "T4_CLICK_VISUAL_REGION: 1}\n",
+            counting,
+        )
+        + "heldout_spec: h.yaml\n"
+    )
+    out = tmp_path / "out" / "next.yaml"
+    with pytest.raises(RosetrainError, match="would show held-out data to the action tasks.*hue band"):
+        make_curriculum(scored_run, source, out)
+    assert not out.exists()

@@ -46,6 +46,7 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.formats import pct
 from rosetrain.curriculum.cells import AXES, Cell, Item, Run, cells, joint_cells
 from rosetrain.curriculum.weights import Rule, axis_shares, bounded_shares
+from rosetrain.generators.heldout import check_training_spec
 from rosetrain.generators.spec import PROFILES, LevelSpec, Spec, spec_from_dict
 
 MARKER = "# Written by `rosetrain curriculum`"
@@ -423,9 +424,18 @@ def write_spec_dict(
         )
     raw = {**top, "levels": new_levels}
     try:
-        spec_from_dict(raw, Path(out_path))  # the loader that validates hand-written specs
+        written = spec_from_dict(raw, Path(out_path))  # the loader that validates hand-written specs
     except (ValueError, TypeError) as err:
         raise RosetrainError(f"the curriculum spec for {out_path} does not validate: {err}") from None
+    try:
+        check_training_spec(written)  # what generate and the stream would refuse is refused here
+    except RosetrainError as err:
+        raise RosetrainError(
+            f"the curriculum spec for {out_path} would show held-out data to the action tasks "
+            f"({err}); weight only the axes that keep it out (--axes), or add the band to the "
+            f"source level's hue_exclude",
+            argument="spec",
+        ) from None
     return raw
 
 
