@@ -198,11 +198,14 @@ def cores_run(args: argparse.Namespace, procs: int, out: Path) -> dict:
         "eval.folder": "null",
         "resume": "never",
         "cpu_threads": 1,
+        "dataloader_num_workers": 0,  # as the demo: one core per process, no worker
         "per_device_train_batch_size": args.batch // procs,
     }
     command = ["-m", "rosetrain", "train", "sft", "--recipe", str(args.recipe)]
     for key, value in sets.items():
         command += ["--set", f"{key}={value}"]
+    for item in args.set if procs > 1 else []:
+        command += ["--set", item]
     if procs == 1:
         command = [sys.executable, *command]
     else:
@@ -238,6 +241,9 @@ def main() -> None:
         "--cores", type=int, nargs="*", default=[], help="also steps/s on these process counts"
     )
     parser.add_argument("--run-steps", type=int, default=150)
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe key of the N-process runs"
+    )
     args = parser.parse_args()
     import torch
 

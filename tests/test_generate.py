@@ -532,7 +532,9 @@ def test_the_guard_holds_for_a_spec_of_any_role_that_names_a_heldout_spec(tmp_pa
     from rosetrain.generators.heldout import check_training_spec
 
     write_spec(tmp_path, HUE_HELDOUT, "h.yaml")
-    text = hue_training_spec("    families: {attribute: {swap_roles: true}}\n").replace("role: train", "role: eval")
+    text = hue_training_spec("    families: {attribute: {swap_roles: true}}\n").replace(
+        "role: train", "role: eval"
+    )
     spec = load_spec(write_spec(tmp_path, text, "e.yaml"))
     with pytest.raises(RosetrainError, match="hue band \\[50, 150\\] is held out"):
         check_training_spec(spec)

@@ -52,11 +52,11 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--design",
-        choices=("palette", "transfer"),
-        default="palette",
-        help="palette: the shipped one-palette demo (about 9 min); transfer: a base that counts every "
-        "palette and SFT whose action data varies palettes and roles, built to carry to the held-out "
-        "palette band (a longer SFT: docs/demo.md)",
+        choices=("transfer", "palette"),
+        default="transfer",
+        help="transfer: a base that counts every palette and SFT whose action data varies palettes "
+        "and roles, built to carry to the held-out palette band; palette: the earlier one-palette "
+        "demo, kept for the record (it learns a colour rule: docs/demo.md)",
     )
     for option, (what, default) in SCENE_OPTIONS.items():
         parser.add_argument(
@@ -69,9 +69,10 @@ def add_arguments(parser) -> None:
         "--cores",
         type=integer(1, MAX_PROCESSES),
         default=2,
-        help="CPU cores each demo trains on: SFT runs this many processes with the batch split "
-        "(GRPO and evaluation run on one thread); the figures depend on it, so it is fixed "
-        "rather than read off the machine (default: 2)",
+        help="CPU cores each demo trains on: SFT runs this many CPU processes with the batch split "
+        "(GRPO and evaluation run on one thread; --cores 1 trains SFT in this process, on a GPU "
+        "if there is one); the figures depend on it, so it is fixed rather than read off the "
+        "machine (default: 2)",
     )
     parser.add_argument(
         "--rebuild-base",
