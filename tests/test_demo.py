@@ -101,10 +101,10 @@ def test_signal_check_runs_before_grpo_and_is_reported(demo_run):
     assert {"pass@1", "pass@8", "no_signal", "rescue"} <= set(signal["all"])
     assert sum(f["n"] for f in signal["templates"].values()) == 6
     assert signal["settings"]["model"] == summary["config"]["out"] + "/sft/checkpoint-final"
-    # the first scenes of the GRPO stage's stream: rl.yaml's namespace, the stage's data seed
+    # the first scenes of the GRPO stage's stream: the design's rl spec, the stage's data seed
     sampled = list(read_jsonl(out / "data" / "grpo-sample" / "metadata_train.jsonl"))
-    assert {r["dataset_version"] for r in sampled} == {"rosetrain:demo-rl"}
-    assert all(r["item_seed"] == derived_seed("demo-rl", 0 + 2, r["scene_index"]) for r in sampled)
+    assert {r["dataset_version"] for r in sampled} == {"rosetrain:demo-rl-transfer"}  # the design's
+    assert all(r["item_seed"] == derived_seed("demo-rl-transfer", 0 + 2, r["scene_index"]) for r in sampled)
     stages = json.loads((out / "stages" / "signal.json").read_text())
     assert stages["settings"]["signal_prompts"] == 6
     report = (out / "report.md").read_text()

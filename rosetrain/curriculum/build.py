@@ -432,9 +432,9 @@ def write_spec_dict(
     except RosetrainError as err:
         raise RosetrainError(
             f"the curriculum spec for {out_path} would show held-out data to the action tasks "
-            f"({err}); weight only the axes that keep it out (--axes), or add the band to the "
-            f"source level's hue_exclude",
-            argument="spec",
+            f"({err}); weight fewer axes (the template axis alone keeps each level's tasks), "
+            f"or add the band to the source level's hue_exclude",
+            argument="axes",
         ) from None
     return raw
 
