@@ -193,8 +193,8 @@ def stream_dataset(
     Images: each row's ``images`` are the rendered PIL images, handed to the
     collator as they are. The stream declares no ``features``: typed as
     ``datasets.Image``, every image would be PNG-encoded and decoded again on
-    its way to the collator (11 ms of a 16-row batch's 21 ms of data work,
-    ``benchmarks/train_step.py``), for bytes nobody keeps. The Parquet shards
+    its way to the collator (17-18 ms a 16-row batch, more than generating
+    its rows, 7 ms: ``benchmarks/train_step.py``), for bytes nobody keeps. The Parquet shards
     keep the typed schema (:func:`hf_features`); ``.cast(hf_features())``
     types a stream the same way.
 
