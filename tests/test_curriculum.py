@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scored_runs import row, write_run
 
 from rosetrain.cli import main
 from rosetrain.core.errors import RosetrainError
@@ -147,29 +148,6 @@ tasks_per_scene: 2
 families:
   attribute: {subtlety: 0.0, attributes: [hue]}
 """
-
-
-def row(i, template, passed, *, family="attribute", case="partial", count=1, subset=None, errored=False):
-    local = template not in (T1, T1B)
-    return {
-        "item_id": f"item-{i}",
-        "scene_id": f"scene-{i}",
-        "pass": int(passed),
-        "task_template": template,
-        "region_type": "ROW_RANGE" if local else "GLOBAL",
-        "region_case": case if local else "all",
-        "family": family,
-        "rose_subset": subset or f"rosetrain-{family}",
-        "grid_size_profile": "custom",
-        "target_count": count,
-        "api_error": int(errored),
-    }
-
-
-def write_run(folder: Path, rows: list[dict]) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "per_item_eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return folder
 
 
 @pytest.fixture

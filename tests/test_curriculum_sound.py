@@ -6,12 +6,12 @@ refused before anything is written."""
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from scored_runs import row, write_run
 
 from rosetrain.cli import main
 from rosetrain.core.errors import RosetrainError
@@ -50,35 +50,12 @@ families:
 """
 
 
-def row(i: int, template: str, passed: bool, case: str = "partial", count: int = 1) -> dict:
-    local = template not in (T1, T1B)
-    return {
-        "item_id": f"item-{i}",
-        "scene_id": f"scene-{i}",
-        "pass": int(passed),
-        "task_template": template,
-        "region_type": "ROW_RANGE" if local else "GLOBAL",
-        "region_case": case if local else "all",
-        "family": "attribute",
-        "rose_subset": "rosetrain-attribute",
-        "grid_size_profile": "custom",
-        "target_count": count,
-        "api_error": 0,
-    }
-
-
-def write_run(folder: Path, rows: list[dict]) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "per_item_eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return folder
-
-
 def profile_run(folder: Path, profile: dict[str, tuple[int, int]]) -> Path:
     """A scored run: template -> (items, failed)."""
     rows, i = [], 0
     for template, (n, fails) in profile.items():
         for j in range(n):
-            rows.append(row(i, template, j >= fails, CASES[j % 3], 1 + j % 2))
+            rows.append(row(i, template, j >= fails, case=CASES[j % 3], count=1 + j % 2))
             i += 1
     return write_run(folder, rows)
 
