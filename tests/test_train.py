@@ -396,6 +396,46 @@ def test_freeze_vision_trains_the_language_model_and_leaves_the_vision_tower_as_
     assert any(not torch.equal(before[n], after[n]) for n in before if "language_model" in n)
 
 
+@pytest.mark.parametrize("lora", ["lora=null", "lora.r=4"])
+def test_vision_lr_scale_gives_the_vision_tower_its_share_of_the_learning_rate(tmp_path, env, lora):
+    from rosetrain.train.build import build, vision_tower
+    from rosetrain.train.check import check
+
+    recipe = load_recipe(
+        write_recipe(tmp_path / "r.yaml", env, max_steps=2, eval={}),
+        [lora, "vision_lr_scale=0.25", "learning_rate=0.001", "lora.vision=true"],
+    )
+    trainer = build(check(recipe)).trainer
+    optimizer = trainer.create_optimizer()
+    model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
+    vision = {id(p) for p in vision_tower(model, "test").parameters()}
+    rates = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
+    trained = {id(p) for p in trainer.model.parameters() if p.requires_grad}
+    assert rates.keys() == trained and vision & trained and trained - vision
+    assert {rates[i] for i in trained & vision} == {0.00025}
+    assert {rates[i] for i in trained - vision} == {0.001}
+
+
+def test_lora_target_modules_takes_pefts_all_linear_shorthand(tmp_path, env):
+    from rosetrain.train.build import build
+    from rosetrain.train.check import check
+
+    recipe = load_recipe(
+        write_recipe(tmp_path / "r.yaml", env, max_steps=2, eval={}), ["lora.target_modules=all-linear"]
+    )
+    model = build(check(recipe)).trainer.model
+    adapted = {name.split(".lora_A")[0] for name, _ in model.named_parameters() if ".lora_A" in name}
+    assert any("mlp" in name for name in adapted) and any("visual" in name for name in adapted)
+
+
+def test_vision_lr_scale_refuses_a_frozen_tower_and_zero(tmp_path, env):
+    recipe = write_recipe(tmp_path / "r.yaml", env, max_steps=2, eval={})
+    with pytest.raises(RecipeError, match="vision_lr_scale: the vision tower is frozen"):
+        load_recipe(recipe, ["freeze_vision=true", "vision_lr_scale=0.5"])
+    with pytest.raises(RecipeError, match="vision_lr_scale"):
+        load_recipe(recipe, ["vision_lr_scale=0"])
+
+
 def test_freeze_vision_names_a_model_without_a_vision_tower():
     from types import SimpleNamespace
 

@@ -66,6 +66,8 @@ def build(checked: Checked) -> Built:
         **parts.kwargs,
     )
     attach(trainer, callbacks + needs_trainer)
+    if recipe.vision_lr_scale != 1.0:
+        scale_vision_lr(trainer, recipe.vision_lr_scale)
     return Built(checked=checked, trainer=trainer, processor=processor)
 
 
@@ -92,15 +94,47 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     return model, processor
 
 
-def freeze_vision_tower(model: Any) -> None:
-    """No gradient for the vision tower: what the base perceives stays as it was."""
+def vision_tower(model: Any, key: str) -> Any:
+    """The model's vision tower (with its merger), or a :class:`RecipeError` naming ``key``."""
     tower = getattr(getattr(model, "model", model), "visual", None)
     if tower is None:
-        raise RecipeError(
-            f"freeze_vision: {type(model).__name__} has no vision tower (model.visual) to freeze"
-        )
-    for parameter in tower.parameters():
+        raise RecipeError(f"{key}: {type(model).__name__} has no vision tower (model.visual)")
+    return tower
+
+
+def freeze_vision_tower(model: Any) -> None:
+    """No gradient for the vision tower: what the base perceives stays as it was."""
+    for parameter in vision_tower(model, "freeze_vision").parameters():
         parameter.requires_grad_(False)
+
+
+def scale_vision_lr(trainer: Any, scale: float) -> None:
+    """The trainer's own optimizer (its class, betas, weight-decay split), with the
+    vision tower's parameters in groups of their own at ``scale`` x the learning
+    rate; the scheduler scales each group's rate alike. Parameters are matched by
+    identity, so the groups hold through a PEFT or DDP wrapper."""
+    model = trainer.model
+    vision = {
+        id(p)
+        for p in vision_tower(
+            model.get_base_model() if hasattr(model, "get_base_model") else model, "vision_lr_scale"
+        ).parameters()
+    }
+    optimizer_class, kwargs = trainer.get_optimizer_cls_and_kwargs(trainer.args, model)
+    decay = set(trainer.get_decay_parameter_names(model))
+    groups: dict[tuple[bool, bool], list[Any]] = {}
+    for name, parameter in model.named_parameters():
+        if parameter.requires_grad:
+            groups.setdefault((id(parameter) in vision, name in decay), []).append(parameter)
+    kwargs["params"] = [
+        {
+            "params": parameters,
+            "lr": trainer.args.learning_rate * (scale if in_vision else 1.0),
+            "weight_decay": trainer.args.weight_decay if decays else 0.0,
+        }
+        for (in_vision, decays), parameters in sorted(groups.items())
+    ]
+    trainer.optimizer_cls_and_kwargs = (optimizer_class, kwargs)
 
 
 def set_pixel_budget(processor: Any, min_pixels: int | None, max_pixels: int | None) -> None:

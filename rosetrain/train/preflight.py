@@ -285,6 +285,8 @@ def check_lora_targets(recipe: Recipe, config: Any) -> None:
     with torch.device("meta"):
         model = AutoModelForImageTextToText.from_config(config, trust_remote_code=recipe.trust_remote_code)
     lora = peft_config(recipe)
+    if lora.target_modules == "all-linear":  # PEFT's own shorthand: every linear layer but the output head
+        return
     if not any(check_target_module_exists(lora, name) for name, _ in model.named_modules()):
         key = "lora.target_modules" if recipe.lora.target_modules else "lora.target"
         raise RecipeError(

@@ -210,6 +210,15 @@ class Recipe:
         "`lora: null` only the language model trains, as LoRA on the language "
         "model leaves perception to the base",
     )
+    vision_lr_scale: float = key(
+        1.0,
+        "the vision tower's (and its merger's) learning rate as a share of "
+        "`learning_rate`: between freezing perception (`freeze_vision`) and "
+        "training it at the language model's pace",
+        low=0,
+        low_open=True,
+        high=1,
+    )
     grpo: GrpoConfig = key(help="GRPO settings", factory=GrpoConfig)
     rewards: dict[str, float] = key(
         help="GRPO reward weights of `pass` (exact ROSE PASS), `soft` (ROSE "
@@ -310,6 +319,10 @@ class Recipe:
         if self.resume not in ("auto", "never") and not Path(self.resume).is_dir():
             raise ValueError(f"resume: {self.resume!r} is neither auto, never, nor a checkpoint folder")
         _refuse_non_finite(self.trl, "trl")
+        if self.freeze_vision and self.vision_lr_scale != 1.0:
+            raise ValueError(
+                "vision_lr_scale: the vision tower is frozen (freeze_vision: true); set one of the two"
+            )
 
     @property
     def train_batch_size(self) -> int:
