@@ -2,7 +2,10 @@
 when given, the official ROSE evaluator, as separate processes on the same items.
 
 The split is the ROSE-protocol spec's metadata (no images: scoring reads
-none), main templates only, as the official evaluator reads it. Predictions
+none). Like the real release's main split it holds the bridge templates'
+items too (G-Clk, mL-Cnt), so `rosetrain score` writes every file its default
+writes, the bridge and scene-consistency files included (``--main-only``
+leaves them out, as the official evaluator reads only the main templates). Predictions
 are a deterministic mix: half gold answers, a quarter wrong (a click dropped,
 moved, added or duplicated, a count off), a quarter malformed (prose around
 the answer, empty, None, truncated, spaced and lower-cased, a long ramble).
@@ -19,7 +22,7 @@ time: `rosetrain score` reads and scores the split in as many processes as it
 may use CPUs (`--num-proc`, printed), the official evaluator and the floor in
 one. The CPU ratio says what the same work costs on one core.
 
-    python benchmarks/score.py [--items 51000] [--repeat 3] [--num-proc N] [--official PATH/evaluate_rose.py]
+    python benchmarks/score.py [--items 51000] [--repeat 3] [--num-proc N] [--main-only] [--official PATH/evaluate_rose.py]
 """
 
 from __future__ import annotations
@@ -57,14 +60,16 @@ with open(out, "wb") as handle:
 """
 
 
-def build_split(folder: Path, items: int, seed: int) -> tuple[Path, Path]:
-    """metadata_test.jsonl and predictions.jsonl with ``items`` main-template rows."""
+def build_split(folder: Path, items: int, seed: int, bridges: bool = True) -> tuple[Path, Path]:
+    """metadata_test.jsonl and predictions.jsonl with ``items`` rows; like the real
+    release's main split they hold the bridge templates' items too (G-Clk,
+    mL-Cnt), unless ``bridges`` is false."""
     spec = load_spec(ROOT / "generators" / "rose-protocol.yaml", check_fonts=False)
     rng = random.Random(seed)
     records, index = [], 0
     while len(records) < items:
         example = build_records(spec, spec.seed, index, "test", render=False)
-        records += [r for r in example.records if r["task_template"] not in BRIDGE_TEMPLATES]
+        records += [r for r in example.records if bridges or r["task_template"] not in BRIDGE_TEMPLATES]
         index += 1
     records = records[:items]
     metadata, predictions = folder / "metadata_test.jsonl", folder / "predictions.jsonl"
@@ -136,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=51_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--main-only", action="store_true", help="leave the bridge templates' items out")
     parser.add_argument(
         "--num-proc", type=int, default=None, help="rosetrain score --num-proc (default: its own, the CPUs)"
     )
@@ -150,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     num_proc = args.num_proc or available_cpus()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        metadata, predictions = build_split(folder, args.items, args.seed)
+        metadata, predictions = build_split(folder, args.items, args.seed, bridges=not args.main_only)
         py = sys.executable
         commands = {
             "floor": [py, "-c", FLOOR, str(metadata), str(predictions), str(folder / "floor.jsonl")],

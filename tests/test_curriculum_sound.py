@@ -204,7 +204,7 @@ def test_any_failure_profile_gives_a_sound_curriculum(profile, k, cases, mode, f
 
 
 def test_unmeasured_cells_keep_the_source_share_below_measured_failures(tmp_path, spec, capsys):
-    """The issue's run: an eval without --bridges leaves G-Clk and ML-Cnt at 0 items;
+    """The issue's run: an eval without --bridges leaves G-Clk and mL-Cnt at 0 items;
     the five measured templates failed 9 of 9. A pooled guess gave the unmeasured
     15.1% each, above the measured failures' 14.0%."""
     run = profile_run(tmp_path / "run", {t: ALL for t in (T1, T2, T3, T4, T5)})
@@ -212,7 +212,7 @@ def test_unmeasured_cells_keep_the_source_share_below_measured_failures(tmp_path
     assert curriculum(run, spec, out) == 0
     shares = make_curriculum(run, spec, out).axes["template"].shares
     measured = min(shares[t] for t in (T1, T2, T3, T4, T5))
-    assert shares[T2B] == pytest.approx(1 / 11)  # ML-Cnt: the source's 1 of 11, under the others
+    assert shares[T2B] == pytest.approx(1 / 11)  # mL-Cnt: the source's 1 of 11, under the others
     assert shares[T1B] == pytest.approx(measured)  # G-Clk: the source's 2/11, lowered to them
     printed = capsys.readouterr().out
     assert f"{SHORT_NAME[T2B]} 9.1" in printed

@@ -546,7 +546,7 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
         "T4_CLICK_VISUAL_REGION": "V-Clk",
         "T5_CLICK_COUNT_EXCLUSION": "Excl-CS",
         "T1B_CLICK_GLOBAL": "G-Clk",
-        "T2B_COUNT_LOCAL_MATCHED": "ML-Cnt",
+        "T2B_COUNT_LOCAL_MATCHED": "mL-Cnt",
     }
     seen = {short[t] for columns in calls for t in columns["task_template"]}
     assert {f"pass/{name}" for name in seen} <= logged

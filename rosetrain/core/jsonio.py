@@ -30,9 +30,17 @@ def jsonl_bytes(rows: Iterable[Mapping[str, Any]]) -> bytes:
     return b"".join([jsonl_line(row) for row in rows])
 
 
+_SPACED = json.JSONEncoder(ensure_ascii=False)  # one encoder: json.dumps makes one a call
+
+
+def spaced_line(row: Mapping[str, Any]) -> str:
+    """One JSON object as ``json.dumps(row, ensure_ascii=False)`` writes it, with its newline."""
+    return _SPACED.encode(row) + "\n"
+
+
 def jsonl_text(rows: Iterable[Mapping[str, Any]]) -> str:
     """One JSON object per line (``json.dumps`` spacing, non-ASCII kept)."""
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return "".join(map(spaced_line, rows))
 
 
 def json_text(obj: Any) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.jsonio import jsonl_text
+from rosetrain.core.jsonio import spaced_line
 from rosetrain.core.protocol import T1, T1B, T2B, T3
 from rosetrain.scoring.fields import OFFICIAL_FIELDS
 from rosetrain.scoring.frame import Frame
@@ -47,8 +47,8 @@ class Bridge:
 
 def mean(values: Iterable[Any]) -> float | None:
     """The scripts' mean: of the values set, as floats, added in order."""
-    kept = [float(v) for v in values if v is not None and v != ""]
-    return sum(kept) / len(kept) if kept else None
+    kept = [v for v in values if v is not None and v != ""]
+    return sum(map(float, kept)) / len(kept) if kept else None  # the same additions, in order
 
 
 def pct(value: float | None, digits: int = 1) -> float | None:
@@ -56,7 +56,7 @@ def pct(value: float | None, digits: int = 1) -> float | None:
 
 
 def _mean_of(rows: Sequence[Mapping], field: str) -> float | None:
-    return mean(r.get(field) for r in rows)
+    return mean([r.get(field) for r in rows])
 
 
 def _share(rows: Sequence[Mapping], test: Callable[[Mapping], bool]) -> float | None:
@@ -451,14 +451,15 @@ def _outputs(kind: _Kind, rows: list[dict], model: str, expected: int, info: Run
         by_subset=by_subset,
     )
     name = kind.name
+    lines = [spaced_line(row) for row in rows]  # each row encoded once, whatever files hold it
     files = {
-        f"per_item_{name}_eval.jsonl": jsonl_text(rows),
-        f"{name}_error_cases.jsonl": jsonl_text(r for r in rows if r.get("pass") != 1),
+        f"per_item_{name}_eval.jsonl": "".join(lines),
+        f"{name}_error_cases.jsonl": "".join(line for line, r in zip(lines, rows) if r.get("pass") != 1),
     }
     if kind.template == T2B:
-        files["mlcnt_correct_lclk_wrong.jsonl"] = jsonl_text(
-            r
-            for r in rows
+        files["mlcnt_correct_lclk_wrong.jsonl"] = "".join(
+            line
+            for line, r in zip(lines, rows)
             if r.get("pass") == 1 and r.get("base_lclk_matched") == 1 and r.get("base_lclk_pass") != 1
         )
         cases, case_rows = _by_region_case(kind, rows, model)
