@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -69,6 +70,41 @@ def test_bridges_beside_a_main_file_are_opt_in(tmp_path, rose_dir):
     assert len(load_split(tmp_path, "test")) == 1112
     with pytest.raises(RosetrainError):
         load_split(tmp_path, "test", bridges=False)
+
+
+def test_bridges_asked_for_are_found_beside_a_main_file_given_by_path(tmp_path, rose_dir):
+    main_file = write_jsonl(tmp_path / "metadata_test.jsonl", [record("main-1")])
+    shutil.copy(rose_dir / COUNT_BRIDGE, tmp_path / COUNT_BRIDGE)
+    assert split_files(main_file, "test", bridges=True) == [main_file, tmp_path / COUNT_BRIDGE]
+    assert split_files(main_file, "test") == [main_file]
+    assert len(load_split(main_file, "test", bridges=True)) == 1 + 1112
+    # a bridge file given by path is read alone
+    assert split_files(tmp_path / COUNT_BRIDGE, "test", bridges=True) == [tmp_path / COUNT_BRIDGE]
+    other = write_jsonl(tmp_path / "mine.jsonl", [record("main-1")])
+    with pytest.raises(
+        RosetrainError, match=r"mine.jsonl: bridges: only a file named metadata_<split>.jsonl"
+    ):
+        split_files(other, "test", bridges=True)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "dangling link"])
+def test_a_bridge_path_that_is_no_regular_file_is_an_error_naming_it(tmp_path, kind):
+    write_jsonl(tmp_path / "metadata_test.jsonl", [record("main-1")])
+    bridge = tmp_path / GLOBAL_BRIDGE
+    {
+        "folder": bridge.mkdir,
+        "fifo": lambda: os.mkfifo(bridge),
+        "dangling link": lambda: bridge.symlink_to("gone"),
+    }[kind]()
+    what = {"folder": "a folder", "fifo": r"a named pipe \(FIFO\)", "dangling link": "a link to nothing"}[
+        kind
+    ]
+    for data in (tmp_path, tmp_path / "metadata_test.jsonl"):
+        with pytest.raises(
+            RosetrainError, match=rf"{GLOBAL_BRIDGE}: a bridge file must be a regular file; this is {what}"
+        ):
+            split_files(data, "test", bridges=True)
+    assert split_files(tmp_path, "test") == [tmp_path / "metadata_test.jsonl"]  # not asked for: not read
 
 
 def test_one_folder_per_split_layout(tmp_path):

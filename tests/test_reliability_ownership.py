@@ -171,6 +171,14 @@ def test_compare_refuses_a_run_that_names_no_data_unless_told(split_dir, tmp_pat
     assert err.count("\n") == 1 and "names no data fingerprint" in err and "--same-data" in err
     assert not (tmp_path / "cmp" / "compare.json").exists()
     assert cli_main([*command, "--same-data"]) == 0
+    said = "Data not checked: " + str(old) + " names no data fingerprint"
+    assert capsys.readouterr().out.startswith("WARNING: " + said)
+    assert said in (tmp_path / "cmp" / "report.md").read_text().splitlines()[2]
+    assert json.loads((tmp_path / "cmp" / "compare.json").read_text())["data_unchecked"] == [str(old)]
+    # an empty fingerprint names no data either
+    summary["data_fingerprint"] = ""
+    (old / "evaluation_summary.json").write_text(json.dumps(summary))
+    assert cli_main(command) == 2 and "names no data fingerprint" in capsys.readouterr().err
 
 
 def test_export_samples_are_matched_by_their_doc_not_by_position_alone(split_dir, tmp_path):

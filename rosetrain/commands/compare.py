@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rosetrain.core.formats import ci, pct
-    from rosetrain.reports.compare import HEADLINE_KEYS, compare_runs
+    from rosetrain.reports.compare import HEADLINE_KEYS, compare_runs, data_unchecked_note
 
     result = compare_runs(
         args.before,
@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
         assume_same_data=args.same_data,
     )
+    if result["data_unchecked"]:
+        print(f"WARNING: {data_unchecked_note(result)}")
     print(f"compared {result['n_items']} items ({result['n_scenes']} scenes) -> {args.out}")
     excluded = result["errored_excluded"]
     if excluded["pairs"]:

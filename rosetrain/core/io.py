@@ -334,6 +334,19 @@ def _is_regular_file(path: Path) -> bool:
         return False
 
 
+def not_a_file(path: Path) -> str | None:
+    """What stands at ``path`` when it is no regular file to read (a link is
+    followed): "a folder", "a named pipe (FIFO)", "a link to nothing", ...;
+    None for a regular file and where nothing is."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a link to nothing" if path.is_symlink() else None
+    except OSError as err:
+        return f"unreadable ({err.strerror})"
+    return None if stat.S_ISREG(mode) else _kind(mode)
+
+
 def _kind(mode: int) -> str:
     kinds = {stat.S_ISLNK: "a symbolic link", stat.S_ISFIFO: "a named pipe (FIFO)"}
     kinds.update({stat.S_ISDIR: "a folder", stat.S_ISSOCK: "a socket"})

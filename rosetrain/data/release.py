@@ -21,13 +21,14 @@ import dataclasses
 import functools
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import iter_jsonl
+from rosetrain.core.io import iter_jsonl, not_a_file
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_paths
 from rosetrain.data.hub import is_hub_uri, resolve_data
 from rosetrain.data.paths import check_split_name, confined_path
@@ -56,23 +57,49 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
     shown = root if is_hub_uri(root) else Path(root)  # messages name the data as given
     root = resolve_data(root, "data") if is_hub_uri(root) else Path(root)  # commands resolve once first
     if root.is_file():
-        return [root]
+        return [root, *_bridges_beside_file(root)] if bridges else [root]
     check_split_name(split)
     if not root.is_dir():
         raise RosetrainError(f"{shown}: no such folder or .jsonl file")
     for folder in (root, root / split):  # the release layout, or one folder per split
         main = folder / f"metadata_{split}.jsonl"
-        # only the release's two bridge names: a split named `<split>_x` is another split
-        extra = [p for p in bridge_paths(folder, split).values() if p.is_file()]
         if main.is_file():
-            return [main] + (extra if bridges else [])
-        if extra and bridges is not False:
+            return [main] + (_bridge_files(folder, split) if bridges else [])
+        extra = _bridge_files(folder, split) if bridges is not False else []
+        if extra:
             return extra
     found = sorted(p.name for p in root.glob("metadata_*.jsonl"))
     raise RosetrainError(
         f"{shown}: no metadata_{split}.jsonl (split {split!r}); "
         f"found: {', '.join(found) or 'no metadata_*.jsonl files'}"
     )
+
+
+def _bridge_files(folder: Path, split: str) -> list[Path]:
+    """The split's bridge files in ``folder`` (only the release's two names: a
+    split named `<split>_x` is another split); a bridge path that is there but
+    is no regular file is an error naming it, never left out in silence."""
+    found = []
+    for path in bridge_paths(folder, split).values():
+        what = not_a_file(path)
+        if what is not None:
+            raise RosetrainError(f"{path}: a bridge file must be a regular file; this is {what}")
+        if path.is_file():
+            found.append(path)
+    return found
+
+
+def _bridges_beside_file(main: Path) -> list[Path]:
+    """The bridge files beside a main metadata file given by path (bridges asked for)."""
+    name = re.fullmatch(r"metadata_(.+)\.jsonl", main.name)
+    if name is not None and name[1].endswith(tuple(f"_{tag}" for tag in BRIDGE_FILE_TAGS.values())):
+        return []  # a bridge file itself
+    if name is None:
+        raise RosetrainError(
+            f"{main}: bridges: only a file named metadata_<split>.jsonl has bridge files beside it "
+            f"(metadata_<split>_global_click_bridge.jsonl, ...); give its folder, or leave --bridges out"
+        )
+    return _bridge_files(main.parent, name[1])
 
 
 # Fields the checks of every record read (REQUIRED_FIELDS and the optional ones).

@@ -86,7 +86,8 @@ def run_fingerprint(run: str | os.PathLike) -> str | None:
         fingerprint = json.loads(summary.read_text(encoding="utf-8")).get("data_fingerprint")
     except (OSError, ValueError, AttributeError):
         raise RosetrainError(f"{summary}: not a readable evaluation summary") from None
-    return fingerprint if isinstance(fingerprint, str) else None
+    # "" or blanks name no data either: unknown, not a match for anything
+    return fingerprint if isinstance(fingerprint, str) and fingerprint.strip() else None
 
 
 def same_data(before_run: str | os.PathLike, after_run: str | os.PathLike) -> str | None:
@@ -104,9 +105,10 @@ def same_data(before_run: str | os.PathLike, after_run: str | os.PathLike) -> st
 
 def check_fingerprints_known(
     before_run: str | os.PathLike, after_run: str | os.PathLike, assume_same_data: bool
-) -> None:
+) -> list[str]:
     """A run whose summary names no data (an older rosetrain, another tool) cannot be
-    shown to hold the other run's data: refused unless the user says it does."""
+    shown to hold the other run's data: refused unless the user says it does.
+    Returns those runs (compared on the user's word: the report says so first)."""
     unknown = [str(run) for run in (before_run, after_run) if run_fingerprint(run) is None]
     if unknown and not assume_same_data:
         raise RosetrainError(
@@ -115,6 +117,7 @@ def check_fingerprints_known(
             f"datasets); rescore it with rosetrain score, or set assume_same_data if you know they were",
             argument="assume_same_data",
         )
+    return unknown
 
 
 def drop_errored(
@@ -349,7 +352,7 @@ def compare_runs(
         raise RosetrainError(f"resamples must be at least 1, got {resamples}")
     fingerprint = same_data(before_dir, after_dir)
     paired = pair_runs(read_scored_rows(before_dir), read_scored_rows(after_dir))
-    check_fingerprints_known(before_dir, after_dir, assume_same_data)
+    unchecked = check_fingerprints_known(before_dir, after_dir, assume_same_data)
     pairs, excluded = drop_errored(paired)
     if not pairs and excluded["pairs"]:
         raise RosetrainError(
@@ -360,6 +363,7 @@ def compare_runs(
         "before_run": str(before_dir),
         "after_run": str(after_dir),
         "data_fingerprint": fingerprint,
+        "data_unchecked": unchecked,  # runs naming no data, compared on the user's word
         "errored_excluded": excluded,
         **compare_pairs(pairs, resamples, seed),
     }
@@ -414,10 +418,20 @@ def region_case_rows(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def data_unchecked_note(result: Mapping[str, Any]) -> str:
+    """The first thing said of a comparison whose data could not be checked."""
+    runs = " and ".join(result["data_unchecked"])
+    return (
+        f"Data not checked: {runs} names no data fingerprint; compared because you said "
+        "both runs were scored on the same data (--same-data)"
+    )
+
+
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
     """report.md: the figures in percentage points, then the plots."""
     lines = [
         "# Before/after comparison\n",
+        *([f"**{data_unchecked_note(result)}**\n"] if result.get("data_unchecked") else []),
         f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
         f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
         f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}); "
