@@ -15,7 +15,7 @@ import re
 import sys
 from typing import NoReturn
 
-from rosetrain.core.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError, bounded
 
 # What `rosetrain --help` says first (the module's docstring is RST, which a terminal shows raw).
 DESCRIPTION = (
@@ -82,7 +82,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         prog = self.prog if self.command is None else f"{self.prog} {self.command}"
         hint = self._unrecognized_hint(message)
-        self.exit(2, f"{self.prog}: error: {message}{hint} (see {prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {bounded(message + hint)} (see {prog} --help)\n")
 
     def _unrecognized_hint(self, message: str) -> str:
         prefix = "unrecognized arguments: "
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except RosetrainError as err:
-        print(f"rosetrain {args.command}: error: {error_line(args.command, err)}", file=sys.stderr)
+        print(f"rosetrain {args.command}: error: {bounded(error_line(args.command, err))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader left (`rosetrain configs list | head`): not an error of ours
         if owns_process:  # stop the interpreter's own flush at exit from failing again
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         return 141  # as a shell reports a process ended by SIGPIPE
     except OSError as err:  # the machine refused: disk full, permission denied, I/O error
         where = f"{err.filename}: " if err.filename else ""
-        print(f"rosetrain {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
+        print(f"rosetrain {args.command}: error: {bounded(f'{where}{err.strerror or err}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(

@@ -301,3 +301,26 @@ def test_an_excluded_hue_band_wraps_the_hue_circle():
         for look in ("majority", "target"):
             hue = item[look]["hue"] % 360
             assert not (hue <= 10 or hue >= 350), item
+
+
+def test_hue_exclude_is_bounded_and_never_hangs():
+    """10,000 bands are refused in one line; bands whose gaps are slivers (too narrow
+    for any draw) are refused when configured, never looped over."""
+    many = [[i * 0.03, i * 0.03 + 0.01] for i in range(10_000)]
+    with pytest.raises(ValueError, match="hue_exclude: at most 64 bands, got 10,000"):
+        get_family("attribute", {"hue_exclude": many})
+    slivers = [[i * 5.0, i * 5.0 + 4.995] for i in range(64)]
+    with pytest.raises(ValueError, match="hue_exclude"):
+        get_family("attribute", {"attributes": ["hue"], "hue_range": [0, 320], "hue_exclude": slivers})
+
+
+def test_a_one_hue_range_far_from_every_band_is_allowed():
+    config = {"attributes": ["hue"], "subtlety": 0.0, "hue_range": [180, 180], "hue_exclude": [[60, 140]]}
+    drawn = items(family("attribute", **config), 20)
+    assert {item["majority"]["hue"] for item in drawn} | {item["target"]["hue"] for item in drawn} <= {
+        180.0,
+        30.0,
+        330.0,
+    }
+    with pytest.raises(ValueError, match="leaves no hue"):
+        get_family("attribute", {"hue_range": [100, 100], "hue_exclude": [[60, 140]]})

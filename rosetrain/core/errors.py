@@ -21,3 +21,17 @@ def first_line(err: BaseException) -> str:
     for a one-line RosetrainError that wraps it."""
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+MESSAGE_LIMIT = 600  # characters: an error names what is wrong and where, it never holds the data
+
+
+def bounded(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` on one line and at most about ``limit`` characters: a long value
+    (a 1 MB item id, 2,000 hue bands) is cut in the middle, with how much was cut,
+    so the message keeps what it names first (file, line, field) and its end."""
+    text = " ".join(text.split("\n")) if "\n" in text else text
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 6
+    return f"{text[:head]} ...[{len(text) - head - tail:,} characters cut]... {text[-tail:]}"

@@ -20,6 +20,7 @@ from typing import Any
 
 from PIL import Image, ImageChops, ImageDraw, ImageOps, ImageStat
 
+from rosetrain.core.errors import RosetrainError
 from rosetrain.generators.families.base import FamilyConfig, VisualFamily
 from rosetrain.generators.families.common import CellCache, lerp, pick_by_subtlety
 
@@ -146,16 +147,22 @@ class AttributeConfig(FamilyConfig):
         return not any(low <= hue <= high or (hue == 0.0 and high >= 360.0) for low, high in self.hue_exclude)
 
 
+MAX_HUE_BANDS = 64  # a held-out palette is a band or a few; more is a mistake, and costs every draw
+MAX_REDRAWS = 100_000  # hue draws before a spec is called too narrow to sample (never near it in practice)
+
+
 def _hue_bands(value: Any) -> tuple[tuple[float, float], ...]:
     def number(v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise ValueError(f"hue_exclude must be a list of [low, high] hue bands, got {value!r}")
+        raise ValueError(f"hue_exclude must be a list of [low, high] hue bands, got {value!r:.100}")
+    if len(value) > MAX_HUE_BANDS:
+        raise ValueError(f"hue_exclude: at most {MAX_HUE_BANDS} bands, got {len(value):,}")
     bands = []
     for band in value:
         if not (isinstance(band, (list, tuple)) and len(band) == 2 and all(number(v) for v in band)):
-            raise ValueError(f"hue_exclude: each band must be [low, high] in degrees, got {band!r}")
+            raise ValueError(f"hue_exclude: each band must be [low, high] in degrees, got {band!r:.100}")
         low, high = float(band[0]), float(band[1])
         if not 0 <= low <= high <= 360:
             raise ValueError(f"hue_exclude: band {list(band)} must be [low, high] within 0..360")
@@ -166,7 +173,12 @@ def _hue_bands(value: Any) -> tuple[tuple[float, float], ...]:
 def allowed_hues(
     hue_range: tuple[float, float], exclude: tuple[tuple[float, float], ...]
 ) -> list[tuple[float, float]]:
-    """The parts of ``hue_range`` outside every excluded band (open at the bands' edges)."""
+    """The parts of ``hue_range`` outside every excluded band (open at the bands' edges);
+    a range of one hue is itself its part when no band holds it."""
+    if hue_range[0] == hue_range[1]:
+        hue = hue_range[0] % 360.0
+        held = any(low <= hue <= high or (hue == 0.0 and high >= 360.0) for low, high in exclude)
+        return [] if held else [hue_range]
     parts = [hue_range]
     for low, high in exclude:
         parts = [
@@ -176,6 +188,17 @@ def allowed_hues(
             if piece[1] > piece[0]
         ]
     return parts
+
+
+def _redrawn(redraws: int, config: AttributeConfig) -> int:
+    """One more redraw of a hue that fell in an excluded band; a spec whose allowed
+    hues are slivers (gaps that round onto the bands' edges) is an error, not a hang."""
+    if redraws >= MAX_REDRAWS:
+        raise RosetrainError(
+            f"hue_exclude {config.hue_exclude_list} leaves hue_range {list(config.hue_range)} too "
+            f"little room: {MAX_REDRAWS:,} draws found no allowed hue pair; widen the gaps between bands"
+        )
+    return redraws + 1
 
 
 def hue_amount(subtlety: float) -> float:
@@ -298,7 +321,9 @@ class AttributeFamily(VisualFamily):
                 return round((base["hue"] + sign * amount) % 360, 2)
 
             other["hue"] = partner(sign)
+            redraws = 0
             while not self.config.hue_allowed(other["hue"]):  # only with hue_exclude
+                redraws = _redrawn(redraws, self.config)
                 if self.config.hue_allowed(partner(-sign)):
                     sign = -sign
                 else:  # neither partner allowed: another majority hue
@@ -328,7 +353,9 @@ class AttributeFamily(VisualFamily):
             return round(rng.uniform(*self.config.hue_range), 2)
         # uniform over the allowed parts of hue_range; a draw that rounds onto a band's edge is redrawn
         parts = allowed_hues(self.config.hue_range, self.config.hue_exclude)
+        redraws = 0
         while True:
+            redraws = _redrawn(redraws, self.config)
             x = rng.uniform(0, sum(end - start for start, end in parts))
             hue = parts[-1][1]  # x at the total's float edge
             for start, end in parts:
