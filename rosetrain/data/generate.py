@@ -134,6 +134,10 @@ def settings(job: GenerateJob) -> dict[str, Any]:
         "split": job.split,
         "role": job.spec.role,
     }  # role: training refuses held-out folders
+    if job.spec.heldout_hue_band is not None:  # what training checks a folder's action rows against
+        found["heldout_hue_band"] = list(job.spec.heldout_hue_band)
+    if job.spec.heldout_family_name is not None:
+        found["heldout_family_name"] = job.spec.heldout_family_name
     if job.shard_of is not None:  # only a --shard job says so: a whole split's manifest is unchanged
         found["shard"] = "{}/{}".format(*job.shard_of)
     if job.exclude_sha256 is not None:  # likewise only with --exclude

@@ -22,6 +22,7 @@ _STR = (pa.string(), {"dtype": "string", "_type": "Value"})
 _INT = (pa.int32(), {"dtype": "int32", "_type": "Value"})
 _BOOL = (pa.bool_(), {"dtype": "bool", "_type": "Value"})
 _STRS = (pa.list_(pa.string()), {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"})
+_FLOATS = (pa.list_(pa.float64()), {"feature": {"dtype": "float64", "_type": "Value"}, "_type": "List"})
 _CONTENT = pa.struct([("type", pa.string()), ("text", pa.string())])
 _MESSAGES = (
     pa.list_(pa.struct([("role", pa.string()), ("content", pa.list_(_CONTENT))])),
@@ -62,6 +63,9 @@ COLUMNS = {
     "level": _STR,
     "grid_size_profile": _STR,
     "scene_fingerprint": _STR,
+    # the two looks' hues (majority, exception) of an attribute scene: what lets
+    # training check a folder's action rows against a held-out palette band
+    "hues": _FLOATS,
 }
 SCHEMA = pa.schema([(name, arrow) for name, (arrow, _) in COLUMNS.items()]).with_metadata(
     {"huggingface": json.dumps({"info": {"features": {n: f for n, (_, f) in COLUMNS.items()}}})}
@@ -94,11 +98,20 @@ def hf_row(record: Mapping[str, Any], image: Any) -> dict[str, Any]:
         completion=assistant_messages(record["answer"]),
         images=[{"bytes": image, "path": None} if isinstance(image, bytes) else image],
         region_params_json=json.dumps(record["region_params"], sort_keys=True),
+        hues=look_hues(record),
     )
     for message in row["prompt"] + row["completion"]:  # Arrow structs need every key
         for part in message["content"]:
             part.setdefault("text", None)
     return row
+
+
+def look_hues(record: Mapping[str, Any]) -> list[float] | None:
+    """The hues of a scene's two looks, where its family draws them (attribute)."""
+    looks = record.get("background_spec"), record.get("target_spec")
+    if not all(isinstance(look, Mapping) and isinstance(look.get("hue"), (int, float)) for look in looks):
+        return None
+    return [float(look["hue"]) for look in looks]  # type: ignore[union-attr]
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:

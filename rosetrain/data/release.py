@@ -97,7 +97,8 @@ def _bridges_beside_file(main: Path) -> list[Path]:
     if name is None:
         raise RosetrainError(
             f"{main}: bridges: only a file named metadata_<split>.jsonl has bridge files beside it "
-            f"(metadata_<split>_global_click_bridge.jsonl, ...); give its folder, or leave --bridges out"
+            f"(metadata_<split>_global_click_bridge.jsonl, ...); give its folder, or read it without bridges",
+            argument="bridges",
         )
     return _bridge_files(main.parent, name[1])
 

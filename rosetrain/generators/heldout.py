@@ -41,26 +41,34 @@ def check_training_spec(spec: Spec) -> Spec | None:
         raise SpecError(f"{spec.path}: heldout_spec: {err}") from None
     if heldout.role != "heldout":
         raise SpecError(f"{spec.path}: heldout_spec: {heldout.path} has role {heldout.role!r}, not 'heldout'")
+    check_action_levels(spec, heldout.heldout_hue_band, heldout.heldout_family_name, str(heldout.path))
+    return heldout
+
+
+def check_action_levels(
+    spec: Spec, band: tuple[float, float] | None, family: str | None, named_by: str
+) -> None:
+    """No level of ``spec`` with click tasks may draw the held-out ``family``, or
+    attribute scenes that can show a hue of ``band`` (``named_by``: where the
+    band and family come from, for the message)."""
     for level in spec.levels:
         if not acts(level):
             continue
         where = f"levels ({level.name}): " if len(spec.levels) > 1 else ""
-        family = heldout.heldout_family_name
         if family and family in level.families and level.families[family].weight > 0:
             raise SpecError(
                 f"{spec.path}: {where}families: {family!r} is held out of the action data "
-                f"by {heldout.path}; remove it from this level, or keep only counting tasks in it"
+                f"by {named_by}; remove it from this level, or keep only counting tasks in it"
             )
         attribute = level.families.get("attribute")
-        if heldout.heldout_hue_band and attribute is not None and attribute.weight > 0:
-            _check_hue_band(spec, where, attribute.config, heldout)
-    return heldout
+        if band and attribute is not None and attribute.weight > 0:
+            _check_hue_band(spec, where, attribute.config, band, named_by)
 
 
-def _check_hue_band(spec: Spec, where: str, config: dict, heldout: Spec) -> None:
+def _check_hue_band(spec: Spec, where: str, config: dict, band: tuple[float, float], named_by: str) -> None:
     from rosetrain.generators.families.attribute import AttributeConfig
 
-    low, high = heldout.heldout_hue_band or (0.0, 0.0)
+    low, high = band
     try:
         exclude = AttributeConfig(**config).hue_exclude
     except (TypeError, ValueError) as err:
@@ -68,7 +76,7 @@ def _check_hue_band(spec: Spec, where: str, config: dict, heldout: Spec) -> None
     if not _covered((low, high), exclude):
         raise SpecError(
             f"{spec.path}: {where}families.attribute: the hue band [{low:g}, {high:g}] is held out "
-            f"of the action data by {heldout.path}; add it to hue_exclude (now "
+            f"of the action data by {named_by}; add it to hue_exclude (now "
             f"{[list(b) for b in exclude]}), or keep only counting tasks in this level"
         )
 

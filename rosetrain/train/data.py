@@ -45,10 +45,13 @@ def check_data(data: DataConfig, config: EvalConfig) -> tuple[list[dict[str, Any
         return [], set()
     heldout = heldout_records(config)
     exclude = {r["scene_fingerprint"] for r in heldout if r.get("scene_fingerprint")}
+    band, family = heldout_of_eval(config)
     if data.folder is not None:
         check_no_overlap(folder_fingerprints(data), heldout, data, config)
+        check_folder_rows_apart(data, band, family, config)
     else:
         check_stream_apart(data, heldout, config)
+        check_spec_apart(data, band, family, config)
     return pick_items(heldout, config.items), exclude
 
 
@@ -187,6 +190,95 @@ def check_stream_apart(data: DataConfig, records: Sequence[Mapping[str, Any]], c
                 f"split {config.folder} ({config.split}), e.g. scene {record.get('scene_id')}; "
                 f"change data.seed, or train on a spec with its own namespace"
             )
+
+
+# ------------------------------------------------ the held-out band and family
+
+
+def heldout_of_eval(config: EvalConfig) -> tuple[tuple[float, float] | None, str | None]:
+    """The hue band and family that ``eval.folder`` holds out of the action data:
+    what its manifest records (a split of a ``role: heldout`` spec), else what its
+    spec names where that spec is still there, unchanged."""
+    from rosetrain.data.manifest import manifest_path, read_manifest
+    from rosetrain.generators.spec import load_spec, spec_sha256
+
+    folder = required(config.folder, "eval.folder")
+    if "://" in folder:  # a Hub split carries no manifest: its rows are checked by scene only
+        return None, None
+    try:
+        manifest = read_manifest(manifest_path(Path(folder), config.split), config.split)
+    except RosetrainError as err:
+        raise RecipeError(f"eval.folder: {err}") from None
+    if not manifest or manifest.get("role") != "heldout":
+        return None, None
+    band, family = manifest.get("heldout_hue_band"), manifest.get("heldout_family_name")
+    if "heldout_hue_band" not in manifest and isinstance(manifest.get("spec"), str):
+        try:  # a split made before manifests recorded the band: its spec, if unchanged
+            spec = load_spec(manifest["spec"], check_fonts=False)
+        except (RosetrainError, ValueError, OSError):
+            spec = None
+        if spec is not None and spec_sha256(spec) == manifest.get("spec_sha256"):
+            band, family = spec.heldout_hue_band, spec.heldout_family_name
+    return (tuple(band) if band else None), family  # type: ignore[return-value]
+
+
+def check_spec_apart(
+    data: DataConfig, band: tuple[float, float] | None, family: str | None, config: EvalConfig
+) -> None:
+    """A streamed spec's action levels keep out what ``eval.folder`` holds out,
+    whether or not the spec names a held-out spec itself."""
+    from rosetrain.generators.heldout import check_action_levels
+    from rosetrain.generators.spec import load_spec
+
+    if band is None and family is None:
+        return
+    try:
+        check_action_levels(
+            load_spec(required(data.spec, "data.spec"), check_fonts=False),
+            band,
+            family,
+            f"eval.folder {config.folder}",
+        )
+    except RosetrainError as err:
+        raise RecipeError(f"data.spec: {err}") from None
+
+
+def check_folder_rows_apart(
+    data: DataConfig, band: tuple[float, float] | None, family: str | None, config: EvalConfig
+) -> None:
+    """No action row of a training folder shows the held-out family, or a look whose
+    hue lies in the held-out band: checked on the rows themselves, whatever made them."""
+    import pyarrow.parquet as pq
+
+    from rosetrain.core.protocol import COUNT
+    from rosetrain.generators.families.attribute import in_hue_band
+
+    if band is None and family is None:
+        return
+    held = f"held out of the action data by eval.folder {config.folder}"
+    for path in parquet_files(required(data.folder, "data.folder"), data.split):
+        names = set(pq.read_schema(path).names)
+        columns = [c for c in ("scene_id", "task_mode", "family", "hues") if c in names]
+        for row in pq.read_table(path, columns=columns).to_pylist():
+            if row.get("task_mode") == COUNT:
+                continue  # counting rows may show every palette and family
+            where = f"data.folder: {path}: scene {row.get('scene_id')}"
+            if family is not None and row.get("family") == family:
+                raise RecipeError(f"{where}: an action row of the family {family!r}, {held}")
+            if band is None or row.get("family") != "attribute":
+                continue
+            if "hues" not in names:
+                raise RecipeError(
+                    f"data.folder: {path} has no hues column (an older rosetrain made it), so its "
+                    f"action rows cannot be checked against the hue band {list(band)} {held}; "
+                    f"generate the folder again"
+                )
+            shown = [hue for hue in row.get("hues") or () if in_hue_band(hue, band)]
+            if shown:
+                raise RecipeError(
+                    f"{where}: an action row shows hue {shown[0]:g}, inside the band {list(band)} {held}; "
+                    f"train on data whose action levels exclude it (hue_exclude)"
+                )
 
 
 # ----------------------------------------------------------------- held-out items

@@ -141,10 +141,15 @@ class AttributeConfig(FamilyConfig):
         return [list(band) for band in self.hue_exclude]
 
     def hue_allowed(self, hue: float) -> bool:
-        """Outside every excluded band, on the hue circle: hue 360 is hue 0, so a
-        band that starts at 0 or ends at 360 holds both."""
-        hue = float(hue) % 360.0
-        return not any(low <= hue <= high or (hue == 0.0 and high >= 360.0) for low, high in self.hue_exclude)
+        """Outside every excluded band, on the hue circle."""
+        return not any(in_hue_band(hue, band) for band in self.hue_exclude)
+
+
+def in_hue_band(hue: float, band: tuple[float, float]) -> bool:
+    """Whether ``hue`` lies in ``band`` ([low, high] within 0..360) on the hue
+    circle: hue 360 is hue 0, so a band that starts at 0 or ends at 360 holds both."""
+    hue, (low, high) = float(hue) % 360.0, band
+    return low <= hue <= high or (hue == 0.0 and high >= 360.0)
 
 
 MAX_HUE_BANDS = 64  # a held-out palette is a band or a few; more is a mistake, and costs every draw
@@ -176,9 +181,7 @@ def allowed_hues(
     """The parts of ``hue_range`` outside every excluded band (open at the bands' edges);
     a range of one hue is itself its part when no band holds it."""
     if hue_range[0] == hue_range[1]:
-        hue = hue_range[0] % 360.0
-        held = any(low <= hue <= high or (hue == 0.0 and high >= 360.0) for low, high in exclude)
-        return [] if held else [hue_range]
+        return [] if any(in_hue_band(hue_range[0], band) for band in exclude) else [hue_range]
     parts = [hue_range]
     for low, high in exclude:
         parts = [
