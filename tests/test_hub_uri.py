@@ -5,6 +5,9 @@ Runs on test_hub_release's offline stand-in of the Hub cache."""
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 from test_hub_release import BRIDGES, REPO, ROWS_PER_FILE, hf_home, offline_cache  # noqa: F401 (fixtures)
 
@@ -84,3 +87,74 @@ def test_a_recipes_held_out_split_may_be_a_hub_uri(snapshot):
     records = heldout_records(EvalConfig(folder=f"hf://datasets/{REPO}", split="test"))
     assert len(records) == 2 * ROWS_PER_FILE
     assert all(record["image"].startswith(str(snapshot)) for record in records)
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """A Hub cache of this test's own (its refs and links get edited), read offline."""
+    from huggingface_hub import constants
+    from test_hub_release import build_hub_cache
+
+    home = tmp_path / "hf"
+    snapshot = build_hub_cache(home, rows_per_file=1)
+    for name, value in (("HF_HOME", home), ("HF_HUB_CACHE", home / "hub")):
+        monkeypatch.setenv(name, str(value))
+        monkeypatch.setattr(constants, name, str(value))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    outside = tmp_path / "outside"
+    (outside / "images").mkdir(parents=True)
+    for path in snapshot.rglob("*"):
+        if path.is_file():
+            target = outside / path.relative_to(snapshot)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    return snapshot, outside
+
+
+def _edit(snapshot, outside, how: str) -> None:
+    repo = snapshot.parents[1]
+    if how == "refs climbs out":
+        (repo / "refs" / "main").write_text(os.path.relpath(outside, repo / "snapshots"))
+    elif how == "refs is absolute":
+        (repo / "refs" / "main").write_text(str(outside))
+    elif how == "snapshot is a link":
+        shutil.rmtree(snapshot)
+        snapshot.symlink_to(outside)
+    elif how == "metadata is a link out":
+        (snapshot / BRIDGES[0]).unlink()
+        (snapshot / BRIDGES[0]).symlink_to(outside / BRIDGES[0])
+
+
+@pytest.mark.parametrize(
+    "how", ["refs climbs out", "refs is absolute", "snapshot is a link", "metadata is a link out"]
+)
+@pytest.mark.parametrize("command", ["score", "preview", "export-lmms-eval", "eval", "signal"])
+def test_a_hub_uri_never_reads_outside_its_repos_cache_folder(own_cache, tmp_path, capsys, how, command):
+    from rosetrain.cli import main as cli_main
+
+    snapshot, outside = own_cache
+    _edit(snapshot, outside, how)
+    uri = f"hf://datasets/{REPO}"
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("")
+    argv = {
+        "score": ["score", "--data", uri, "--predictions", str(predictions), "--out", str(tmp_path / "s")],
+        "preview": ["preview", uri, "--out", str(tmp_path / "p.png")],
+        "export-lmms-eval": ["export-lmms-eval", "--data", uri, "--out", str(tmp_path / "task")],
+        "eval": ["eval", "--model", "org/model", "--data", uri, "--out", str(tmp_path / "run")],
+        "signal": ["signal", "--model", "org/model", "--data", uri],
+    }[command]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "outside the repo's cache folder" in err or "resolves outside the dataset folder" in err, err
+    assert not any((tmp_path / name).exists() for name in ("s", "p.png", "task", "run"))
+
+
+def test_a_revision_is_a_name_never_a_path(own_cache):
+    from rosetrain.data.hub import hub_snapshot
+
+    for revision in ("../../outside", "/etc", "main/../../x"):
+        with pytest.raises(RosetrainError, match="revision must be a branch, tag or commit"):
+            hub_snapshot(REPO, revision, "data")

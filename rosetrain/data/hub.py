@@ -14,6 +14,7 @@ Only huggingface_hub (no torch) is imported, and only when a Hub name is given.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from rosetrain.core.errors import RosetrainError, first_line
@@ -70,7 +71,13 @@ def hub_snapshot(repo_id: object, revision: object = None, what: str = "hub_data
     says how to get the data."""
     if not isinstance(repo_id, str) or not repo_id:
         raise RosetrainError(f"{what}: expected a Hub dataset id OWNER/NAME, got {repo_id!r:.200}")
-    if revision is not None and (not isinstance(revision, str) or not revision):
+    if revision is not None and (
+        not isinstance(revision, str)
+        or not revision
+        or revision.startswith("/")
+        or ".." in revision.split("/")
+        or "\\" in revision
+    ):  # a revision is a name (refs/pr/1 too), never a path out of the cache's refs/
         raise RosetrainError(f"{what}: revision must be a branch, tag or commit, got {revision!r:.200}")
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
@@ -85,7 +92,7 @@ def hub_snapshot(repo_id: object, revision: object = None, what: str = "hub_data
     at = f" (revision {revision})" if revision else ""
     fetch = f"hf download --repo-type dataset {repo_id}" + (f" --revision {revision}" if revision else "")
     try:
-        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision))
+        snapshot = Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision))
     except HFValidationError as err:
         raise RosetrainError(
             f"{what}: {repo_id!r:.200} is not a Hub dataset id ({first_line(err)})"
@@ -112,3 +119,31 @@ def hub_snapshot(repo_id: object, revision: object = None, what: str = "hub_data
         ) from None
     except OSError as err:  # a full disk, a cache folder we may not write, an HTTP error
         raise RosetrainError(f"{what}: cannot download dataset {repo_id}{at}: {first_line(err)}") from None
+    return confined_snapshot(snapshot, repo_id, what)
+
+
+SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
+
+
+def confined_snapshot(snapshot: Path, repo_id: str, what: str) -> Path:
+    """``snapshot`` when it is a real folder ``snapshots/<revision>`` of the repo's own
+    cache folder. Offline, huggingface_hub builds the path from the text of
+    ``refs/<revision>``: an edited refs file (``../../x``, an absolute path) or a
+    snapshot folder that is a link would lend another folder the dataset's name.
+    Every file read below it is then checked by :mod:`rosetrain.data.paths`."""
+    from huggingface_hub import constants
+
+    repo = Path(constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}"
+    real = os.path.join(os.path.realpath(repo), "snapshots", snapshot.name)
+    if (
+        snapshot.parent != repo / "snapshots"
+        or not SNAPSHOT_NAME.match(snapshot.name)
+        or snapshot.name in (".", "..")
+        or os.path.realpath(snapshot) != real
+    ):
+        raise RosetrainError(
+            f"{what}: dataset {repo_id}: the Hub cache names {str(snapshot)[:200]} as its snapshot, "
+            f"outside the repo's cache folder {repo} (an edited refs/ file, or a linked snapshot); "
+            f"delete {repo} and download the dataset again"
+        )
+    return snapshot

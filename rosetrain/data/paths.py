@@ -65,7 +65,7 @@ def check_confined(root: str, relative: object, where: str) -> None:
     if not inside:
         raise RosetrainError(
             f"{where}: {relative!r:.200} resolves outside the dataset folder "
-            f"{root} (through a symlink); rosetrain reads images only inside it"
+            f"{root} (through a symlink); rosetrain reads a dataset's files only inside it"
         )
 
 
@@ -109,3 +109,9 @@ def _hub_repo_folder(real_root: str) -> str | None:
             repo = os.sep.join(parts[:i])
             return repo if os.path.isdir(os.path.join(repo, "blobs")) else None
     return None
+
+
+def in_hub_snapshot(folder: str | Path) -> bool:
+    """Whether ``folder`` (symlinks followed) lies in a snapshot of the Hub cache:
+    then every file read in it must resolve inside its repo's cache folder."""
+    return _hub_repo_folder(_real_folder(str(folder))) is not None

@@ -31,7 +31,7 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import iter_jsonl, not_a_file
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_paths
 from rosetrain.data.hub import is_hub_uri, resolve_data
-from rosetrain.data.paths import check_split_name, confined_path
+from rosetrain.data.paths import check_confined, check_split_name, confined_path, in_hub_snapshot
 from rosetrain.data.validate import IMAGE_FIELDS, CheckedRecord, check_record
 
 # Fields the scorer needs from every record (region_params or region_params_json too).
@@ -55,7 +55,16 @@ def split_files(root: str | os.PathLike, split: str, bridges: bool | None = None
     False never does; None (default) uses them only when there is no main file.
     """
     shown = root if is_hub_uri(root) else Path(root)  # messages name the data as given
-    root = resolve_data(root, "data") if is_hub_uri(root) else Path(root)  # commands resolve once first
+    found = _split_files(
+        resolve_data(root, "data") if is_hub_uri(root) else Path(root), split, bridges, shown
+    )
+    for path in found:  # a file of the Hub cache stays in its repo's cache folder, as images do
+        if in_hub_snapshot(path.parent):
+            check_confined(str(path.parent), path.name, str(shown))
+    return found
+
+
+def _split_files(root: Path, split: str, bridges: bool | None, shown: object) -> list[Path]:
     if root.is_file():
         return [root, *_bridges_beside_file(root)] if bridges else [root]
     check_split_name(split)
