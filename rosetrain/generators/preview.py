@@ -11,7 +11,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from rosetrain.core import protocol as P
-from rosetrain.core.errors import RosetrainError
+from rosetrain.core.images import open_rgb
 from rosetrain.core.regions import cells_in_region
 
 TILE = 256  # each scene is scaled to fit a TILE x TILE box
@@ -60,11 +60,7 @@ def _tile(root: Path, tasks: list[dict], template: str | None) -> Image.Image:
 
 
 def _open_rgb(path: Path) -> Image.Image:
-    try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
-    except OSError as err:  # missing, unreadable, or not an image
-        raise RosetrainError(f"{path}: cannot read image ({err.strerror or err})") from None
+    return open_rgb(path, str(path))
 
 
 def _outline_cells(draw: ImageDraw.ImageDraw, cells: set, size: int, color, width: int) -> None:

@@ -74,18 +74,18 @@ class BaseRunner(ABC):
 
 
 def image_path(record: Mapping[str, Any]) -> Path:
+    from rosetrain.core.io import not_a_file
+
     path = Path(record["image"])
-    if not path.is_file():
+    what = not_a_file(path)
+    if what is not None:
+        raise RosetrainError(f"item {record.get('item_id')}: image {path} is {what}, not a regular file")
+    if not path.exists():
         raise RosetrainError(f"item {record.get('item_id')}: image file not found: {path}")
     return path
 
 
 def load_rgb_image(record: Mapping[str, Any]):
-    from PIL import Image
+    from rosetrain.core.images import open_rgb
 
-    path = image_path(record)
-    try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
-    except OSError as err:
-        raise RosetrainError(f"item {record.get('item_id')}: cannot read image {path}: {err}") from None
+    return open_rgb(image_path(record), f"item {record.get('item_id')}")

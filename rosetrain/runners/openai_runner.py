@@ -35,6 +35,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.images import image_bytes
 from rosetrain.core.messages import record_messages
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS, Answer, BaseRunner, image_path
 
@@ -66,12 +67,7 @@ class PermanentError(Exception):
 def image_data_url(record: Mapping[str, Any]) -> str:
     path = image_path(record)
     mime = mimetypes.guess_type(path.name)[0] or "image/png"
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise RosetrainError(
-            f"item {record.get('item_id')}: cannot read image {path} ({err.strerror})"
-        ) from None
+    data = image_bytes(path, f"item {record.get('item_id')}")
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
