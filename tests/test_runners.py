@@ -246,3 +246,20 @@ def test_writer_refuses_a_second_row_for_an_item(tmp_path):
         with pytest.raises(ValueError, match="already has a prediction"):
             writer.write(prediction_row("a", "DONE", "m"))
     assert list(read_predictions(tmp_path / "p.jsonl")) == ["a"]
+
+
+def test_a_corrupt_weights_file_is_one_line_naming_it(tmp_path, tiny_model_dir):
+    import shutil
+
+    from rosetrain.models.loading import load_model_and_processor
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(RosetrainError, match=rf"^model: {weights}: corrupt weights file \("):
+        load_model_and_processor(model)
+    run = tmp_path / "run"  # a run folder's final model alike
+    shutil.copytree(model, run / "checkpoint-final")
+    with pytest.raises(RosetrainError, match=r"checkpoint-final/model.safetensors: corrupt weights file"):
+        load_model_and_processor(run)

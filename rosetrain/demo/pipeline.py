@@ -405,12 +405,19 @@ def signal_stage(config: DemoConfig, model: Path) -> dict[str, Any]:
     return summary
 
 
-def check_base(base: Path) -> None:
+def check_base(base: Path) -> Path:
+    """The base model's folder: ``base`` itself, or a training run folder's final
+    model (as eval, signal and train take one)."""
+    from rosetrain.models.loading import model_path
+
+    if base.is_dir() and not (base / "config.json").exists():
+        base = Path(model_path(base))  # a run folder's final model, or an error naming what it is
     if not (base / "config.json").exists():
         raise RosetrainError(
             f"demo base model not found at {base}; build it with rebuild_base (recipes/demo-base-sft.yaml)",
             argument="rebuild_base",
         )
+    return base
 
 
 def run_demo(config: DemoConfig) -> dict[str, Any]:
@@ -418,7 +425,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     from rosetrain.demo.report import majority_baseline, write_report
     from rosetrain.reports.compare import compare_runs
 
-    check_base(config.base)
+    config.base = check_base(config.base)
     settings = stage_settings(config)
     import torch
 

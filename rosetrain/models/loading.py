@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rosetrain.core.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError, first_line
 
 ADAPTER_CONFIG = "adapter_config.json"
 # Where a rosetrain training run keeps its final model (rosetrain.train.run.FINAL_DIR,
@@ -175,7 +175,12 @@ def _load_adapter(
     model, processor = load_model_and_processor(
         base, device=device, dtype=dtype, trust_remote_code=trust_remote_code
     )
-    model = PeftModel.from_pretrained(model, str(path))
+    from safetensors import SafetensorError
+
+    try:
+        model = PeftModel.from_pretrained(model, str(path))
+    except SafetensorError as err:
+        raise corrupt_weights(path, err) from None
     if merge_lora:
         model = model.merge_and_unload()
     if (path / "processor_config.json").exists() or (path / "tokenizer_config.json").exists():
@@ -183,13 +188,30 @@ def _load_adapter(
     return model, processor
 
 
+def corrupt_weights(folder: str | Path, error: BaseException) -> RosetrainError:
+    """One line naming the weights file of ``folder`` that safetensors cannot read
+    (its header is checked file by file), for the ``error`` loading raised."""
+    from safetensors import safe_open
+
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except Exception as err:  # safetensors' own error type, or an OSError
+            return RosetrainError(f"model: {path}: corrupt weights file ({first_line(err)}); replace it")
+    return RosetrainError(f"model: {folder}: corrupt weights ({first_line(error)})")
+
+
 def _load_model(name: str, kind: str, dtype: Any, trust_remote_code: bool):
+    from safetensors import SafetensorError
     from transformers import AutoModelForImageTextToText
 
     try:
         return AutoModelForImageTextToText.from_pretrained(
             name, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=kind == "cache"
         )
+    except SafetensorError as err:  # a truncated or foreign .safetensors file
+        raise corrupt_weights(name, err) from None
     except (OSError, ValueError) as err:  # ValueError: a config.json that names no model type
         if kind == "cache":
             raise RosetrainError(
