@@ -146,3 +146,34 @@ def test_a_rerun_owns_its_bridge_files(rose_split):
         ]
     )
     assert (rose_split / "metadata_test_global_click_bridge.jsonl").read_bytes() == before
+
+
+def test_a_bridge_file_of_another_split_is_one_line_naming_the_bridge_and_its_option(
+    rose_split, tmp_path, capsys
+):
+    """Bridge rows that pair with main items of other scenes (another seed's file,
+    the same item ids) are refused, naming the bridge file and --bridges."""
+    import shutil
+
+    other = tmp_path / "other"
+    spec = ROOT / "generators" / "rose-protocol.yaml"
+    command = ["generate", "--spec", str(spec), "--out", str(other), "--split", "test", "--scenes", "25"]
+    assert main([*command, "--seed", "999", "--quiet"]) in (0, None)
+    mixed = tmp_path / "mixed"
+    shutil.copytree(rose_split, mixed, ignore=shutil.ignore_patterns("images"))
+    bridge = "metadata_test_matched_local_count_bridge.jsonl"
+    shutil.copy(other / bridge, mixed / bridge)
+    rows = [r for path in sorted(mixed.glob("metadata_test*.jsonl")) for r in _rows(path)]
+    predictions = tmp_path / "gold.jsonl"
+    predictions.write_text(
+        "".join(
+            json.dumps({"item_id": r["item_id"], "raw_text": r["answer"], "error": None}) + "\n" for r in rows
+        )
+    )
+    argv = ["score", "--data", str(mixed), "--predictions", str(predictions), "--out", str(tmp_path / "s")]
+    assert main([*argv, "--bridges"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "T2B_COUNT_LOCAL_MATCHED items count another target number" in err
+    assert (
+        "metadata_<split>_matched_local_count_bridge.jsonl) is not this split's" in err and "--bridges" in err
+    )

@@ -43,7 +43,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--sft-steps",
-        type=integer(0, 10**9),
+        type=integer(1, 10**9),
         default=None,
         help="optimizer steps of SFT (with --rebuild-base: of the base) (default: the recipe's max_steps)",
     )

@@ -152,9 +152,9 @@ class DemoConfig:
                 f"signal_prompts: expected at least 1 prompt, got {self.signal_prompts}",
                 argument="signal_prompts",
             )
-        for name in ("sft_steps", "grpo_steps"):
-            if getattr(self, name) is not None and getattr(self, name) < 0:
-                raise RosetrainError(f"{name}: expected >= 0, got {getattr(self, name)}", argument=name)
+        for name, least in (("sft_steps", 1), ("grpo_steps", 0)):  # 0 GRPO steps skips GRPO
+            if getattr(self, name) is not None and getattr(self, name) < least:
+                raise RosetrainError(f"{name}: expected >= {least}, got {getattr(self, name)}", argument=name)
 
     @property
     def plan(self) -> Design:

@@ -27,6 +27,7 @@ import numpy as np
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.jsonio import spaced_line
 from rosetrain.core.protocol import T1, T1B, T2B, T3
+from rosetrain.data.bridges import BRIDGE_FILE_TAGS
 from rosetrain.scoring.fields import OFFICIAL_FIELDS
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official import ROSE_SUBSETS
@@ -422,7 +423,10 @@ def _analyze(
     if mismatched:
         raise RosetrainError(
             f"{mismatched} {kind.template} items count another target number than the "
-            f"{kind.source} item they pair with: the bridge file is not this split's"
+            f"{kind.source} item they pair with: the bridge file of {kind.name} "
+            f"(metadata_<split>_{BRIDGE_FILE_TAGS[kind.template]}.jsonl) is not this split's; "
+            f"give the split's own bridge file, or score without bridges",
+            argument="bridges",
         )
     return _outputs(kind, rows, model, len(sources), info, main_eval)
 
