@@ -250,6 +250,35 @@ def test_push_is_refused_before_any_work(tmp_path, env, message):
     assert not out.exists()  # nothing generated, not even the folder
 
 
+def test_push_to_a_refusing_endpoint_is_one_line_naming_it(tmp_path):
+    """A closed port: huggingface_hub's HTTP client raises its own error type, not an OSError."""
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HF_") and k != "TRANSFORMERS_OFFLINE"}
+    clean.update(HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN="hf_x", HF_ENDPOINT=f"http://127.0.0.1:{port}")
+    out = tmp_path / "data"
+    code = "import sys, rosetrain.cli as c; sys.exit(c.main(sys.argv[1:]))"
+    args = [
+        "generate",
+        "--spec",
+        "smoke",
+        "--out",
+        str(out),
+        "--scenes",
+        "1",
+        "--quiet",
+        "--push-to-hub",
+        "me/x",
+    ]
+    found = subprocess.run([sys.executable, "-c", code, *args], env=clean, capture_output=True, text=True)
+    assert found.returncode == 2 and "Traceback" not in found.stderr, found.stderr
+    assert found.stderr.count("\n") == 1
+    assert f"--push-to-hub me/x: the upload to http://127.0.0.1:{port} failed" in found.stderr
+
+
 def test_a_bad_repo_id_is_one_line(tmp_path, capsys):
     assert _generate(tmp_path / "data", "test", 1, "--push-to-hub", "no-owner") == 2
     assert "--push-to-hub: 'no-owner'" in capsys.readouterr().err

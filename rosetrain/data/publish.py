@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rosetrain.core.errors import RosetrainError
+from rosetrain.core.errors import RosetrainError, first_line
 from rosetrain.core.io import output_lock
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS
 from rosetrain.data.card import CARD_NAME, finished_splits
@@ -96,6 +96,20 @@ def _nothing(record: Any, checked: Any) -> None:
     return None  # the checks are what counts; no record is kept
 
 
+def _http_errors() -> tuple[type[BaseException], ...]:
+    """The errors of the HTTP client huggingface_hub runs on (httpx2 in its 2.x,
+    httpx before): a refused or unreachable endpoint raises one of them, not an OSError."""
+    import importlib
+
+    found = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).HTTPError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
 def push_folder(
     out_dir: str | os.PathLike,
     repo_id: str,
@@ -125,8 +139,10 @@ def push_folder(
                 allow_patterns=upload_patterns(out_dir),
                 commit_message=f"rosetrain: splits {', '.join(splits)}",
             )
-        except (HfHubHTTPError, OSError, ValueError) as err:
+        except (HfHubHTTPError, OSError, ValueError, *_http_errors()) as err:
+            from huggingface_hub import constants
+
             raise RosetrainError(
-                f"{OPTION} {repo_id}: the upload failed: {str(err).splitlines()[0]}"
+                f"{OPTION} {repo_id}: the upload to {constants.ENDPOINT} failed: {first_line(err)}"
             ) from None
     return {"repo": repo_id, "splits": splits, "url": str(getattr(commit, "commit_url", "") or "")}
