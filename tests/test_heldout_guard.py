@@ -179,3 +179,21 @@ def test_property_no_action_row_of_a_guarded_spec_shows_the_band(tmp_path, seed)
                 for look in ("background_spec", "target_spec"):
                     assert not in_hue_band(record[look]["hue"], band), (band, record[look])
     assert acted >= 40
+
+
+def test_a_mixture_level_or_a_set_override_is_checked_too(tmp_path, heldout_folder, tiny_model_dir, capsys):
+    """A spec whose one action level shows the band (the others keep out of it), and
+    a recipe whose data is switched by --set: the same guard, naming the level."""
+    mixture = GUARDED + (
+        "curriculum: mixture\nlevels:\n  - name: kept\n    weight: 1\n  - name: open\n    weight: 1\n"
+        "    families: {attribute: {subtlety: 0.0, attributes: [hue], swap_roles: true}}\n"
+    )
+    spec = tmp_path / "m.yaml"
+    spec.write_text(mixture)
+    guarded = tmp_path / "g.yaml"
+    guarded.write_text(GUARDED)
+    recipe = _recipe(tmp_path, tiny_model_dir, {"spec": str(guarded)}, heldout_folder)
+    assert _check(recipe, capsys)[0] == 0
+    code = cli_main(["train", "sft", "--recipe", str(recipe), "--check", "--set", f"data.spec={spec}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "levels (open): families.attribute: the hue band [50, 150] is held out" in err
