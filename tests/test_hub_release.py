@@ -148,6 +148,7 @@ def test_links_that_leave_the_repo_cache_are_still_refused(hf_home, tmp_path):
         ("etc.png", Path("/etc/passwd")),
         ("other-repo.png", other),
         ("cache-above.png", home / "hub" / "version.txt"),
+        ("refs.png", snapshot.parents[1] / "refs" / "main"),  # inside the repo's folder, not its blobs/
         ("outside.png", outside),
     ):
         (snapshot / "images" / name).symlink_to(target)

@@ -8,8 +8,8 @@ metadata file is data, not an instruction: it must stay inside the dataset
 folder, or a crafted file could make ``eval`` send any file on the machine to
 an endpoint. One exception, for every caller: a dataset in the Hugging Face
 Hub cache (``.../datasets--OWNER--NAME/snapshots/<rev>/``) is a folder of
-symlinks into the same repo's ``blobs/``, so there a link may resolve anywhere
-inside that repo's cache folder (``datasets--OWNER--NAME``), never outside it.
+symlinks into the same repo's ``blobs/``, so there a link may resolve into that
+repo's ``blobs/`` (never its ``refs/``, another repo, or outside the cache).
 Standard library only.
 """
 
@@ -41,7 +41,7 @@ def confined_path(root: str | Path, relative: object, where: str) -> Path:
     """``root / relative`` when it stays inside ``root``; an error naming ``where``
     (file, line, field) when ``relative`` is absolute, climbs out with ``..``,
     or resolves outside ``root`` through a symlink (in the Hub cache: outside
-    its repo's cache folder)."""
+    its repo's blobs/)."""
     root = Path(root)
     check_confined(str(root), relative, where)
     return root / relative  # type: ignore[operator]  # a str: checked above
@@ -71,7 +71,7 @@ def check_confined(root: str, relative: object, where: str) -> None:
 
 def _resolves_inside(root: str, relative: str) -> bool:
     """Whether ``root/relative``, symlinks followed, lies inside ``root`` (or, for
-    a root in the Hub cache, inside its repo's cache folder). A split has
+    a root in the Hub cache, inside its repo's blobs/). A split has
     thousands of images in a few folders: each folder is resolved once, then
     only the file itself is looked at (is it a symlink?)."""
     real_root = _real_folder(root)
@@ -81,8 +81,8 @@ def _resolves_inside(root: str, relative: str) -> bool:
         real = os.path.realpath(real)
     if _inside(real, real_root):
         return True
-    repo = _hub_repo_folder(real_root)
-    return repo is not None and _inside(real, repo)
+    repo = _hub_repo_folder(real_root)  # a snapshot's files are links into its repo's blobs/, only
+    return repo is not None and _inside(real, os.path.join(repo, "blobs"))
 
 
 def _inside(real: str, folder: str) -> bool:
@@ -113,5 +113,5 @@ def _hub_repo_folder(real_root: str) -> str | None:
 
 def in_hub_snapshot(folder: str | Path) -> bool:
     """Whether ``folder`` (symlinks followed) lies in a snapshot of the Hub cache:
-    then every file read in it must resolve inside its repo's cache folder."""
+    then every file read in it must resolve inside its repo's blobs/."""
     return _hub_repo_folder(_real_folder(str(folder))) is not None
