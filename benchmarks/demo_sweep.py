@@ -11,6 +11,12 @@ Each seed trains on both cores (``--cores 2``, as ``make demo``), one seed
 after the other: about 75 minutes for 5 seeds on two cores.
 
     python benchmarks/demo_sweep.py [--seeds 0-4] [--out runs/bench-demo-sweep]
+
+``--runs`` reads finished demo runs instead (each a ``rosetrain demo --out``
+folder with its summary.json, run one by one), checks the same targets and
+writes their sweep.md into ``--out``:
+
+    python benchmarks/demo_sweep.py --runs runs/demo runs/demo-seed1 ... --out runs/sweep
 """
 
 from __future__ import annotations
@@ -36,7 +42,11 @@ def main() -> int:
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--jobs", type=int, default=1, help="seeds at once (each on --cores 2)")
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench-demo-sweep"))
+    parser.add_argument("--runs", nargs="+", type=Path, help="finished demo runs to summarize (no training)")
     args = parser.parse_args()
+    if args.runs:
+        sweep = summarize_runs(args.runs, Path(args.out))
+        return check(sweep, args)
     subprocess.run(
         [
             sys.executable,
@@ -56,7 +66,24 @@ def main() -> int:
         check=True,
         cwd=ROOT,
     )
-    sweep = json.loads((Path(args.out) / "sweep.json").read_text())
+    return check(json.loads((Path(args.out) / "sweep.json").read_text()), args)
+
+
+def summarize_runs(runs: list[Path], out: Path) -> dict:
+    """The sweep of finished demo runs (their summary.json), written as sweep.json and sweep.md."""
+    sys.path.insert(0, str(ROOT))
+    from rosetrain.core.io import atomic_write
+    from rosetrain.demo.sweep import summarize_sweep, sweep_report
+
+    summaries = [json.loads((run / "summary.json").read_text()) for run in runs]
+    sweep = summarize_sweep(summaries)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "sweep.json", json.dumps(sweep, indent=2))
+    atomic_write(out / "sweep.md", sweep_report(sweep))
+    return sweep
+
+
+def check(sweep: dict, args: argparse.Namespace) -> int:
     rows, n = sweep["per_seed"], len(sweep["per_seed"])
     checks = {
         f"seeds meeting every target >= 4/5 of {n}": (
