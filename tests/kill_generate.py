@@ -20,6 +20,7 @@ import sys
 
 import rosetrain.data.generate as gen
 from rosetrain.cli import main
+from rosetrain.core.io import temp_path
 
 
 def die_on(kind: str, pattern: str, nth: int) -> None:
@@ -36,7 +37,7 @@ def die_on(kind: str, pattern: str, nth: int) -> None:
         if hit("write", path):
             half = data[: len(data) // 2]
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}-1.tmp")
+            tmp = temp_path(path)  # the name the real writer uses (and records in its journal)
             with open(tmp, "wb") as handle:
                 handle.write(half.encode() if isinstance(half, str) else half)
             os.kill(os.getpid(), signal.SIGKILL)

@@ -503,9 +503,12 @@ def test_generate_command_refuses_pandas_only_in_its_own_process(tmp_path, small
 
 
 def test_files_named_like_temps_that_rosetrain_did_not_write_are_left_alone(tmp_path, small_spec):
-    """A first run into a folder no rosetrain run wrote (no manifest) removes no
-    look-alike of its temps; a resumed split removes temps only in its own image
-    folders, never in a user's folder beside them."""
+    """A run removes only the temps a killed run recorded in its journals: a
+    look-alike of a temp, in a user's folder or in rosetrain's own image folder,
+    is never taken for one by its name."""
+    from rosetrain.core.io import temp_path
+    from rosetrain.data.manifest import journal_path
+
     out = tmp_path / "out"
     users = [
         out / ".metadata_test.jsonl.tmp",
@@ -517,13 +520,17 @@ def test_files_named_like_temps_that_rosetrain_did_not_write_are_left_alone(tmp_
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("the user's")
     generate(small_spec, out, scenes=3)
-    assert all(path.read_text() == "the user's" for path in users)
-    ours = out / "images" / "rosetrain-attribute" / ".test-0000001.png.12-34.tmp"
-    ours.parent.mkdir(parents=True, exist_ok=True)
+    users.append(out / "images" / "rosetrain-attribute" / ".test-0000001.png.12-34.tmp")
+    users[-1].write_text("named like ours, recorded nowhere")
+    ours = temp_path(out / "images" / "rosetrain-attribute" / "test-0000002.png")
     ours.write_text("a killed run's")
-    generate(small_spec, out, scenes=3)  # the same split again: resumed, its stale temps cleaned
-    assert not ours.exists()
-    assert (out / "images" / "mine" / ".test-0000001.png.12-34.tmp").read_text() == "the user's"
+    journal = journal_path(out, "test", "part-00000")
+    journal.write_text(ours.relative_to(out).as_posix() + "\n" + "../outside\n" + "images/cut-by-the-ki")
+    (tmp_path / "outside").write_text("never touched")
+    generate(small_spec, out, scenes=3)  # the same split again: resumed, its recorded temps cleaned
+    assert not ours.exists() and not journal.exists()
+    assert all(path.exists() for path in users) and (tmp_path / "outside").read_text() == "never touched"
+    assert not list((out / ".parts").rglob("*.temps"))  # a finished run leaves no journal
 
 
 def test_the_guard_holds_for_a_spec_of_any_role_that_names_a_heldout_spec(tmp_path, write_spec):

@@ -30,6 +30,7 @@ from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_path, atomic_write, iter_jsonl, output_lock
 from rosetrain.data.bridges import bridge_paths, route_lines
 from rosetrain.data.manifest import (
+    TempJournal,
     image_names,
     manifest_path,
     metadata_name,
@@ -162,7 +163,9 @@ def prepare(job: GenerateJob, overwrite: bool = False) -> list[int]:
         refuse_foreign_files(job.out_dir, job.split)
         refuse_foreign_images(job.out_dir, job.split)
         remove_stale_temps(job.out_dir, job.split, started=False)  # a run killed writing its manifest
-        atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
+        with TempJournal(job.out_dir, job.split, "manifest") as journal:
+            journal.record(job.manifest_path)
+            atomic_write(job.manifest_path, json.dumps(settings(job), indent=2))
     else:  # a resumed split keeps its manifest: same settings, same files
         _refuse_other_settings(job, manifest)
     return [shard for shard in job.own_shards if not shard_is_whole(job, shard)]
@@ -239,18 +242,26 @@ def _is_excluded(job: GenerateJob, index: int) -> bool:
 
 def write_shard(job: GenerateJob, shard: int) -> int:
     """Make one shard; returns its number of scene indices (skipped ones
-    included: the progress bar counts indices). Runs in a worker process."""
+    included: the progress bar counts indices). Runs in a worker process; every
+    temp it makes is recorded first in the shard's journal."""
+    scenes = kept_scenes(job, shard)
+    with TempJournal(job.out_dir, job.split, f"part-{shard:05d}") as journal:
+        _write_shard_files(job, shard, scenes, journal)
+    return len(job.shard_indices(shard))
+
+
+def _write_shard_files(job: GenerateJob, shard: int, scenes: dict, journal: TempJournal) -> None:
     import pyarrow.parquet as pq
 
     from rosetrain.data.hf import SCHEMA, hf_row, rows_to_table
 
-    scenes = kept_scenes(job, shard)
     lines: list[str] = []
     pending: list[dict[str, Any]] = []
     pending_bytes = 0
     with ExitStack() as stack:  # the Parquet writer is closed, then its file renamed into place
         writer = None
         if "hf" in job.formats:
+            journal.record(job.parquet_path(shard))
             tmp_parquet = stack.enter_context(atomic_path(job.parquet_path(shard)))
             writer = stack.enter_context(closing(pq.ParquetWriter(tmp_parquet, SCHEMA)))
         for index, scene in scenes.items():
@@ -258,7 +269,9 @@ def write_shard(job: GenerateJob, shard: int) -> int:
             encoded = example.images
             if "release" in job.formats:
                 for image_id, data in encoded.items():
-                    atomic_write(job.out_dir / "images" / example.subset / f"{image_id}.png", data)
+                    image = job.out_dir / "images" / example.subset / f"{image_id}.png"
+                    journal.record(image)
+                    atomic_write(image, data)
             lines.extend(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in example.records)
             if writer is not None:
                 pending.extend(hf_row(r, encoded[r["image_id"]]) for r in example.records)
@@ -268,8 +281,8 @@ def write_shard(job: GenerateJob, shard: int) -> int:
                     pending, pending_bytes = [], 0
         if writer is not None and pending:
             writer.write_table(rows_to_table(pending))
+    journal.record(job.part_path(shard))
     atomic_write(job.part_path(shard), "".join(line + "\n" for line in lines))  # marks the shard done
-    return len(job.shard_indices(shard))
 
 
 def finish_shard_job(job: GenerateJob) -> tuple[int, int]:
@@ -277,7 +290,9 @@ def finish_shard_job(job: GenerateJob) -> tuple[int, int]:
     ``--merge`` knows it finished, and ``--overwrite`` what it owns); the
     split's metadata is joined by the merge. Returns the numbers of rows and scenes made."""
     files = _shard_files(job)
-    atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
+    with TempJournal(job.out_dir, job.split, "finish") as journal:
+        journal.record(job.manifest_path)
+        atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
     counts = [_rows_and_scenes(job.part_path(shard).read_bytes()) for shard in job.own_shards]
     return sum(rows for rows, _ in counts), sum(scenes for _, scenes in counts)
 
@@ -300,8 +315,12 @@ def finish(job: GenerateJob) -> tuple[int, int]:
     finals: dict[str | None, Path] = {None: job.metadata_path}  # None: the main metadata file
     finals.update(bridges)
     files = _shard_files(job) | {path.name for path in finals.values()}
-    atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
-    return _join_parts(job, finals)
+    with TempJournal(job.out_dir, job.split, "finish") as journal:
+        journal.record(job.manifest_path)
+        atomic_write(job.manifest_path, json.dumps({**settings(job), "files": sorted(files)}, indent=2))
+        for path in finals.values():
+            journal.record(path)
+        return _join_parts(job, finals)
 
 
 def _shard_files(job: GenerateJob) -> set[str]:

@@ -255,52 +255,63 @@ def _claimed_metadata(out_dir: Path) -> set[str]:
 # ----------------------------------------------------------------- temp files
 
 
+JOURNAL = ".temps"  # a journal's suffix: one temp a line, relative to the output folder
+
+
+def journal_path(out_dir: Path, split: str, step: str) -> Path:
+    """The journal of one step of a split's writing: ``manifest`` (its first
+    manifest), ``finish`` (the joined metadata), or ``part-NNNNN`` (a shard)."""
+    if step.startswith("part-"):
+        return parts_dir(out_dir, split) / f"{step}{JOURNAL}"
+    return out_dir / PARTS_DIR / f"{split}.{step}{JOURNAL}"
+
+
+class TempJournal:
+    """The temps a step of ``generate`` makes, recorded before each one exists
+    (a kill leaves none unrecorded) in the step's journal, which is removed when
+    the step is done. A later run of the split removes what a killed run
+    recorded, and nothing else: no file is ever taken for a temp by its name."""
+
+    def __init__(self, out_dir: Path, split: str, step: str) -> None:
+        self.out_dir, self.path = out_dir, journal_path(out_dir, split, step)
+
+    def __enter__(self) -> TempJournal:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  # closed on exit
+        return self
+
+    def record(self, target: Path) -> None:
+        """The temp the atomic write of ``target`` in this thread is about to make."""
+        from rosetrain.core.io import temp_path
+
+        self.handle.write(temp_path(target).relative_to(self.out_dir).as_posix() + "\n")
+        self.handle.flush()
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self.handle.close()
+        if kind is None:  # done: every temp was renamed into place (an error removes its own)
+            self.path.unlink()
+
+
 def remove_stale_temps(out_dir: Path, split: str, started: bool = True) -> None:
-    """Temp files a killed run of this split left behind (the caller holds the
-    folder's lock, so no live writer owns them): only names rosetrain's writers
-    make, and only where rosetrain writes them: the split's image folders are
-    the subsets' (``rosetrain-<family>`` or a ROSE subset), never another
-    folder under ``images/``. ``started``: the split has its manifest, written
-    before any of its data; without one (a first run, or a run killed while
-    writing it) only the manifest's own temp, in rosetrain's ``.parts/``, can be
-    a temp of ours, and a look-alike anywhere else is the user's."""
-    quoted = re.escape(split)
-    atomic = r"\.\d+-\d+\.tmp"  # rosetrain.core.io.temp_path: .<name>.<pid>-<thread>.tmp
-    manifest_temp = (out_dir / PARTS_DIR, rf"\.{quoted}\.manifest\.json{atomic}")
-    if not started:
-        _remove_matching([manifest_temp])
-        return
-    patterns = [
-        # bridges: layout rose; "\.tmp" alone and ".tmp<pid>" below: the names of older releases
-        (out_dir, rf"\.metadata_{quoted}(_[a-z_]+_bridge)?\.jsonl(\.tmp|{atomic})"),
-        manifest_temp,
-        (parts_dir(out_dir, split), rf"\.part-\d{{5}}\.jsonl{atomic}"),
-        (
-            out_dir / "hf" / split,
-            rf"(shard-\d{{5}}-of-\d{{5}}\.tmp\d+|\.shard-\d{{5}}-of-\d{{5}}\.parquet{atomic})",
-        ),
-    ]
-    images = out_dir / "images"
-    subsets = image_subsets()
-    if images.is_dir():
-        patterns += [
-            (folder, rf"\.{quoted}-\d{{7,}}(-cue)?\.png{atomic}")
-            for folder in images.iterdir()
-            if folder.name in subsets and folder.is_dir()
-        ]
-    _remove_matching(patterns)
-
-
-def image_subsets() -> set[str]:
-    """The folders under ``images/`` a split's images go to: one per subset."""
-    from rosetrain.generators.families import FAMILIES, rose_subsets
-
-    return {f"rosetrain-{family}" for family in FAMILIES} | set(rose_subsets().values())
-
-
-def _remove_matching(patterns: list[tuple[Path, str]]) -> None:
-    for folder, pattern in patterns:
+    """The temps a killed run of this split recorded in its journals (the caller
+    holds the folder's lock, so no live writer owns them), then the journals.
+    ``started``: the split has its manifest; without one only the first
+    manifest's journal can be ours (anything else in the folder is the user's)."""
+    journals = [journal_path(out_dir, split, "manifest")]
+    if started:
+        journals.append(journal_path(out_dir, split, "finish"))
+        folder = parts_dir(out_dir, split)
         if folder.is_dir():
-            for path in folder.iterdir():
-                if re.fullmatch(pattern, path.name) and path.is_file():
-                    path.unlink()
+            journals += sorted(p for p in folder.iterdir() if p.name.endswith(JOURNAL))
+    for journal in journals:
+        if not (journal.is_file() and not journal.is_symlink()):
+            continue
+        for line in journal.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                temp = confined_path(out_dir, line, str(journal))
+            except RosetrainError:
+                continue  # a line cut by the kill, or not a path of ours: nothing to remove
+            if temp.is_file() and not temp.is_symlink():
+                temp.unlink()
+        journal.unlink()
