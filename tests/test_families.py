@@ -324,3 +324,20 @@ def test_a_one_hue_range_far_from_every_band_is_allowed():
     }
     with pytest.raises(ValueError, match="leaves no hue"):
         get_family("attribute", {"hue_range": [100, 100], "hue_exclude": [[60, 140]]})
+
+
+def test_a_config_list_is_of_distinct_known_names_so_bounded():
+    with pytest.raises(ValueError, match="shapes: lists 'circle' more than once"):
+        get_family("attribute", {"shapes": ["circle"] * 100_000})
+    with pytest.raises(ValueError, match="styles: 'sepia' is not one of"):
+        get_family("emoji_style", {"styles": ["sepia"]})
+
+
+def test_a_spec_has_at_most_256_levels(tmp_path, write_spec):
+    from rosetrain.generators.spec import SpecError, load_spec
+
+    text = "name: x\nfamilies: [attribute]\ncurriculum: mixture\nlevels:\n" + "".join(
+        f"  - name: l{i}\n" for i in range(20_000)
+    )
+    with pytest.raises(SpecError, match="levels: at most 256 levels, got 20,000"):
+        load_spec(write_spec(tmp_path, text))

@@ -49,6 +49,9 @@ class SpecError(RosetrainError):
     pass
 
 
+MAX_LEVELS = 256  # a curriculum of more levels than this is a mistake, not a design
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # YAML's true is not a count
 
@@ -336,7 +339,9 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
     if level_dicts is None:
         level_dicts = [{}]  # no levels: the top-level fields are the one level
     if not isinstance(level_dicts, list) or not level_dicts:
-        raise ValueError(f"levels: expected a non-empty list of level mappings, got {level_dicts!r}")
+        raise ValueError(f"levels: expected a non-empty list of level mappings, got {level_dicts!r:.200}")
+    if len(level_dicts) > MAX_LEVELS:
+        raise ValueError(f"levels: at most {MAX_LEVELS} levels, got {len(level_dicts):,}")
     base_fields = {k: v for k, v in raw.items()}
     levels = []
     for i, level_raw in enumerate(level_dicts):

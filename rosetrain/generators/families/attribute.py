@@ -22,7 +22,7 @@ from PIL import Image, ImageChops, ImageDraw, ImageOps, ImageStat
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.generators.families.base import FamilyConfig, VisualFamily
-from rosetrain.generators.families.common import CellCache, lerp, pick_by_subtlety
+from rosetrain.generators.families.common import CellCache, choices, lerp, pick_by_subtlety
 
 ATTRIBUTES = ("hue", "size", "rotation", "shape")
 SUPERSAMPLE = 4
@@ -125,12 +125,7 @@ class AttributeConfig(FamilyConfig):
         if not isinstance(self.swap_roles, bool):
             raise ValueError(f"swap_roles must be true or false, got {self.swap_roles!r}")
         for field, allowed in (("attributes", ATTRIBUTES), ("shapes", tuple(SHAPES))):
-            value = getattr(self, field)
-            if isinstance(value, str) or not value or any(v not in allowed for v in value):
-                raise ValueError(
-                    f"{field} must be a non-empty list drawn from {list(allowed)}, got {value!r}"
-                )
-            object.__setattr__(self, field, tuple(value))
+            object.__setattr__(self, field, choices(getattr(self, field), allowed, field))
         if len(self.shapes) < 2 and "shape" in self.attributes:
             raise ValueError("shapes must list at least two shapes when attributes include 'shape'")
         if self.attributes == ("rotation",) and all(SHAPES[s][1] is None for s in self.shapes):

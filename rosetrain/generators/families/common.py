@@ -20,6 +20,20 @@ MIN_CELL_SIZE = 16
 WHITE = (255, 255, 255)
 
 
+def choices(value: Any, allowed: Sequence[str], field: str) -> tuple[str, ...]:
+    """A config list of distinct names drawn from ``allowed`` (so never longer than
+    it), or a ValueError naming ``field`` (the value cut: it may be huge)."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(f"{field} must be a non-empty list drawn from {list(allowed)}, got {value!r:.200}")
+    unknown = next((v for v in value if v not in allowed), None)
+    if unknown is not None:
+        raise ValueError(f"{field}: {unknown!r:.100} is not one of {list(allowed)}")
+    if len(set(value)) != len(value):
+        twice = next(v for i, v in enumerate(value) if v in value[:i])
+        raise ValueError(f"{field}: lists {twice!r} more than once")
+    return tuple(value)
+
+
 def lerp(a: float, b: float, t: float) -> float:
     return a + (b - a) * t
 

@@ -27,6 +27,7 @@ from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageOps
 from rosetrain.generators.families.base import FamilyConfig, VisualFamily, unavailable
 from rosetrain.generators.families.common import (
     CellCache,
+    choices,
     differ,
     fit_square,
     lerp,
@@ -184,11 +185,7 @@ class EmojiConfig(FamilyConfig):
                 raise ValueError(f"{field} must be a font name or path, got {getattr(self, field)!r}")
         if not isinstance(self.render_size, int) or not 8 <= self.render_size <= 512:
             raise ValueError(f"render_size must be an int in [8, 512], got {self.render_size!r}")
-        if isinstance(self.styles, str) or not self.styles or any(s not in STYLES for s in self.styles):
-            raise ValueError(
-                f"styles must be a non-empty list drawn from {list(STYLES)}, got {self.styles!r}"
-            )
-        object.__setattr__(self, "styles", tuple(self.styles))
+        object.__setattr__(self, "styles", choices(self.styles, tuple(STYLES), "styles"))
 
 
 class _EmojiFamily(VisualFamily):
