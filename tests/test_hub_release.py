@@ -279,6 +279,14 @@ def test_score_reads_a_hub_dataset_uri(offline_cache, tmp_path, capsys):
         assert all(row["pass"] == 1 for row in per_item)
         # the file's name in the snapshot, not its blob's hash
         assert summary["metadata_jsonl"] == str(offline_cache / BRIDGES[0])
+        # provenance: the repo in the official key, the commit read in rosetrain's own record
+        assert summary["dataset_repo_id"] == REPO
+        assert summary["data"] == {
+            "data": data,
+            "repo_id": REPO,
+            "revision": COMMIT,
+            "fingerprint": summary["data_fingerprint"],
+        }
     capsys.readouterr()
     for data, message in (
         (f"hf://{REPO}", f"names a model repo; a dataset is hf://datasets/{REPO}"),

@@ -422,3 +422,42 @@ def test_cleanup_after_a_kill_removes_only_temps_the_marker_names(
     assert not temp.exists()
     assert {k: v for k, v in after.items() if k in before} == before  # every file of the user's, as it was
     assert "temps" not in json.loads((out / MARKER_NAME).read_text())
+
+
+def test_compare_names_models_and_data_and_says_first_when_settings_differ(split_dir, tmp_path, capsys):
+    """Two eval runs of 48 and 64 new tokens: compared, with that said first on
+    the console and in the report; every report names its models and its data."""
+    from rosetrain.evaluation.evaluate import evaluate
+
+    class Oracle:
+        name = "oracle"
+
+        def generate(self, records):
+            return [(r["answer"], None) for r in records]
+
+    evaluate("oracle", split_dir, out_dir=tmp_path / "a", runner=Oracle(), progress=False)
+    evaluate("oracle", split_dir, out_dir=tmp_path / "b", runner=Oracle(), progress=False)
+    for run, tokens in (("a", 48), ("b", 64)):  # as two transformers runs would record them
+        record = json.loads((tmp_path / run / "eval_run.json").read_text())
+        record.update(runner="transformers", max_new_tokens=tokens)
+        (tmp_path / run / "eval_run.json").write_text(json.dumps(record))
+    command = [
+        "compare",
+        str(tmp_path / "a"),
+        str(tmp_path / "b"),
+        "--out",
+        str(tmp_path / "cmp"),
+        "--no-plots",
+    ]
+    assert cli_main(command) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(
+        "WARNING: The runs were made with different settings (max_new_tokens 48 before, 64 after)"
+    )
+    report = (tmp_path / "cmp" / "report.md").read_text().splitlines()
+    assert report[2].startswith("**The runs were made with different settings")
+    assert f"models: before `oracle`, after `oracle`; data: `{split_dir}`" in report
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert result["settings_differ"] == {"max_new_tokens": [48, 64]} and result["data"]["data"] == str(
+        split_dir
+    )

@@ -42,7 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rosetrain.core.formats import ci, pct
-    from rosetrain.reports.compare import HEADLINE_KEYS, compare_runs, data_unchecked_note
+    from rosetrain.reports.compare import (
+        HEADLINE_KEYS,
+        compare_runs,
+        data_unchecked_note,
+        provenance_line,
+        settings_note,
+    )
 
     result = compare_runs(
         args.before,
@@ -55,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if result["data_unchecked"]:
         print(f"WARNING: {data_unchecked_note(result)}")
+    if result["settings_differ"]:
+        print(f"WARNING: {settings_note(result)}")
     print(f"compared {result['n_items']} items ({result['n_scenes']} scenes) -> {args.out}")
+    print(f"  {provenance_line(result).replace('`', '')}")
     excluded = result["errored_excluded"]
     if excluded["pairs"]:
         print(

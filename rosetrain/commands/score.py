@@ -93,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     from rosetrain.core.cpus import available_cpus
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import output_lock, remove_atomic_temps
-    from rosetrain.data.hub import resolve_data
+    from rosetrain.data.hub import data_identity, resolve_data
     from rosetrain.data.predictions import check_same_data, predictions_model, read_predictions
     from rosetrain.data.release import split_files
     from rosetrain.reports.console import print_summary
@@ -129,6 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         allow_partial=args.allow_partial,
         num_prediction_rows=len(predictions),
         digits=args.digits,
+        data=data_identity(args.data),
     )
     with output_lock(args.out, "this scored run"):
         remove_atomic_temps(args.out)  # half-written files of a killed run

@@ -52,6 +52,19 @@ def resolve_data(text: str | os.PathLike, what: str = "--data") -> Path:
     return confined_path(snapshot, uri.path_in_repo.rstrip("/"), f"{what}: {text}")
 
 
+def data_identity(text: str | os.PathLike) -> dict[str, str | None]:
+    """What a result says it was computed on: the data as given, and for
+    ``hf://datasets/OWNER/NAME[@REVISION]`` the repo id and the commit of the
+    local snapshot read (a branch name moves; the commit does not)."""
+    found: dict[str, str | None] = {"data": str(text), "repo_id": None, "revision": None}
+    if is_hub_uri(text):
+        from huggingface_hub import parse_hf_uri
+
+        uri = parse_hf_uri(str(text))  # resolve_data has parsed it already: it is valid
+        found.update(repo_id=uri.id, revision=hub_snapshot(uri.id, uri.revision, "data").name)
+    return found
+
+
 def resolve_split(text: str | os.PathLike, what: str = "data") -> Path:
     """The local path of a split as a user gives it (a release folder, a metadata
     ``.jsonl`` or ``hf://datasets/...``), which every command that reads a split

@@ -197,6 +197,7 @@ def evaluate(
     """
     from rosetrain.core.io import atomic_write, claim_outputs, output_lock, remove_atomic_temps
     from rosetrain.core.jsonio import json_text
+    from rosetrain.data.hub import data_identity
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
@@ -223,10 +224,13 @@ def evaluate(
         )
 
     name = model if isinstance(runner, str) else runner.name
+    identity = data_identity(data_dir)
     settings = {
         "model": name,
         "runner": kind,
         "data": str(data_dir),
+        "dataset_repo_id": identity["repo_id"],
+        "dataset_revision": identity["revision"],
         "split": split,
         "data_fingerprint": data.fingerprint,
         "limit": limit,
@@ -335,6 +339,11 @@ def score_run(
         split=run_info["split"],
         predictions_jsonl=str(out / PREDICTIONS_FILE),
         metadata_jsonl=str(split_files(run_info["data"], run_info["split"], run_info["bridges"])[0]),
+        data={
+            "data": run_info["data"],
+            "repo_id": run_info.get("dataset_repo_id"),
+            "revision": run_info.get("dataset_revision"),
+        },
     )
     summary = write_scored_run(out, records, rows, names, data_fingerprint=data.fingerprint)
     atomic_write(out / RUN_FILE, json_text({**run_info, "n_errors": summary["n_errors"], "finished": True}))

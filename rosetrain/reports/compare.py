@@ -90,6 +90,35 @@ def run_fingerprint(run: str | os.PathLike) -> str | None:
     return fingerprint if isinstance(fingerprint, str) and fingerprint.strip() else None
 
 
+def run_record(run: str | os.PathLike) -> dict[str, Any]:
+    """What a scored run says of itself: its model, its data (as given, the Hub
+    repo and commit) and, for an eval run, the settings that change answers."""
+    from rosetrain.evaluation.evaluate import ANSWER_SETTINGS, RUN_FILE
+
+    path = Path(run)
+    folder = path if path.is_dir() else path.parent
+    record: dict[str, Any] = {"model": None, "data": None, "settings": {}}
+    for name, keep in ((SUMMARY_FILE, ("model", "data")), (RUN_FILE, ANSWER_SETTINGS)):
+        try:
+            found = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not there (a run scored by another tool): said as unknown
+        if isinstance(found, dict):
+            for key in keep:
+                if name == RUN_FILE:
+                    record["settings"][key] = found.get(key)
+                else:
+                    record[key] = found.get(key)
+    return record
+
+
+def settings_differ(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The answer-changing settings two eval runs were made with differently
+    (only where both runs record them)."""
+    a, b = before["settings"], after["settings"]
+    return {key: [a[key], b[key]] for key in a.keys() & b.keys() if a[key] != b[key]}
+
+
 def same_data(before_run: str | os.PathLike, after_run: str | os.PathLike) -> str | None:
     """The fingerprint of the data both runs were scored on; runs of different data
     are an error naming both (item ids repeat across datasets, so ids alone cannot tell)."""
@@ -359,9 +388,14 @@ def compare_runs(
             f"nothing to compare: every one of the {excluded['pairs']} items "
             "errored (no answer) in at least one run; rerun eval to retry them"
         )
+    before, after = run_record(before_dir), run_record(after_dir)
     result = {
         "before_run": str(before_dir),
         "after_run": str(after_dir),
+        "before_model": before["model"],
+        "after_model": after["model"],
+        "data": before["data"] or after["data"],
+        "settings_differ": settings_differ(before, after),  # e.g. max_new_tokens 48 against 64
         "data_fingerprint": fingerprint,
         "data_unchecked": unchecked,  # runs naming no data, compared on the user's word
         "errored_excluded": excluded,
@@ -418,6 +452,28 @@ def region_case_rows(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def settings_note(result: Mapping[str, Any]) -> str:
+    """The first thing said of runs made with other answer-changing settings."""
+    said = "; ".join(
+        f"{key} {a} before, {b} after" for key, (a, b) in sorted(result["settings_differ"].items())
+    )
+    return (
+        f"The runs were made with different settings ({said}): a difference may come from them, not the model"
+    )
+
+
+def provenance_line(result: Mapping[str, Any]) -> str:
+    """Which models, on which data: the Hub repo and commit, or the folder as given."""
+    data = result.get("data") or {}
+    where = (
+        f"{data['repo_id']} at commit {data.get('revision') or '?'}"
+        if data.get("repo_id")
+        else (data.get("data") or "a folder not recorded")
+    )
+    before, after = result.get("before_model") or "?", result.get("after_model") or "?"
+    return f"models: before `{before}`, after `{after}`; data: `{where}`"
+
+
 def data_unchecked_note(result: Mapping[str, Any]) -> str:
     """The first thing said of a comparison whose data could not be checked."""
     runs = " and ".join(result["data_unchecked"])
@@ -432,6 +488,8 @@ def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> st
     lines = [
         "# Before/after comparison\n",
         *([f"**{data_unchecked_note(result)}**\n"] if result.get("data_unchecked") else []),
+        *([f"**{settings_note(result)}**\n"] if result.get("settings_differ") else []),
+        f"{provenance_line(result)}\n",
         f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
         f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
         f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}); "

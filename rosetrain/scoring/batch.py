@@ -144,6 +144,8 @@ def write_scored_split(
             str((out / PER_ITEM_FILE).absolute()),
         )
         summary = {**summarize_frame(expected, frame, run, analyses), "data_fingerprint": data_fingerprint}
+        if run is not None and run.data is not None:
+            summary["data"] = {**run.data, "fingerprint": data_fingerprint}
         written.result()
     atomic_write(out / SUMMARY_FILE, json_text(summary))
     for name, text in {**official_files(summary, run), **analyses.files()}.items():

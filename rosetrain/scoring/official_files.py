@@ -52,6 +52,9 @@ class RunInfo:
     allow_partial: bool = False
     num_prediction_rows: int | None = None
     digits: int = 1
+    # what the run was computed on (rosetrain.data.hub.data_identity): the official
+    # summary's dataset_repo_id for Hub data, and the summary's own "data" record
+    data: dict[str, str | None] | None = None
 
     @property
     def table_name(self) -> str:
@@ -128,7 +131,7 @@ def official_summary(expected: Expected, every: Frame, info: RunInfo | None = No
         "model": info.model,
         "display_name": info.table_name,
         "split": info.split,
-        "dataset_repo_id": None,
+        "dataset_repo_id": (info.data or {}).get("repo_id"),
         "metadata_jsonl": info.metadata_jsonl,
         "predictions_jsonl": info.predictions_jsonl,
         "coverage": coverage,
