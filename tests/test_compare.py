@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 
-import numpy as np
 import pytest
 
 from rosetrain.core.errors import RosetrainError
@@ -22,7 +21,7 @@ from rosetrain.core.protocol import (
     cell_str,
     format_answer,
 )
-from rosetrain.reports.compare import _SceneTable, compare_runs, figures, pair_runs
+from rosetrain.reports.compare import _SceneTable, columns_of, compare_runs, figures, observed, pair_runs
 from rosetrain.scoring import score_item, summarize, write_scored_run
 
 SUBSETS = ("ROSE-A", "ROSE-B", "ROSE-C")
@@ -154,16 +153,40 @@ def test_same_seed_same_interval_and_noise_straddles_zero(tmp_path, golds):
 
 
 def test_resampling_moves_whole_scenes_and_reproduces_the_summary(golds):
+    """Resampled with every scene once, each column is the summary's own figure:
+    the templates' PASS, SOFT, VALID, C-F1, R-OK (as the summary's headline
+    keys compute them, per subset and then over subsets)."""
     rows = [score_item(g, g["answer"] if k % 3 else "nope") for k, g in enumerate(golds)]
     pairs = list(zip(rows, rows))
+    columns = columns_of(pairs)
+    table = _SceneTable(pairs, columns)
     templates = list(MAIN_TEMPLATES)
-    table = _SceneTable(pairs, templates)
-    assert table.items.shape == (90, 5) and (table.items == 1).all()
-    unit = [np.ones((1, len(stratum))) for stratum in table.strata]
-    rates = table.template_rates(unit, "before")[0]
+    assert table.counts["before"].shape[0] == 90 and (table.counts["before"][:, :5] == 1).all()
+    values = observed(pairs, columns)
     summary = summarize(golds, rows)
-    assert rates == pytest.approx([summary["templates"][t]["pass"] for t in templates])
+    assert [values[t]["before"] for t in templates] == pytest.approx(
+        [summary["templates"][t]["pass"] for t in templates]
+    )
+    for name, key in (("soft", "soft"), ("valid", "valid"), ("click_f1", "c_f1"), ("region_ok", "r_ok")):
+        assert values[name]["before"] == pytest.approx(summary[key]), name
     assert figures(rows)["gap"] == pytest.approx(summary["gap"])
+
+
+def test_every_figure_has_each_sides_interval_and_the_deltas(tmp_path, golds):
+    before = run_dir(tmp_path, "a", golds, 0.5, seed=1)
+    after = run_dir(tmp_path, "b", golds, 0.8, seed=2)
+    result = compare_runs(before, after, tmp_path / "cmp", resamples=200, plots=False)
+    labels = {e["label"] for e in result["figures"].values()}
+    assert {"Avg. SOFT", "VALID", "C-F1 (click F1, strict)", "R-OK (clicks inside the region)"} <= labels
+    assert {"ROSE-A PASS", "ROSE-A SOFT"} <= labels
+    for entry in [*result["figures"].values(), *result["by_region_case"].values()]:
+        assert len(entry["ci95"]) == len(entry["ci95_before"]) == len(entry["ci95_after"]) == 2
+        if entry["before"] is not None:
+            low, high = entry["ci95_before"]
+            assert low <= entry["before"] <= high
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    assert "counting_avg" not in report and "avg_pass" not in report  # labels a person reads
+    assert "| Avg. SOFT |" in report and "| zero |" in report
 
 
 def test_different_item_sets_are_an_error(tmp_path, golds):
@@ -217,7 +240,7 @@ def test_compare_command(tmp_path, golds, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "avg_pass" in out and "McNemar" in out
+    assert "Avg. PASS" in out and "McNemar" in out and "avg_pass" not in out and "VALID" in out
     assert (tmp_path / "c" / "compare.json").exists()
     assert not list((tmp_path / "c").glob("*.png"))
     assert main(["compare", str(before), str(tmp_path / "missing"), "--out", str(tmp_path / "d")]) == 2

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.core.formats import ci, pct
     from rosetrain.reports.compare import (
         HEADLINE_KEYS,
+        HEADLINE_LABELS,
         compare_runs,
         data_unchecked_note,
         provenance_line,
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             f"({excluded['before']} in before, {excluded['after']} in after)"
         )
     rows = [(e["short"], e) for e in result["templates"].values()]
-    rows += [(key, result[key]) for key in HEADLINE_KEYS]
+    rows += [(HEADLINE_LABELS[key].split(" (")[0], result[key]) for key in HEADLINE_KEYS]
+    rows += [(e["label"].split(" (")[0], e) for e in result["figures"].values()]
     for name, e in rows:
         p = f"  McNemar p {e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
         print(

@@ -12,9 +12,9 @@ def pct(value: float | None, signed: bool = False) -> str:
     return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
 
 
-def ci(interval: Sequence[float | None] | None) -> str:
-    """A delta's confidence interval as ``[low, high]`` in signed percentage points;
-    ``-`` when it could not be estimated."""
+def ci(interval: Sequence[float | None] | None, signed: bool = True) -> str:
+    """A confidence interval as ``[low, high]`` in percentage points (signed: a
+    delta's); ``-`` when it could not be estimated."""
     if not interval or interval[0] is None:
         return "-"
-    return f"[{pct(interval[0], True)}, {pct(interval[1], True)}]"
+    return f"[{pct(interval[0], signed)}, {pct(interval[1], signed)}]"

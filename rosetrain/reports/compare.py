@@ -1,9 +1,11 @@
 """Before/after comparison of two scored runs, item by item.
 
 Both runs are folders holding ``per_item_eval.jsonl`` over the same items.
-For each template and for counting_avg, action_avg, avg_pass and gap:
-``before``, ``after``, ``delta`` and ``ci95``, a paired bootstrap 95% interval
-of the delta. The bootstrap resamples *scenes* (all items of a scene move
+For each template, for counting_avg, action_avg, avg_pass and gap, for every
+other figure of the official files (``figures``: Avg. SOFT, VALID, C-F1, R-OK,
+each subset's PASS and SOFT) and for the region cases: ``before``, ``after``,
+``delta``, ``ci95`` (a paired bootstrap 95% interval of the delta) and each
+side's own interval (``ci95_before``, ``ci95_after``). The bootstrap resamples *scenes* (all items of a scene move
 together, both runs with the same draw), stratified by subset so every resample
 keeps the subset sizes that ROSE's per-subset averaging assumes; figures are
 recomputed exactly as the summary does (per subset, then over subsets).
@@ -17,10 +19,11 @@ failed in either run are left out of the pairs and counted in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,41 +186,85 @@ def figures(rows: Sequence[Mapping]) -> dict[str, Any]:
     return {"templates": {t: v["pass"] for t, v in table.items()}, **headline(table)}
 
 
-class _SceneTable:
-    """Per-scene item and PASS counts of each template, for vectorised resampling."""
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One figure the bootstrap recomputes: each row's value (None where the
+    figure does not count the row), averaged per subset and then over the
+    subsets (``macro``, as the official tables do), or over every row."""
 
-    def __init__(self, pairs: Sequence[tuple[Mapping, Mapping]], templates: Sequence[str]):
+    name: str
+    label: str  # what a person reads
+    value: Callable[[Mapping], float | None]
+    macro: bool = True
+
+
+class _SceneTable:
+    """Per-scene sums and counts of each column, for vectorised resampling."""
+
+    def __init__(self, pairs: Sequence[tuple[Mapping, Mapping]], columns: Sequence[Column]):
         scene_index: dict[str, int] = {}
         scene_subset: list[str] = []
         for before, _ in pairs:
             if before["scene_id"] not in scene_index:
                 scene_index[before["scene_id"]] = len(scene_subset)
                 scene_subset.append(before["rose_subset"])
-        column = {t: k for k, t in enumerate(templates)}
-        shape = (len(scene_subset), len(templates))
-        self.items = np.zeros(shape)
-        self.passed = {"before": np.zeros(shape), "after": np.zeros(shape)}
-        for before, after in pairs:
-            at = scene_index[before["scene_id"]], column[before["task_template"]]
-            self.items[at] += 1
-            self.passed["before"][at] += bool(before["pass"])
-            self.passed["after"][at] += bool(after["pass"])
+        shape = (len(scene_subset), len(columns))
+        self.sums = {"before": np.zeros(shape), "after": np.zeros(shape)}
+        self.counts = {"before": np.zeros(shape), "after": np.zeros(shape)}
+        for pair in pairs:
+            scene = scene_index[pair[0]["scene_id"]]
+            for run, row in zip(("before", "after"), pair):
+                for k, column in enumerate(columns):
+                    value = column.value(row)
+                    if value is not None:
+                        self.sums[run][scene, k] += float(value)
+                        self.counts[run][scene, k] += 1
         subsets = np.array(scene_subset)
         self.strata = [np.flatnonzero(subsets == s) for s in sorted(set(scene_subset))]
-        self.templates = list(templates)
+        self.macro = np.array([column.macro for column in columns])
 
-    def template_rates(self, weights: Sequence[np.ndarray], run: str) -> np.ndarray:
-        """(resamples, templates) PASS rates: per subset, then the mean over subsets.
+    def rates(self, weights: Sequence[np.ndarray], run: str) -> np.ndarray:
+        """(resamples, columns): per subset, then the mean over subsets (macro
+        columns), or the pooled mean (the others).
 
         ``weights[k]`` holds, per resample, how often each scene of stratum k was drawn.
         """
-        rates = []
+        per_subset, sums, counts = [], 0.0, 0.0
         for stratum, w in zip(self.strata, weights):
-            passed = w @ self.passed[run][stratum]
-            items = w @ self.items[stratum]
+            total, items = w @ self.sums[run][stratum], w @ self.counts[run][stratum]
+            sums, counts = sums + total, counts + items
             with np.errstate(invalid="ignore", divide="ignore"):
-                rates.append(np.where(items > 0, passed / items, np.nan))
-        return _nanmean(np.stack(rates), axis=0)  # over (subsets, resamples, templates)
+                per_subset.append(np.where(items > 0, total / items, np.nan))
+        macro = _nanmean(np.stack(per_subset), axis=0)  # over (subsets, resamples, columns)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pooled = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        return np.where(self.macro, macro, pooled)
+
+
+def _pass_of(template: str) -> Callable[[Mapping], float | None]:
+    return lambda row: row["pass"] if row["task_template"] == template else None
+
+
+def _field(name: str) -> Callable[[Mapping], float | None]:
+    return lambda row: row.get(name)
+
+
+def _case_of(case: str) -> Callable[[Mapping], float | None]:
+    def value(row: Mapping) -> float | None:  # every local task, as region_case_breakdown counts them
+        local = row["region_type"] != GLOBAL and normalize_region_case(row["region_case"]) == case
+        return row["pass"] if local else None
+
+    return value
+
+
+# The official files' other figures (Table 1 and 2 beside the templates' PASS):
+# each a mean over the rows where the field is set, per subset, then over subsets
+FIGURE_COLUMNS = (
+    Column("soft", "Avg. SOFT", _field("unified_soft")),
+    Column("valid", "VALID", _field("format_valid")),
+    Column("click_f1", "C-F1 (click F1, strict)", _field("click_f1_strict")),
+    Column("region_ok", "R-OK (clicks inside the region)", _field("region_ok")),
+)
 
 
 def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
@@ -245,12 +292,34 @@ def _headline_arrays(rates: np.ndarray, templates: Sequence[str]) -> dict[str, n
     }
 
 
+def columns_of(pairs: Sequence[tuple[Mapping, Mapping]]) -> list[Column]:
+    """Every figure compared: each template's PASS, the official files' other
+    figures, PASS and SOFT of each subset (Table 1), and the local action
+    templates' PASS by region case (plain means, as the breakdown reports them)."""
+    templates = template_order(b["task_template"] for b, _ in pairs)
+    columns = [Column(t, SHORT_NAME.get(t, t), _pass_of(t)) for t in templates]
+    columns += FIGURE_COLUMNS
+    for subset in sorted({b["rose_subset"] for b, _ in pairs}):
+        for field, label in (("pass", "PASS"), ("unified_soft", "SOFT")):
+            columns.append(
+                Column(
+                    f"{subset}:{field}",
+                    f"{subset} {label}",
+                    lambda row, s=subset, f=field: row.get(f) if row["rose_subset"] == s else None,
+                )
+            )
+    columns += [Column(f"case:{case}", case, _case_of(case), macro=False) for case in REGION_CASES]
+    return columns
+
+
 def bootstrap(
     pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000, seed: int = 0
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Resampled values: name -> {"before", "after"} arrays of shape (resamples,)."""
-    templates = template_order(b["task_template"] for b, _ in pairs)
-    table = _SceneTable(pairs, templates)
+    """Resampled values: name -> {"before", "after"} arrays of shape (resamples,),
+    for every column of :func:`columns_of` and the headline figures."""
+    columns = columns_of(pairs)
+    templates = [c.name for c in columns if c.name in MAIN_TEMPLATES or c.name in SHORT_NAME]
+    table = _SceneTable(pairs, columns)
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, list]] = defaultdict(lambda: {"before": [], "after": []})
     for start in range(0, resamples, CHUNK):
@@ -260,12 +329,23 @@ def bootstrap(
             for s in table.strata
         ]
         for run in ("before", "after"):
-            rates = table.template_rates(weights, run)
-            for k, template in enumerate(templates):
-                out[template][run].append(rates[:, k])
-            for name, values in _headline_arrays(rates, templates).items():
+            rates = table.rates(weights, run)
+            for k, column in enumerate(columns):
+                out[column.name][run].append(rates[:, k])
+            for name, values in _headline_arrays(rates[:, : len(templates)], templates).items():
                 out[name][run].append(values)
     return {name: {run: np.concatenate(chunks) for run, chunks in runs.items()} for name, runs in out.items()}
+
+
+def observed(pairs: Sequence[tuple[Mapping, Mapping]], columns: Sequence[Column]) -> dict[str, dict]:
+    """Each column's value in each run, on the pairs as they are (every scene once)."""
+    table = _SceneTable(pairs, columns)
+    weights = [np.ones((1, len(s))) for s in table.strata]
+    found = {run: table.rates(weights, run)[0] for run in ("before", "after")}
+    return {
+        c.name: {run: (None if np.isnan(found[run][k]) else float(found[run][k])) for run in found}
+        for k, c in enumerate(columns)
+    }
 
 
 NO_INTERVAL = (None, None)
@@ -360,7 +440,20 @@ def compare_pairs(
     }
     for key in HEADLINE_KEYS:
         result[key] = _entry(before[key], after[key], samples[key])
+    columns = [c for c in columns_of(pairs) if c.name not in templates]
+    values = observed(pairs, columns)
+    result["figures"] = {
+        c.name: {
+            "label": c.label,
+            **_entry(values[c.name]["before"], values[c.name]["after"], samples[c.name]),
+        }
+        for c in columns
+        if not c.name.startswith("case:")
+    }
     result["by_region_case"] = region_case_breakdown(pairs)
+    for case, entry in result["by_region_case"].items():
+        interval = _entry(entry["before"], entry["after"], samples[f"case:{case}"])
+        entry.update({key: interval[key] for key in ("ci95", "ci95_before", "ci95_after")})
     return result
 
 
@@ -423,31 +516,53 @@ def _errored_note(result: Mapping[str, Any]) -> str:
     )
 
 
+HEADLINE_LABELS = {
+    "counting_avg": "Counting (mean PASS of the counting templates)",
+    "action_avg": "Action (mean PASS of the action templates)",
+    "avg_pass": "Avg. PASS (the five templates)",
+    "gap": "Gap (Counting - Action)",
+}
+
+
+def _with_interval(value: float | None, interval: Sequence[float | None], signed: bool = False) -> str:
+    return f"{pct(value, signed)} {ci(interval, signed)}" if value is not None else pct(value, signed)
+
+
+def figure_row(label: str, e: Mapping[str, Any], p: str = "") -> str:
+    """One Markdown row: each side's value with its own interval, the paired delta with its."""
+    return (
+        f"| {label} | {_with_interval(e['before'], e['ci95_before'])} | "
+        f"{_with_interval(e['after'], e['ci95_after'])} | {_with_interval(e['delta'], e['ci95'], True)} | {p} |"
+    )
+
+
 def before_after_rows(result: Mapping[str, Any]) -> list[str]:
-    """The comparison as a Markdown table: each template, then the headline figures."""
+    """The comparison as a Markdown table: each template, the headline figures,
+    then every other figure of the official files, each side with its 95% CI."""
     lines = [
-        "| figure | before | after | delta | 95% CI of delta | McNemar p |",
-        "|---|---|---|---|---|---|",
+        "| figure | before [95% CI] | after [95% CI] | delta [paired 95% CI] | McNemar p |",
+        "|---|---|---|---|---|",
     ]
     for template, e in result["templates"].items():
-        lines.append(
-            f"| {e['short']} ({template}) | {pct(e['before'])} | {pct(e['after'])} | "
-            f"{pct(e['delta'], True)} | {ci(e['ci95'])} | {e['mcnemar_p']:.3g} |"
-        )
+        lines.append(figure_row(f"{e['short']} ({template})", e, f"{e['mcnemar_p']:.3g}"))
     for key in HEADLINE_KEYS:
-        e = result[key]
-        lines.append(
-            f"| **{key}** | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} | {ci(e['ci95'])} | |"
-        )
+        lines.append(figure_row(f"**{HEADLINE_LABELS[key]}**", result[key]))
+    for e in result.get("figures", {}).values():
+        lines.append(figure_row(e["label"], e))
     return lines
 
 
 def region_case_rows(result: Mapping[str, Any]) -> list[str]:
-    """Local-task PASS by region case (zero / partial / all) as a Markdown table."""
-    lines = ["| case | n | before | after | delta |", "|---|---|---|---|---|"]
+    """Local action PASS by region case (zero / partial / all) as a Markdown table."""
+    lines = [
+        "| case | n | before [95% CI] | after [95% CI] | delta [paired 95% CI] |",
+        "|---|---|---|---|---|",
+    ]
     for case, e in result["by_region_case"].items():
         lines.append(
-            f"| {case} | {e['n']} | {pct(e['before'])} | {pct(e['after'])} | {pct(e['delta'], True)} |"
+            f"| {case} | {e['n']} | {_with_interval(e['before'], e.get('ci95_before', (None, None)))} | "
+            f"{_with_interval(e['after'], e.get('ci95_after', (None, None)))} | "
+            f"{_with_interval(e['delta'], e.get('ci95', (None, None)), True)} |"
         )
     return lines
 
@@ -497,7 +612,7 @@ def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> st
         _errored_note(result),
         *before_after_rows(result),
         "",
-        "## Local tasks by region case (PASS, plain means)",
+        "## Local tasks by region case (PASS, plain means over items)",
         "",
         *region_case_rows(result),
     ]
@@ -523,59 +638,48 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
         atomic_write(Path(out_dir) / name, buffer.getvalue())
         return name
 
-    def bars(ax, labels, before, after, errors=None):
+    def error_bars(entries, run):
+        """Each side's own 95% interval, as bar errors below and above its value."""
+        out = []
+        for e in entries:
+            value, interval = e[run], e.get(f"ci95_{run}", (None, None))
+            out.append(
+                (0.0, 0.0)
+                if value is None or interval[0] is None
+                else (max(0.0, value - interval[0]), max(0.0, interval[1] - value))
+            )
+        return out
+
+    def bars(ax, labels, entries):
         x = np.arange(len(labels))
-        values = {"before": before, "after": after}
         for k, run in enumerate(("before", "after")):
-            heights = [100 * (v or 0.0) for v in values[run]]
-            yerr = None if errors is None else np.array(errors[run]).T * 100
+            heights = [100 * (e[run] or 0.0) for e in entries]
+            yerr = np.array(error_bars(entries, run)).T * 100
             # the legend names each run's folder: "before" alone does not say which model
             folder = result.get(f"{run}_run")
             label = f"{run}: {Path(folder).name}" if folder else run
             ax.bar(x + (k - 0.5) * 0.38, heights, 0.38, label=label, yerr=yerr, capsize=3)
         ax.set_xticks(x, labels)
         ax.axhline(0, color="black", linewidth=0.6)
-        ax.legend()
+        # beside the axes, never over the bars
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
     names = []
     templates = result["templates"]
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(templates), 3.6))
-    bars(
-        ax,
-        [e["short"] for e in templates.values()],
-        [e["before"] for e in templates.values()],
-        [e["after"] for e in templates.values()],
-    )
-    ax.set_ylabel("PASS (%)")
+    fig, ax = plt.subplots(figsize=(2.6 + 1.1 * len(templates), 3.6))
+    bars(ax, [e["short"] for e in templates.values()], list(templates.values()))
+    ax.set_ylabel("PASS (%), 95% CI")
     ax.set_ylim(0, 105)
     ax.set_title("PASS per template")
     names.append(save(fig, "pass_per_template.png"))
 
     keys = [k for k in ("counting_avg", "action_avg", "gap") if result[k]["before"] is not None]
     if keys:
-
-        def error_bars(run):
-            out = []
-            for k in keys:
-                value, interval = result[k][run], result[k][f"ci95_{run}"]
-                out.append(
-                    (0.0, 0.0)
-                    if interval[0] is None
-                    else (max(0.0, value - interval[0]), max(0.0, interval[1] - value))
-                )
-            return out
-
-        fig, ax = plt.subplots(figsize=(5.2, 3.6))
-        labels = {"counting_avg": "Counting Avg", "action_avg": "Action Avg", "gap": "Gap"}
-        bars(
-            ax,
-            [labels[k] for k in keys],
-            [result[k]["before"] for k in keys],
-            [result[k]["after"] for k in keys],
-            {"before": error_bars("before"), "after": error_bars("after")},
-        )
+        fig, ax = plt.subplots(figsize=(6.6, 3.6))
+        labels = {"counting_avg": "Counting", "action_avg": "Action", "gap": "Gap"}
+        bars(ax, [labels[k] for k in keys], [result[k] for k in keys])
         gap = result["gap"]
-        ax.set_ylabel("percentage points")
+        ax.set_ylabel("percentage points, 95% CI")
         ax.set_title(
             f"Counting-to-action gap: {pct(gap['before'])} -> {pct(gap['after'])} "
             f"(delta {pct(gap['delta'], True)}, CI {ci(gap['ci95'])})",
@@ -584,14 +688,9 @@ def write_plots(result: Mapping[str, Any], out_dir: str | os.PathLike) -> list[s
         names.append(save(fig, "gap.png"))
 
     cases = result["by_region_case"]
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    bars(
-        ax,
-        [f"{c}\n(n={cases[c]['n']})" for c in cases],
-        [cases[c]["before"] for c in cases],
-        [cases[c]["after"] for c in cases],
-    )
-    ax.set_ylabel("PASS (%)")
+    fig, ax = plt.subplots(figsize=(6.6, 3.6))
+    bars(ax, [f"{c}\n(n={cases[c]['n']})" for c in cases], [cases[c] for c in cases])
+    ax.set_ylabel("PASS (%), 95% CI")
     ax.set_ylim(0, 105)
     ax.set_title("Local tasks by region case")
     names.append(save(fig, "region_case.png"))
