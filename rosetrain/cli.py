@@ -73,25 +73,13 @@ class HelpFormatter(argparse.HelpFormatter):
 class Parser(argparse.ArgumentParser):
     """A bad option is one line that names it, as every other error is: argparse's
     own error() prints the whole usage block above it. The subcommands' parsers are
-    of this class too (argparse makes them of their parent's). An unrecognized
-    option gets the chosen command's hint (its module's ``unrecognized_hint``), e.g.
-    ``train --learning_rate 1e-5`` -> ``--set learning_rate=1e-5``."""
+    of this class too (argparse makes them of their parent's)."""
 
     command: str | None = None  # the command whose module was imported (build_parser)
 
     def error(self, message: str) -> NoReturn:
         prog = self.prog if self.command is None else f"{self.prog} {self.command}"
-        hint = self._unrecognized_hint(message)
-        self.exit(2, f"{self.prog}: error: {bounded(message + hint)} (see {prog} --help)\n")
-
-    def _unrecognized_hint(self, message: str) -> str:
-        prefix = "unrecognized arguments: "
-        if self.command is None or not message.startswith(prefix):
-            return ""
-        module = importlib.import_module(COMMANDS[self.command][0])
-        hint = getattr(module, "unrecognized_hint", None)
-        text = hint(message[len(prefix) :].split()) if hint else None
-        return f"; {text}" if text else ""
+        self.exit(2, f"{self.prog}: error: {bounded(message)} (see {prog} --help)\n")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -177,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
     if command not in COMMANDS:
         command = None
+    else:  # a command may speak another tool's dialect (train: TRL's --learning_rate 1e-4)
+        rewrite = getattr(importlib.import_module(COMMANDS[command][0]), "rewrite_argv", None)
+        if rewrite is not None:
+            at = argv.index(command) + 1
+            argv = argv[:at] + rewrite(argv[at:])
     try:
         args = build_parser(command).parse_args(argv)
     except SystemExit as stop:  # argparse has printed its one line (or the help)

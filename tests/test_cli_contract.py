@@ -132,17 +132,14 @@ def test_an_argument_inside_a_path_or_file_name_is_left_as_it_is():
 
 
 def test_an_error_about_a_huge_value_is_one_bounded_line(tmp_path, capsys):
-    """A 1 MB value in a spec (or an item id, a path) is cut in the message, with
-    how much was cut; the message keeps what it names first."""
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        "name: huge\nfamilies:\n  attribute: {shapes: ['" + "x" * 1_000_000 + "', 'circle']}\n",
-        encoding="utf-8",
-    )
-    assert cli.main(["generate", "--spec", str(spec), "--out", str(tmp_path / "out"), "--scenes", "1"]) == 2
+    """A 1 MB value (a split name here; an item id, a path alike) is cut in the
+    message, with how much was cut; the message keeps what it names first."""
+    huge = "x" * 1_000_000 + "/.."
+    argv = ["generate", "--spec", "smoke", "--out", str(tmp_path / "out"), "--scenes", "1", "--split", huge]
+    assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 800
-    assert "shapes" in err and re.search(r"\[[\d,]+ characters cut\]", err)
+    assert "--split" in err and re.search(r"\[[\d,]+ characters cut\]", err)
     assert not (tmp_path / "out").exists()
 
 

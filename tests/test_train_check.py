@@ -270,19 +270,53 @@ def test_a_folder_without_the_split_names_the_split_not_missing_shards(recipe):
     assert "generate the split" not in err
 
 
-def test_trl_habits_on_the_train_command_line(recipe, capsys):
-    """--config is --recipe (TRL's scripts' name); a TRL-style --flag gets the --set
-    that does it; --help lists the recipe keys."""
+def test_trl_habits_on_the_train_command_line(recipe, capsys, tmp_path):
+    """--config is --recipe (TRL's scripts' name); a TRL-style --flag acts as the
+    --set that does it (a recipe key, else trl.KEY, checked with the recipe);
+    --resume_from_checkpoint is resume; --help lists the recipe keys."""
+    from rosetrain.commands.train import rewrite_argv
+
     assert cli_main(["train", "sft", "--config", str(recipe), "--check"]) == 0
     capsys.readouterr()
-    for argv, hint in (
-        (["--learning_rate", "1e-5"], "--set learning_rate=1e-5"),
-        (["--max-steps=5"], "--set max_steps=5"),
-        (["--optim", "adafactor"], "--set trl.optim=adafactor"),
-    ):
-        assert cli_main(["train", "sft", "--recipe", str(recipe), *argv]) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and hint in err and "rosetrain train --help" in err, err
+    assert rewrite_argv(
+        [
+            "sft",
+            "--recipe",
+            "r.yaml",
+            "--learning_rate",
+            "1e-5",
+            "--max-steps=5",
+            "--bf16",
+            "--optim",
+            "adafactor",
+        ]
+    ) == [
+        "sft",
+        "--recipe",
+        "r.yaml",
+        "--set",
+        "learning_rate=1e-5",
+        "--set",
+        "max_steps=5",
+        "--set",
+        "bf16=true",
+        "--set",
+        "trl.optim=adafactor",
+    ]
+    assert rewrite_argv(["--resume_from_checkpoint", "runs/x/checkpoint-5", "--lora.r", "8", "--check"]) == [
+        "--set",
+        "resume=runs/x/checkpoint-5",
+        "--set",
+        "lora.r=8",
+        "--check",
+    ]
+    for argv in (["--learning_rate", "1e-5"], ["--max-steps=5"], ["--optim", "adafactor"]):
+        code = cli_main(["train", "sft", "--recipe", str(recipe), *argv, "--check"])
+        assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert cli_main(["train", "sft", "--recipe", str(recipe), "--optimm", "adafactor", "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "trl.optimm" in err, err
     assert cli_main(["train", "sft", "--help"]) == 0
     shown = " ".join(capsys.readouterr().out.split())
     for key in ("learning_rate", "lora.{", "eval.{folder", "trl.KEY", "recipes/README.md"):

@@ -61,25 +61,51 @@ def recipe_keys_epilog() -> str:
     )
 
 
-def unrecognized_hint(tokens: list[str]) -> str | None:
-    """TRL's scripts take every config field as a flag (--learning_rate 1e-5);
-    here they are recipe keys, set with --set: the hint names the --set that does it."""
-    from rosetrain.train.recipe import NOT_KEYS, Recipe, valid_keys
+# TRL's own names for what a recipe key says otherwise
+TRL_ALIASES = {"resume_from_checkpoint": "resume", "model_name_or_path": "model"}
 
-    for i, token in enumerate(tokens):
-        if not token.startswith("--"):
+
+def rewrite_argv(argv: list[str]) -> list[str]:
+    """TRL's scripts take each config field as a flag (``--learning_rate 1e-4``,
+    ``--max-steps=10``, ``--bf16``); here such a flag is the ``--set`` that does
+    the same: a recipe key, else ``trl.KEY`` (a TRL field, checked with the recipe).
+    A flag without a value is ``true``. The command's own options are left as they are."""
+    own = {option for action in _own_parser()._actions for option in action.option_strings}
+    out, i = [], 0
+    while i < len(argv):
+        token = argv[i]
+        flag, sep, value = token.partition("=")
+        key = flag[2:].replace("-", "_")
+        named = bool(key) and all(part.isidentifier() for part in key.split("."))
+        if not (token.startswith("--") and named and flag not in own):
+            out.append(token)
+            i += 1
             continue
-        name, sep, value = token[2:].partition("=")
         if not sep:
-            following = tokens[i + 1] if i + 1 < len(tokens) else ""
-            value = following if following and not following.startswith("--") else "VALUE"
-        key = name.replace("-", "_")
-        if not key.isidentifier():
-            continue
-        if key not in valid_keys(Recipe) or key in NOT_KEYS:
-            key = f"trl.{key}"  # a TRL config field, if it is one: the trainer checks it
-        return f"recipe keys are set with --set: --set {key}={value}"
-    return None
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            if following is not None and not following.startswith("--"):
+                value, i = following, i + 1
+            else:
+                value = "true"
+        out += ["--set", f"{recipe_key(key)}={value}"]
+        i += 1
+    return out
+
+
+def recipe_key(name: str) -> str:
+    """The recipe key a TRL field name sets: itself, its alias, else ``trl.NAME``."""
+    from rosetrain.core.config import valid_keys
+    from rosetrain.train.recipe import NOT_KEYS, Recipe
+
+    name = TRL_ALIASES.get(name, name)
+    known = name.split(".")[0] in valid_keys(Recipe, NOT_KEYS)  # lora.r: a recipe section's key
+    return name if known else f"trl.{name}"
+
+
+def _own_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=True)
+    add_arguments(parser)
+    return parser
 
 
 def run(args: argparse.Namespace) -> int:
