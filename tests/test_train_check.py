@@ -321,3 +321,53 @@ def test_trl_habits_on_the_train_command_line(recipe, capsys, tmp_path):
     shown = " ".join(capsys.readouterr().out.split())
     for key in ("learning_rate", "lora.{", "eval.{folder", "trl.KEY", "recipes/README.md"):
         assert key in shown, key
+
+
+def test_a_trl_yaml_names_its_model_and_data_its_own_way(recipe, tmp_path, capsys):
+    """model_name_or_path is model; dataset_name gets a one-line hint naming the keys that work."""
+    text = yaml.safe_load(recipe.read_text())
+    text["model_name_or_path"] = text.pop("model")
+    trl_yaml = tmp_path / "trl.yaml"
+    trl_yaml.write_text(yaml.safe_dump(text))
+    assert cli_main(["train", "sft", "--config", str(trl_yaml), "--check"]) == 0
+    text["dataset_name"] = "trl-lib/Capybara"
+    trl_yaml.write_text(yaml.safe_dump(text))
+    assert cli_main(["train", "sft", "--config", str(trl_yaml), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1
+        and "dataset_name: rosetrain trains on its own data" in err
+        and "data.spec" in err
+    )
+
+
+def test_data_folder_takes_a_hub_uri(recipe, data_folder, tmp_path, monkeypatch, capsys):
+    """A generated split pushed to the Hub trains from the local Hub cache, as eval --data reads one."""
+    from huggingface_hub import constants
+    from test_hub_release import COMMIT, add_blob
+
+    repo = tmp_path / "hub" / "datasets--me--train-split"
+    for path in sorted(data_folder.rglob("*")):
+        if path.is_file() and ".parts" not in path.parts:
+            add_blob(repo, path.relative_to(data_folder).as_posix(), path.read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    code, err = check(recipe, "data.folder=hf://datasets/me/train-split", "data.split=train")
+    assert code == 0, err
+
+
+def test_push_to_hub_is_checked_before_training(recipe, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    code, err = check(recipe, "trl.push_to_hub=true")
+    assert_one_line_error(code, err, "trl.push_to_hub: huggingface_hub is offline")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: None)
+    code, err = check(recipe, "trl.push_to_hub=true")
+    assert_one_line_error(code, err, "trl.push_to_hub: no Hugging Face token")
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: "hf_x")
+    code, err = check(recipe, "trl.push_to_hub=true", "trl.hub_model_id=a/b/c")
+    assert_one_line_error(code, err, "trl.hub_model_id: 'a/b/c' is not a Hub repo id")

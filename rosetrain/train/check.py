@@ -42,11 +42,41 @@ def check(recipe: Recipe) -> Checked:
     check_model_made(recipe)
     recipe.model = model_path(recipe.model)  # a run folder: its final model; an adapter's base: check_run
     check_vllm(recipe)
+    check_push_to_hub(recipe)
     heldout, exclude = check_data(recipe.data, recipe.eval)
     args = check_run(recipe)
     # last: a changed key is validated first, then whether output_dir's checkpoint may resume with it
     resume = check_resumable(recipe)
     return Checked(recipe=recipe, args=args, heldout=heldout, exclude_fingerprints=exclude, resume=resume)
+
+
+def check_push_to_hub(recipe: Recipe) -> None:
+    """``trl.push_to_hub: true`` is checked before training, as ``generate
+    --push-to-hub`` checks first: huggingface_hub online, a token, a valid repo id.
+    Otherwise the push would fail only once the training is done."""
+    if not recipe.trl.get("push_to_hub"):
+        return
+    from huggingface_hub import constants, get_token
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if constants.is_offline_mode():
+        raise RecipeError(
+            f"{recipe.source}: trl.push_to_hub: huggingface_hub is offline (HF_HUB_OFFLINE), so the "
+            "model cannot be pushed; unset it, or set trl.push_to_hub=false"
+        )
+    if not get_token():
+        raise RecipeError(
+            f"{recipe.source}: trl.push_to_hub: no Hugging Face token (set HF_TOKEN, or run `hf auth login`)"
+        )
+    repo_id = recipe.trl.get("hub_model_id")
+    if repo_id is not None:
+        try:
+            validate_repo_id(str(repo_id))
+        except HFValidationError as err:
+            raise RecipeError(
+                f"{recipe.source}: trl.hub_model_id: {repo_id!r:.200} is not a Hub repo id ({err})"
+            ) from None
 
 
 def check_model_made(recipe: Recipe) -> None:

@@ -56,7 +56,7 @@ def check_data(data: DataConfig, config: EvalConfig) -> tuple[list[dict[str, Any
 
 
 def check_folder(data: DataConfig) -> None:
-    folder = required(data.folder, "data.folder")
+    folder = folder_path(data)
     if not Path(folder).is_dir():
         state = "is a file, not a folder" if Path(folder).exists() else "does not exist"
         raise RecipeError(f"data.folder: {folder} {state}")
@@ -65,6 +65,15 @@ def check_folder(data: DataConfig) -> None:
         raise RecipeError(missing_split(folder, data.split))
     _check_parquet_footers(shards)
     _refuse_heldout_folder(data)
+
+
+def folder_path(data: DataConfig) -> str:
+    """``data.folder`` as a local folder: ``hf://datasets/OWNER/NAME[@REVISION]``
+    (a generated split pushed to the Hub) is its snapshot in the local Hub cache."""
+    from rosetrain.data.hub import is_hub_uri, resolve_data
+
+    folder = required(data.folder, "data.folder")
+    return str(resolve_data(folder, "data.folder")) if is_hub_uri(folder) else folder
 
 
 def missing_split(folder: str, split: str) -> str:
@@ -89,7 +98,7 @@ def _refuse_heldout_folder(data: DataConfig) -> None:
     never training data, whatever the recipe evaluates on."""
     from rosetrain.data.manifest import manifest_path, read_manifest
 
-    folder = required(data.folder, "data.folder")
+    folder = folder_path(data)
     try:
         manifest = read_manifest(manifest_path(Path(folder), data.split), data.split)
     except RosetrainError as err:
@@ -148,7 +157,7 @@ def train_dataset(data: DataConfig, exclude_fingerprints: Iterable[str] = (), se
     if data.folder is not None:
         from rosetrain.data.hf import load_hf_split
 
-        dataset = load_hf_split(data.folder, data.split)
+        dataset = load_hf_split(folder_path(data), data.split)
         if data.max_rows is not None:
             dataset = dataset.select(range(min(data.max_rows, len(dataset))))
         return dataset
@@ -163,7 +172,7 @@ def folder_fingerprints(data: DataConfig) -> set[str]:
     import pyarrow.parquet as pq
 
     found: set[str] = set()
-    for path in parquet_files(required(data.folder, "data.folder"), data.split):
+    for path in parquet_files(folder_path(data), data.split):
         if "scene_fingerprint" in pq.read_schema(path).names:
             column = pq.read_table(path, columns=["scene_fingerprint"]).column(0)
             found.update(v for v in column.to_pylist() if v)
@@ -256,7 +265,7 @@ def check_folder_rows_apart(
     if band is None and family is None:
         return
     held = f"held out of the action data by eval.folder {config.folder}"
-    for path in parquet_files(required(data.folder, "data.folder"), data.split):
+    for path in parquet_files(folder_path(data), data.split):
         names = set(pq.read_schema(path).names)
         columns = [c for c in ("scene_id", "task_mode", "family", "hues") if c in names]
         for row in pq.read_table(path, columns=columns).to_pylist():

@@ -422,10 +422,27 @@ def trl_key_hint(message: str, item: str, method: object) -> str:
     )
 
 
+# A TRL script's YAML (trl sft --config x.yaml) names these keys its own way
+TRL_YAML_KEYS = {"model_name_or_path": "model"}
+TRL_DATA_KEYS = ("dataset_name", "dataset_config", "dataset_train_split", "dataset_mixture")
+
+
 def recipe_from_dict(raw: Mapping[str, Any], path: str | Path = "<recipe>") -> Recipe:
     raw = dict(raw)
     if raw.get("lora") is False:  # `lora: false`: full fine-tuning, as `lora: null`
         raw["lora"] = None
+    for trl_name, key in TRL_YAML_KEYS.items():
+        if trl_name in raw:
+            if key in raw:
+                raise RecipeError(f"{path}: {trl_name} and {key} both name the model; keep one")
+            raw[key] = raw.pop(trl_name)
+    named = next((k for k in TRL_DATA_KEYS if k in raw), None)
+    if named is not None:
+        raise RecipeError(
+            f"{path}: {named}: rosetrain trains on its own data, not a Hub dataset by name: set "
+            "data.spec (a generator spec, streamed) or data.folder (a generated split, or "
+            "hf://datasets/OWNER/NAME of one)"
+        )
     try:
         kwargs = config.from_mapping(Recipe, raw, hidden=NOT_KEYS)
         for name in ("method", "model", "output_dir"):
