@@ -263,3 +263,11 @@ def test_a_corrupt_weights_file_is_one_line_naming_it(tmp_path, tiny_model_dir):
     shutil.copytree(model, run / "checkpoint-final")
     with pytest.raises(RosetrainError, match=r"checkpoint-final/model.safetensors: corrupt weights file"):
         load_model_and_processor(run)
+
+
+def test_loading_a_model_shows_no_library_progress_bar(tiny_model_dir, capfd):
+    from rosetrain.models.loading import load_model_and_processor
+
+    load_model_and_processor(tiny_model_dir)
+    captured = capfd.readouterr()
+    assert "Loading weights" not in captured.err + captured.out

@@ -126,6 +126,7 @@ def load_model_and_processor(
     its base unless ``merge_lora=False`` (then a ``PeftModel`` comes back)."""
     kind, path = resolve_model_source(name_or_path)
     device, dtype = default_device_and_dtype(device, dtype)
+    quiet_library_progress()
     if path is not None and (path / ADAPTER_CONFIG).exists():
         return _load_adapter(path, device, dtype, trust_remote_code, merge_lora)
     if kind == "hub" and not hub_reachable():
@@ -134,6 +135,15 @@ def load_model_and_processor(
     name = str(name_or_path) if path is None else str(path)  # a run folder: its final model
     model = _load_model(name, kind, dtype, trust_remote_code).to(device)
     return model, _load_processor(name, kind, trust_remote_code)
+
+
+def quiet_library_progress() -> None:
+    """transformers' own bars ("Loading weights", "Writing model shards") are off
+    for the rest of the process: rosetrain's commands show their own progress, and
+    the library's left ``\x1b[A`` escapes in every log file."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
 
 
 def _hub_offline() -> None:
