@@ -61,7 +61,7 @@ def main() -> int:
             str(args.jobs),
             "--cores",
             "2",
-            "--no-progress",
+            "--quiet",
         ],
         check=True,
         cwd=ROOT,

@@ -150,3 +150,13 @@ def test_bounded_keeps_short_messages_and_joins_lines():
     assert bounded("one\ntwo") == "one two"
     cut = bounded("field: " + "y" * 5000 + " end")
     assert cut.startswith("field: y") and cut.endswith(" end") and len(cut) < 700
+
+
+def test_one_flag_name_for_quiet_across_commands():
+    """--quiet on every command with a progress bar (eval's and demo's --no-progress
+    are the same option)."""
+    for command in ("generate", "eval", "demo", "train"):
+        parser = cli.build_parser(command)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+        options = {o for action in sub._actions for o in action.option_strings}
+        assert "--quiet" in options, command

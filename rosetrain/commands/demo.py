@@ -87,7 +87,9 @@ def add_arguments(parser) -> None:
         default=None,
         help="with --rebuild-base: optimizer steps of the base's every-palette stage (default: the recipe's)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--quiet", "--no-progress", action="store_true", help="no progress bars (--no-progress: the same)"
+    )
 
 
 def demo_config(args):
@@ -98,7 +100,7 @@ def demo_config(args):
         design=args.design,
         seed=args.seed,
         cores=args.cores,
-        progress=not args.no_progress,
+        progress=not args.quiet,
         sft_steps=args.sft_steps,
         grpo_steps=args.grpo_steps,
     )

@@ -122,7 +122,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "140 items of the demo's model: 10-11 s on 1 thread, 19-21 s on 2, on two busy cores; "
         "torch's default with a GPU); give the core count for a large model on a CPU",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--quiet", "--no-progress", action="store_true", help="no progress bar (--no-progress: the same)"
+    )
     add_bridges_flags(parser, "run")
 
 
@@ -215,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env,
         trust_remote_code=args.trust_remote_code,
         bridges=args.bridges,
-        progress=not args.no_progress,
+        progress=not args.quiet,
         runner_options=options,
         max_error_rate=1.0,
     )  # checked after printing

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="validate the recipe, model path and data, then stop before training",
     )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress bar (the trainer's; --set trl.disable_tqdm=true)"
+    )
     parser.epilog = recipe_keys_epilog()
 
 
@@ -114,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     from rosetrain.train.recipe import load_recipe
 
     recipe_path = find_config("recipe", args.recipe)  # a path, or a shipped recipe's name
-    recipe = load_recipe(recipe_path, args.overrides, method=args.method)  # fails in < 1 s
+    overrides = [*args.overrides, *(["trl.disable_tqdm=true"] if args.quiet else [])]
+    recipe = load_recipe(recipe_path, overrides, method=args.method)  # fails in < 1 s
     if recipe.data.spec is not None:  # a spec path that exists wins; else the shipped spec of that name
         shipped_spec = shipped_config("spec", recipe.data.spec)
         if shipped_spec is not None:
