@@ -331,14 +331,14 @@ class Recipe:
         return self.grpo.num_generations if self.method == "grpo" else 8
 
     def num_workers(self, gpu: bool = False) -> int:
-        """DataLoader workers: the recipe's, else 0 for a folder; for a stream 1 on
+        """DataLoader workers: the recipe's, else 0 for a folder or GRPO; for a stream 1 on
         the CPU (rows are generated on a second core while the model trains), and on
         a GPU enough that the model never waits: a 16-row batch costs a worker about
         17 ms of CPU (``benchmarks/train_step.py``), more than a tiny model's GPU step."""
         if self.dataloader_num_workers is not None:
             return self.dataloader_num_workers
-        if self.data.spec is None:
-            return 0
+        if self.data.spec is None or self.method == "grpo":
+            return 0  # GRPO: TRL requires 0 for a stream (it keeps each prompt's group together)
         if not gpu:
             return 1
         import os
