@@ -286,3 +286,20 @@ def test_files_equal_the_official_scripts_on_the_real_bridge_rows(tmp_path):
     main_eval = _write_rows(tmp_path / "no-main.jsonl", [])  # the release's main split is not vendored
     official = _official_bridges(tmp_path, metadata, predictions, main_eval)
     _same_files(official, tmp_path / "out", [*BRIDGE_FILES["global_click"], *BRIDGE_FILES["matched_count"]])
+
+
+def test_a_headline_of_generated_data_alone_has_no_note_of_empty_tables(smoke_split, tmp_path):
+    """No ROSE subset at all: the tables are empty, and no note lists their dashes."""
+    from rosetrain.data.release import load_split
+
+    split = smoke_split(tmp_path / "smoke", scenes=2)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(
+        "".join(
+            json.dumps({"item_id": r["item_id"], "raw_text": r["answer"]}) + "\n"
+            for r in load_split(split, "test")
+        )
+    )
+    summary = _score(split, predictions, tmp_path / "out")
+    assert summary.get("headline_note") is None
+    assert "Note:" not in (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")

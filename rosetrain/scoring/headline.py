@@ -51,6 +51,8 @@ def headline_note(summary: Mapping[str, Any], answered: Frame) -> str | None:
     pairs = _pairs(summary)
     if not any(_differs(a, b) for _, a, b in pairs):
         return None
+    if all(b is None for _, _, b in pairs):  # no ROSE subset at all (generated data): nothing to tell
+        return None
     main = set(MAIN_TEMPLATES)
     others = Counter(
         str(subset)
