@@ -589,3 +589,20 @@ def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, en
     with pytest.raises(RecipeError, match=r"checkpoint-2 .*learning_rate: 0.01 -> 0.001"):
         check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3"]))
     check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3", "resume=never"]))
+
+
+@pytest.mark.slow
+def test_the_final_model_and_card_are_on_disk_before_the_final_evaluation(tmp_path, env, monkeypatch):
+    """An evaluation that fails at the end loses no trained weights."""
+    from rosetrain.train import train
+    from rosetrain.train.callbacks import HeldoutEvalCallback
+
+    def broken(self, model):
+        raise RuntimeError("the final evaluation failed")
+
+    monkeypatch.setattr(HeldoutEvalCallback, "evaluate", broken)
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=2))
+    with pytest.raises(RuntimeError, match="the final evaluation failed"):
+        train(recipe)
+    final = Path(recipe.output_dir) / "checkpoint-final"
+    assert (final / "adapter_config.json").is_file() and (Path(recipe.output_dir) / "README.md").is_file()

@@ -51,7 +51,13 @@ class HeldoutEvalCallback(TrainerCallback):
             self._evaluate(state, model)
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
-        self._evaluate(state, model)  # the final figures, whatever every_steps says
+        # the final figures come after the final model is on disk (rosetrain.train.run.save
+        # calls evaluate_final): an evaluation that fails then loses no trained weights
+        return
+
+    def evaluate_final(self, trainer: Trainer) -> None:
+        """The final figures, whatever every_steps says (a step already evaluated is not again)."""
+        self._evaluate(trainer.state, trainer.model)
 
     def _evaluate(self, state, model) -> None:
         if state.global_step == self._last_step or model is None:

@@ -89,6 +89,12 @@ def save(built: Built, result: Any) -> dict[str, Any]:
     if trainer.is_world_process_zero():
         write_model_cards(recipe, summary)  # names the base model, data, method (TRL's: "[None]")
         atomic_write(Path(recipe.output_dir) / SUMMARY, json.dumps(summary, indent=2))
+    if result is not None:  # trained in this call: the final held-out figures, the model safe on disk
+        from rosetrain.train.callbacks import HeldoutEvalCallback
+
+        for callback in trainer.callback_handler.callbacks:
+            if isinstance(callback, HeldoutEvalCallback):
+                callback.evaluate_final(trainer)
     return summary
 
 
