@@ -362,6 +362,7 @@ def test_sft_lora_trains_only_adapters_lowers_loss_and_saves_a_loadable_adapter(
         json.loads(line) for line in (Path(recipe.output_dir) / "heldout_eval.jsonl").read_text().splitlines()
     ]
     assert evals[-1]["step"] == 6 and 0 <= evals[-1]["eval_avg_pass"] <= 1
+    assert len(evals[-1]["item_ids"]) == 6 and evals[-1]["max_new_tokens"] == 12  # eval reproduces them
     assert any("eval_gap" in entry for entry in trainer.state.log_history)
 
 

@@ -75,8 +75,16 @@ class HeldoutEvalCallback(TrainerCallback):
         # eval_<name>, the trainer's own convention (eval_loss): transformers' TensorBoard,
         # W&B and trackio callbacks file these under eval/, where their users look
         metrics = {"eval_" + k: v for k, v in metrics.items()}
+        record = {
+            "step": state.global_step,
+            **metrics,
+            # what `rosetrain eval` needs to give the same figures: these items, this token limit
+            "max_new_tokens": self.max_new_tokens,
+            "item_ids": [r["item_id"] for r in self.records],
+        }
         with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"step": state.global_step, **metrics}) + "\n")
+            handle.write(json.dumps(record) + "\n")
+        logger.warning("held-out evaluation at step %d: %s", state.global_step, readable(metrics))
         if self.trainer is not None:
             # Trainer.log (not a TRL override): adds to log_history and every tracker
             # without flushing the metrics a TRL trainer is still averaging.
@@ -104,6 +112,17 @@ class HeldoutEvalCallback(TrainerCallback):
             model.train(was_training)
         results = [score_item(r, t) for r, t in zip(self.records, texts)]
         return flat_metrics(summarize(self.records, results), time.perf_counter() - started)
+
+
+def readable(metrics: Mapping[str, float]) -> str:
+    """The held-out figures in eval's terms: percentages, short names."""
+    names = {
+        "eval_avg_pass": "Avg",
+        "eval_counting_avg": "Counting",
+        "eval_action_avg": "Action",
+        "eval_gap": "Gap",
+    }
+    return "  ".join(f"{label} {100 * metrics[key]:.1f}" for key, label in names.items() if key in metrics)
 
 
 def flat_metrics(summary: Mapping[str, Any], seconds: float) -> dict[str, float]:
