@@ -99,14 +99,19 @@ def _nothing(record: Any, checked: Any) -> None:
 def _http_errors() -> tuple[type[BaseException], ...]:
     """The errors of the HTTP client huggingface_hub runs on (httpx2 in its 2.x,
     httpx before): a refused or unreachable endpoint raises one of them, not an OSError."""
-    import importlib
+    found: list[type[BaseException]] = []
+    try:
+        import httpx2
 
-    found = []
-    for name in ("httpx2", "httpx"):
-        try:
-            found.append(importlib.import_module(name).HTTPError)
-        except (ImportError, AttributeError):
-            continue
+        found.append(httpx2.HTTPError)
+    except ImportError:
+        pass
+    try:
+        import httpx
+
+        found.append(httpx.HTTPError)
+    except ImportError:
+        pass
     return tuple(found)
 
 

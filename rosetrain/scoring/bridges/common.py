@@ -1,0 +1,242 @@
+"""What the two official bridge analyses share: the scripts' mean and rounding,
+the pairing of a bridge row with its main row, the per-subset and macro
+figures, and the files each script writes (``global_click.py`` and
+``matched_count.py`` hold what differs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rosetrain.core.errors import RosetrainError
+from rosetrain.core.jsonio import spaced_line
+from rosetrain.core.protocol import T2B
+from rosetrain.data.bridges import BRIDGE_FILE_TAGS
+from rosetrain.scoring.frame import Frame
+from rosetrain.scoring.official import ROSE_SUBSETS
+from rosetrain.scoring.official_files import Expected, RunInfo, official_csv
+
+RowAt = Callable[[int], Mapping[str, Any]]  # frame position -> its per-item row
+REGION_CASE_ORDER = ("zero", "partial", "all")
+
+
+@dataclasses.dataclass
+class Bridge:
+    """One bridge's official outputs: its paper-table row (in %) and its files."""
+
+    name: str  # the files' prefix, also its key under ``bridges`` in the summary
+    paper: dict[str, Any]
+    files: dict[str, str]
+
+
+def mean(values: Iterable[Any]) -> float | None:
+    """The scripts' mean: of the values set, as floats, added in order."""
+    kept = [v for v in values if v is not None and v != ""]
+    return sum(map(float, kept)) / len(kept) if kept else None  # the same additions, in order
+
+
+def pct(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(100.0 * float(value), digits)
+
+
+def mean_of(rows: Sequence[Mapping], field: str) -> float | None:
+    return mean([r.get(field) for r in rows])
+
+
+def share(rows: Sequence[Mapping], test: Callable[[Mapping], bool]) -> float | None:
+    return mean(int(test(r)) for r in rows)
+
+
+def difference(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else float(a) - float(b)
+
+
+def clean_action(row: Mapping) -> int:
+    """A formal action with no off-grid or repeated click."""
+    return int(
+        row.get("format_valid") == 1
+        and int(row.get("invalid_coordinate_count") or 0) == 0
+        and int(row.get("duplicate_click_count") or 0) == 0
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    name: str
+    template: str
+    source: str
+    source_fields: tuple[int, ...]  # which sources name the main item, in the order tried
+    row: Callable[[Mapping, Sequence], dict]
+    pair: Callable[[dict, Mapping | None], Any]
+    figures: Callable[[Sequence[Mapping]], dict]
+    paper: Callable[[str, Mapping], dict]
+    notes: dict[str, str]
+
+
+def _macro(by_subset: Mapping[str, Mapping]) -> dict[str, Any]:
+    """Every figure as the plain mean over the subsets that define it."""
+    names = sorted({key for figures in by_subset.values() for key in figures if key != "n"})
+    out: dict[str, Any] = {
+        "n": sum(int(figures.get("n") or 0) for figures in by_subset.values()),
+        "num_subsets": len(by_subset),
+    }
+    for name in names:
+        out[name] = mean(f.get(name) for f in by_subset.values())
+    return out
+
+
+def _main_rows(frame: Frame, template: str, model: str) -> tuple[dict[str, int], dict[tuple, int]]:
+    """The model's main rows of ``template`` by item id and by (subset, scene), in
+    item id order (the main per_item_eval.jsonl's): the last row of a scene wins."""
+    models = frame.label("model")
+    ids, subsets, scenes = frame.label("item_id"), frame.label("rose_subset"), frame.label("scene_id")
+    by_id, by_scene = {}, {}
+    for i in _in_id_order(frame, np.flatnonzero(frame.rows_of("task_template", template))):
+        # a row naming no model is the run's (the main evaluator names it so)
+        if models[i] is None or str(models[i]) == model:
+            if ids[i] is not None:
+                by_id[str(ids[i])] = i
+            if scenes[i] is not None:
+                by_scene[(str(subsets[i]), str(scenes[i]))] = i
+    return by_id, by_scene
+
+
+def _in_id_order(frame: Frame, positions: np.ndarray) -> list[int]:
+    """``positions`` sorted by their rows' item ids (without a pass over every row)."""
+    rank = frame.derived("id_rank", _id_rank)
+    return positions[np.argsort(rank[positions], kind="stable")].tolist()
+
+
+def _id_rank(frame: Frame) -> np.ndarray:
+    rank = np.empty(frame.n, dtype=np.intp)
+    rank[frame.id_order()] = np.arange(frame.n)
+    return rank
+
+
+def _run_model(info: RunInfo, rows: Sequence[Mapping]) -> str:
+    """The model the scripts name: the one given, else the rows' one, else "model"."""
+    if info.model:
+        return info.model
+    named = sorted(
+        {str(r["model"]).strip() for r in rows if r.get("model") is not None and str(r["model"]).strip()}
+    )
+    return ",".join(named) or "model"
+
+
+def analyze_kind(
+    kind: Kind, expected: Expected, frame: Frame, row_at: RowAt, info: RunInfo, main_eval: str | None
+):
+    """One bridge's official outputs, or None when no row of it was scored."""
+    sources = {
+        str(item): source
+        for item, template, source in zip(expected["item_id"], expected["task_template"], expected["sources"])
+        if template == kind.template
+    }
+    ids = frame.label("item_id")
+    scored = [
+        i
+        for i in _in_id_order(frame, np.flatnonzero(frame.rows_of("task_template", kind.template)))
+        if str(ids[i]) in sources
+    ]
+    if not scored:
+        return None
+    bridge_rows = [row_at(i) for i in scored]
+    model = _run_model(info, bridge_rows)
+    rows = [kind.row(row, sources[str(row["item_id"])]) for row in bridge_rows]
+    by_id, by_scene = _main_rows(frame, kind.source, model)
+    mismatched = 0
+    for row in rows:
+        source = sources[str(row["item_id"])]
+        found = next((by_id[str(source[k])] for k in kind.source_fields if str(source[k]) in by_id), None)
+        if found is None:
+            found = by_scene.get((str(row.get("rose_subset")), str(row.get("scene_id"))))
+        mismatched += kind.pair(row, None if found is None else row_at(found)) is False
+    if mismatched:
+        raise RosetrainError(
+            f"{mismatched} {kind.template} items count another target number than the "
+            f"{kind.source} item they pair with: the bridge file of {kind.name} "
+            f"(metadata_<split>_{BRIDGE_FILE_TAGS[kind.template]}.jsonl) is not this split's; "
+            f"give the split's own bridge file, or score without bridges",
+            argument="bridges",
+        )
+    return _outputs(kind, rows, model, len(sources), info, main_eval)
+
+
+def _outputs(kind: Kind, rows: list[dict], model: str, expected: int, info: RunInfo, main_eval: str | None):
+    buckets: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        buckets[str(row.get("rose_subset"))].append(row)
+    by_subset = {subset: kind.figures(buckets[subset]) for subset in ROSE_SUBSETS if subset in buckets}
+    macro = _macro(by_subset)
+    summary: dict[str, Any] = {"task_template": kind.template}
+    if kind.template == T2B:
+        summary["source_task_template"] = kind.source
+    summary.update(
+        model=model,
+        split=info.split,
+        num_expected=expected,
+        num_predictions_loaded=len(rows),
+        num_predictions_used=len(rows),
+        num_missing=expected - len(rows),
+        num_extra=0,
+        num_duplicate_prediction_rows=0,
+        main_eval=main_eval,
+        macro_equal_subset=macro,
+        micro_pooled=kind.figures(rows),
+        by_subset=by_subset,
+    )
+    name = kind.name
+    lines = [spaced_line(row) for row in rows]  # each row encoded once, whatever files hold it
+    files = {
+        f"per_item_{name}_eval.jsonl": "".join(lines),
+        f"{name}_error_cases.jsonl": "".join(line for line, r in zip(lines, rows) if r.get("pass") != 1),
+    }
+    if kind.template == T2B:
+        files["mlcnt_correct_lclk_wrong.jsonl"] = "".join(
+            line
+            for line, r in zip(lines, rows)
+            if r.get("pass") == 1 and r.get("base_lclk_matched") == 1 and r.get("base_lclk_pass") != 1
+        )
+        cases, case_rows = _by_region_case(kind, rows, model)
+        summary["by_region_case"] = cases
+    summary["metric_notes"] = kind.notes
+    files[f"{name}_summary.json"] = _json(summary)
+    files[f"{name}_by_subset.csv"] = official_csv(
+        [{"model": model, "subset": s, **f} for s, f in by_subset.items()]
+    )
+    if kind.template == T2B:
+        files[f"{name}_by_region_case.csv"] = official_csv(case_rows)
+    paper = kind.paper(model, macro)
+    files[f"{name}_paper_table.csv"] = official_csv([paper])
+    files[f"{name}_paper_table.json"] = _json(paper)
+    # an empty table is no file, as there
+    return Bridge(
+        name, paper, {file: text for file, text in files.items() if text or file.endswith(".jsonl")}
+    )
+
+
+def _by_region_case(kind: Kind, rows: Sequence[dict], model: str) -> tuple[dict, list[dict]]:
+    """Per region case as the release spells it: the mean over the subsets (every
+    subset present, in order of first use) of each subset's figures."""
+    buckets: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        buckets[str(row.get("region_case") or "unknown")][str(row.get("rose_subset"))].append(row)
+    order = [*REGION_CASE_ORDER, *sorted(case for case in buckets if case not in REGION_CASE_ORDER)]
+    cases, table = {}, []
+    for case in order:
+        if case in buckets:
+            subsets = {subset: kind.figures(subset_rows) for subset, subset_rows in buckets[case].items()}
+            macro = _macro(subsets)
+            cases[case] = {"macro_equal_subset": macro, "by_subset": subsets}
+            table.append({"model": model, "region_case": case, **macro})
+    return cases, table
+
+
+def _json(value: Any) -> str:
+    """As the scripts write JSON: 2-space indent, non-ASCII kept, no last newline."""
+    return json.dumps(value, ensure_ascii=False, indent=2)
