@@ -328,8 +328,40 @@ def test_a_trained_model_names_its_base_data_method_and_version(tmp_path, tiny_m
         assert "SFT, LoRA r=8 alpha=16" in text
         assert f"spec `spec.yaml` (sha256 `{sha[:12]}`), seed 1, 4 scenes" in text
         assert f"| rosetrain | {rosetrain.__version__} |" in text and "| steps | 2 |" in text
-        assert "rosetrain train sft --recipe r.yaml" in text and "learning_rate: 0.001" in text
+        assert "rosetrain train sft --recipe r.yaml --set learning_rate=1e-3" in text  # every override
+        assert "learning_rate: 0.001" in text
         assert str(tmp_path) not in text.split("```yaml")[0]  # the table and command: no machine paths
+
+
+def test_a_card_gives_the_lineage_to_the_hub_model_and_its_held_out_results(tmp_path):
+    """A second stage trained from the first's run folder names the whole chain,
+    its Hub root as base_model, and the final held-out figures as model-index."""
+    from huggingface_hub import ModelCard
+
+    from rosetrain.train.card import model_card_text
+    from rosetrain.train.recipe import recipe_from_dict
+
+    first = tmp_path / "runs" / "sft"
+    (first / "checkpoint-final").mkdir(parents=True)
+    (first / "rosetrain_recipe.yaml").write_text("method: sft\nmodel: Qwen/Qwen2.5-VL-3B-Instruct\n")
+    second = tmp_path / "runs" / "grpo"
+    second.mkdir()
+    (second / "heldout_eval.jsonl").write_text(
+        json.dumps({"step": 5, "eval_avg_pass": 0.5, "eval_counting_avg": 0.8, "eval_action_avg": 0.3,
+                    "eval_gap": 0.5, "item_ids": ["a", "b"]}) + "\n"
+    )  # fmt: skip
+    recipe = recipe_from_dict(
+        {"method": "grpo", "model": str(first / "checkpoint-final"), "output_dir": str(second),
+         "max_steps": 5, "data": {"spec": "generators/curriculum.yaml"}, "lora": None,
+         "eval": {"folder": "data/heldout"}}
+    )  # fmt: skip
+    path = tmp_path / "README.md"
+    path.write_text(model_card_text(recipe, {"global_step": 5}, adapter=False))
+    card = ModelCard.load(path)
+    assert card.data.base_model == "Qwen/Qwen2.5-VL-3B-Instruct"
+    assert "`checkpoint-final` <- `Qwen/Qwen2.5-VL-3B-Instruct`" in card.text
+    results = {r.metric_name: r.metric_value for r in card.data.eval_results}
+    assert results == {"Avg. PASS": 50.0, "Counting": 80.0, "Action": 30.0, "Gap (Counting - Action)": 50.0}
 
 
 def test_a_hub_base_model_is_the_cards_base_model():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import yaml
 from rosetrain import __version__
 from rosetrain.core.io import atomic_write
 from rosetrain.train.recipe import Recipe, recipe_to_dict
+from rosetrain.train.resume import RECIPE_RECORD
 
 CARD_NAME = "README.md"
 
@@ -60,6 +62,68 @@ def data_description(recipe: Recipe) -> tuple[str, str]:
     return line + (f", max {data.max_rows} rows" if data.max_rows else ""), spec.stem
 
 
+MAX_LINEAGE = 16
+
+
+def lineage(model: str) -> list[str]:
+    """The models this one was trained from, nearest first: a local base that a
+    rosetrain run saved (``RUN/checkpoint-final``, or the run folder) names its own
+    base in the run's ``rosetrain_recipe.yaml``, back to a Hub id or an unrecorded folder."""
+    chain, seen = [model], {model}
+    while len(chain) < MAX_LINEAGE and _is_local(chain[-1]):
+        folder = Path(chain[-1]).expanduser()
+        record = next(
+            (p for p in (folder / RECIPE_RECORD, folder.parent / RECIPE_RECORD) if p.is_file()), None
+        )
+        try:
+            base = yaml.safe_load(record.read_text(encoding="utf-8")).get("model") if record else None
+        except (OSError, yaml.YAMLError, AttributeError):
+            base = None
+        if not isinstance(base, str) or base in seen:
+            break
+        chain.append(base)
+        seen.add(base)
+    return chain
+
+
+def heldout_results(output_dir: str | Path) -> dict[str, float] | None:
+    """The last held-out evaluation the run logged (``heldout_eval.jsonl``), if any."""
+    path = Path(output_dir) / "heldout_eval.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        last = json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+    return last if isinstance(last, dict) else None
+
+
+def _eval_results(recipe: Recipe, results: Mapping[str, Any] | None) -> list[Any] | None:
+    """The held-out figures in the Hub's model-index form (PASS as a fraction x 100)."""
+    if not results or not recipe.eval.folder:
+        return None
+    from huggingface_hub import EvalResult
+
+    names = {
+        "eval_avg_pass": "Avg. PASS",
+        "eval_counting_avg": "Counting",
+        "eval_action_avg": "Action",
+        "eval_gap": "Gap (Counting - Action)",
+    }
+    dataset = _shown(str(recipe.eval.folder))
+    return [
+        EvalResult(
+            task_type="image-text-to-text",
+            dataset_type=dataset,
+            dataset_name=f"{dataset} (held-out, {len(results.get('item_ids') or [])} items)",
+            metric_type=key.removeprefix("eval_"),
+            metric_name=name,
+            metric_value=round(100 * float(results[key]), 2),
+        )
+        for key, name in names.items()
+        if isinstance(results.get(key), (int, float))
+    ] or None
+
+
 def method_description(recipe: Recipe) -> str:
     method = recipe.method.upper()
     if recipe.lora is None:
@@ -75,18 +139,28 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
 
     data_line, data_name = data_description(recipe)
     tags = ["rosetrain", "trl", recipe.method, "rose"] + (["lora"] if recipe.lora is not None else [])
+    chain = lineage(recipe.model)
+    hub_base = next((m for m in chain if not _is_local(m)), None)  # the Hub takes only a repo id
+    hub_data = str(recipe.data.folder or "").removeprefix("hf://datasets/").split("@")[0]
+    results = _eval_results(recipe, heldout_results(recipe.output_dir))
     card_data = ModelCardData(
-        # the Hub takes only a repo id here; a local base is named in the text
-        base_model=None if _is_local(recipe.model) else recipe.model,
+        base_model=hub_base,
+        datasets=[hub_data] if str(recipe.data.folder or "").startswith("hf://datasets/") else None,
         library_name="peft" if adapter else "transformers",
         pipeline_tag="image-text-to-text",
         tags=tags,
+        model_name=Path(recipe.output_dir).name if results else None,
+        eval_results=results,
     )
     loss = summary.get("train_loss")
     rows = [
         (
             "base model",
             f"`{_shown(recipe.model)}`" + (" (a local folder)" if _is_local(recipe.model) else ""),
+        ),
+        (
+            "lineage",
+            " <- ".join(f"`{_shown(m)}`" for m in chain) if len(chain) > 1 else "trained from the base",
         ),
         ("method", method_description(recipe)),
         ("saved as", "a LoRA adapter" if adapter else "a full model"),
@@ -113,7 +187,7 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
         "## Command",
         "",
         "```bash",
-        f"rosetrain train {recipe.method} --recipe {source}",
+        shlex.join(["rosetrain", "train", recipe.method, "--recipe", source, *_sets(recipe.overrides)]),
         "```",
         "",
         "The recipe as it ran (`--set` overrides applied; also `rosetrain_recipe.yaml` in the "
@@ -125,6 +199,10 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
         "",
     ]
     return str(ModelCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(body)))
+
+
+def _sets(overrides: tuple[str, ...]) -> list[str]:
+    return [part for item in overrides for part in ("--set", item)]
 
 
 def claim_card(recipe: Recipe) -> None:

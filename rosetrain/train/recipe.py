@@ -297,6 +297,7 @@ class Recipe:
     )
     trl: dict[str, Any] = key(help="any other `SFTConfig` / `GRPOConfig` field", factory=dict)
     source: str = "<recipe>"  # the file it came from (set by load_recipe, not a YAML key)
+    overrides: tuple[str, ...] = ()  # the --set items it was loaded with (its card gives the command)
 
     def __post_init__(self) -> None:
         if isinstance(self.report_to, str):
@@ -371,7 +372,7 @@ def _refuse_non_finite(value: Any, name: str) -> None:
 
 
 SECTIONS = {"data": DataConfig, "lora": LoraConfig, "grpo": GrpoConfig, "eval": EvalConfig}
-NOT_KEYS = frozenset({"source"})
+NOT_KEYS = frozenset({"source", "overrides"})
 
 
 def valid_keys(cls: type = Recipe) -> list[str]:
@@ -394,7 +395,9 @@ def load_recipe(path: str | Path, overrides: Sequence[str] = (), method: str | N
                 f"{path}: method: the recipe is for {raw['method']!r}, but `rosetrain train {method}` was run"
             )
         raw["method"] = method
-    return recipe_from_dict(raw, path)
+    recipe = recipe_from_dict(raw, path)
+    recipe.overrides = tuple(overrides)
+    return recipe
 
 
 def apply_override(raw: dict, item: str, path: str | Path = "<recipe>") -> None:
@@ -459,6 +462,7 @@ def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
     """Plain data (for the run's record of what it trained with)."""
     out = dataclasses.asdict(recipe)
     out.pop("source", None)
+    out.pop("overrides", None)
     return out
 
 

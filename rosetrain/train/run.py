@@ -92,9 +92,11 @@ def save(built: Built, result: Any) -> dict[str, Any]:
     if result is not None:  # trained in this call: the final held-out figures, the model safe on disk
         from rosetrain.train.callbacks import HeldoutEvalCallback
 
-        for callback in trainer.callback_handler.callbacks:
-            if isinstance(callback, HeldoutEvalCallback):
-                callback.evaluate_final(trainer)
+        evaluators = [c for c in trainer.callback_handler.callbacks if isinstance(c, HeldoutEvalCallback)]
+        for callback in evaluators:
+            callback.evaluate_final(trainer)
+        if evaluators and trainer.is_world_process_zero():
+            write_model_cards(recipe, summary)  # again, with the final held-out figures
     return summary
 
 
