@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 LOCK   := requirements/lock.txt
 
-.PHONY: install fonts demo test test-fast lint bench clean lock check-extras
+.PHONY: install fonts demo test test-fast lint bench gpu-check clean lock check-extras
 
 fonts:
 	@if ! fc-list 2>/dev/null | grep -qi "Noto Color Emoji" || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; then \
@@ -46,6 +46,10 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+
+# the GPU path on one CUDA GPU (benchmarks/gpu_check.py; WHEELS: what the machine lacks)
+gpu-check: install
+	$(PY) benchmarks/gpu_check.py $(if $(WHEELS),--wheels $(WHEELS))
 
 bench: install
 	$(PY) benchmarks/generate.py
