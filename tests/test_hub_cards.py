@@ -45,6 +45,19 @@ def _card(folder: Path):
         return DatasetCard.load(folder / "README.md")
 
 
+def test_the_card_is_what_huggingface_hubs_datasetcard_writes(folder, tmp_path):
+    """rosetrain writes the card's text itself (DatasetCard would import hf_api in
+    every generate): DatasetCard reads it and writes it back byte for byte."""
+    from huggingface_hub import DatasetCard
+
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert str(DatasetCard(text)) == text
+    release_only = tmp_path / "release"
+    assert _generate(release_only, "test", 2, "--formats", "release") == 0
+    text = (release_only / "README.md").read_text(encoding="utf-8")
+    assert str(DatasetCard(text)) == text
+
+
 def test_the_card_header_is_what_datasets_reads_back(folder):
     import datasets
 
