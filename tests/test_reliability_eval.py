@@ -589,8 +589,8 @@ def test_compare_intervals_are_two_entries_even_where_a_figure_is_undefined(spli
             low, high = entry[key]  # what the demo's report does
             assert (low is None) == (high is None) == (entry["before"] is None)
     assert result["gap"]["ci95"] == [None, None]
-    assert "| **gap** | - | - | - | - | |" in (tmp_path / "cmp" / "report.md").read_text()
-    assert "gap" in capsys.readouterr().out
+    assert "| **Gap (Counting - Action)** | - | - | - |  |" in (tmp_path / "cmp" / "report.md").read_text()
+    assert "Gap" in capsys.readouterr().out
 
 
 def test_resuming_with_settings_that_change_answers_is_refused(split_dir, endpoint, tmp_path, capsys):
