@@ -301,7 +301,7 @@ def test_rebuild_base_never_deletes_a_file_a_user_added_to_its_base(tmp_path):
 def without_paths(stages):
     """Stage summaries less the files they name (a copied run names its own)."""
     return {
-        name: {k: v for k, v in stage.items() if k not in ("predictions_jsonl", "metadata_jsonl")}
+        name: {k: v for k, v in stage.items() if k not in ("predictions_jsonl", "metadata_jsonl", "data")}
         for name, stage in stages.items()
     }
 
