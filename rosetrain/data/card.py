@@ -375,13 +375,28 @@ def _body(facts: list[SplitFacts], parquet: bool, hub_splits: set[str]) -> str:
     lines += ["", "## Loading", "", "```python", "from datasets import load_dataset", ""]
     if parquet:
         lines.append('rows = load_dataset("OWNER/NAME")  # prompt, completion, images and gold fields')
+        lines.append('rows = load_dataset("path/to/this/folder")  # a local copy reads the same')
     else:
         lines.append('rows = load_dataset("OWNER/NAME")  # the ROSE metadata rows (images as paths)')
+        lines.append('rows = load_dataset("path/to/this/folder")  # a local copy reads the same')
     lines += [
         "```",
         "",
         "The ROSE release layout (`metadata_<split>.jsonl`, `images/<subset>/`), where present, is "
         "what the official ROSE evaluator and `rosetrain score` / `rosetrain eval` read.",
+        "",
+        "Read with care:",
+        "",
+        "- `item_seed` is a 64-bit unsigned integer, and many exceed 2^63. `datasets` reads JSON "
+        "numbers that large as `float64`, so they lose their last digits. Read "
+        "`metadata_<split>.jsonl` with Python's `json` module to get them exactly.",
+        "- `image` is a path relative to this folder. Join it to the folder before you open it, "
+        "for example `.cast_column(\"image\", Image())` after prefixing the folder, or use "
+        "`rosetrain preview` and `rosetrain eval`, which resolve it.",
+        "- A `layout: rose` folder keeps the bridge templates (G-Clk, mL-Cnt) in "
+        "`metadata_<split>_*_bridge.jsonl`, as the ROSE release does. Its Parquet split holds "
+        "every row, the bridge rows included, so it can have more rows than "
+        "`metadata_<split>.jsonl`.",
         "",
     ]
     lines += [
