@@ -391,7 +391,7 @@ def _body(facts: list[SplitFacts], parquet: bool, hub_splits: set[str]) -> str:
         "numbers that large as `float64`, so they lose their last digits. Read "
         "`metadata_<split>.jsonl` with Python's `json` module to get them exactly.",
         "- `image` is a path relative to this folder. Join it to the folder before you open it, "
-        "for example `.cast_column(\"image\", Image())` after prefixing the folder, or use "
+        'for example `.cast_column("image", Image())` after prefixing the folder, or use '
         "`rosetrain preview` and `rosetrain eval`, which resolve it.",
         "- A `layout: rose` folder keeps the bridge templates (G-Clk, mL-Cnt) in "
         "`metadata_<split>_*_bridge.jsonl`, as the ROSE release does. Its Parquet split holds "

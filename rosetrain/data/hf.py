@@ -108,10 +108,12 @@ def hf_row(record: Mapping[str, Any], image: Any) -> dict[str, Any]:
 
 def look_hues(record: Mapping[str, Any]) -> list[float] | None:
     """The hues of a scene's two looks, where its family draws them (attribute)."""
-    looks = record.get("background_spec"), record.get("target_spec")
-    if not all(isinstance(look, Mapping) and isinstance(look.get("hue"), (int, float)) for look in looks):
-        return None
-    return [float(look["hue"]) for look in looks]  # type: ignore[union-attr]
+    hues = []
+    for look in (record.get("background_spec"), record.get("target_spec")):
+        if not (isinstance(look, Mapping) and isinstance(look.get("hue"), (int, float))):
+            return None
+        hues.append(float(look["hue"]))
+    return hues
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:

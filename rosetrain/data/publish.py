@@ -144,7 +144,7 @@ def push_folder(
                 allow_patterns=upload_patterns(out_dir),
                 commit_message=f"rosetrain: splits {', '.join(splits)}",
             )
-        except (HfHubHTTPError, OSError, ValueError, *_http_errors()) as err:
+        except (HfHubHTTPError, OSError, ValueError, *_http_errors()) as err:  # type: ignore[misc]
             from huggingface_hub import constants
 
             raise RosetrainError(

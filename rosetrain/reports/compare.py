@@ -229,7 +229,9 @@ class _SceneTable:
 
         ``weights[k]`` holds, per resample, how often each scene of stratum k was drawn.
         """
-        per_subset, sums, counts = [], 0.0, 0.0
+        per_subset: list[np.ndarray] = []
+        sums: np.ndarray | float = 0.0
+        counts: np.ndarray | float = 0.0
         for stratum, w in zip(self.strata, weights):
             total, items = w @ self.sums[run][stratum], w @ self.counts[run][stratum]
             sums, counts = sums + total, counts + items
@@ -247,6 +249,10 @@ def _pass_of(template: str) -> Callable[[Mapping], float | None]:
 
 def _field(name: str) -> Callable[[Mapping], float | None]:
     return lambda row: row.get(name)
+
+
+def _field_of_subset(field: str, subset: str) -> Callable[[Mapping], float | None]:
+    return lambda row: row.get(field) if row["rose_subset"] == subset else None
 
 
 def _case_of(case: str) -> Callable[[Mapping], float | None]:
@@ -301,13 +307,7 @@ def columns_of(pairs: Sequence[tuple[Mapping, Mapping]]) -> list[Column]:
     columns += FIGURE_COLUMNS
     for subset in sorted({b["rose_subset"] for b, _ in pairs}):
         for field, label in (("pass", "PASS"), ("unified_soft", "SOFT")):
-            columns.append(
-                Column(
-                    f"{subset}:{field}",
-                    f"{subset} {label}",
-                    lambda row, s=subset, f=field: row.get(f) if row["rose_subset"] == s else None,
-                )
-            )
+            columns.append(Column(f"{subset}:{field}", f"{subset} {label}", _field_of_subset(field, subset)))
     columns += [Column(f"case:{case}", case, _case_of(case), macro=False) for case in REGION_CASES]
     return columns
 
@@ -450,8 +450,9 @@ def compare_pairs(
         for c in columns
         if not c.name.startswith("case:")
     }
-    result["by_region_case"] = region_case_breakdown(pairs)
-    for case, entry in result["by_region_case"].items():
+    cases = region_case_breakdown(pairs)
+    result["by_region_case"] = cases
+    for case, entry in cases.items():
         interval = _entry(entry["before"], entry["after"], samples[f"case:{case}"])
         entry.update({key: interval[key] for key in ("ci95", "ci95_before", "ci95_after")})
     return result
