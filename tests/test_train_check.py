@@ -371,3 +371,10 @@ def test_push_to_hub_is_checked_before_training(recipe, monkeypatch):
     monkeypatch.setattr("huggingface_hub.get_token", lambda: "hf_x")
     code, err = check(recipe, "trl.push_to_hub=true", "trl.hub_model_id=a/b/c")
     assert_one_line_error(code, err, "trl.hub_model_id: 'a/b/c' is not a Hub repo id")
+
+
+def test_a_shipped_recipe_runs_by_name_from_any_directory(tmp_path, monkeypatch, capsys):
+    """demo-sft-transfer names its base as rosetrain/assets/...: found from anywhere."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["train", "sft", "--recipe", "demo-sft-transfer", "--check"]) == 0, capsys.readouterr().err
+    assert "demo-base-palettes" in capsys.readouterr().out

@@ -114,11 +114,13 @@ def _own_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from rosetrain.core.resources import find as find_config
     from rosetrain.core.resources import shipped as shipped_config
+    from rosetrain.core.resources import shipped_path
     from rosetrain.train.recipe import load_recipe
 
     recipe_path = find_config("recipe", args.recipe)  # a path, or a shipped recipe's name
     overrides = [*args.overrides, *(["trl.disable_tqdm=true"] if args.quiet else [])]
     recipe = load_recipe(recipe_path, overrides, method=args.method)  # fails in < 1 s
+    recipe.model = shipped_path(recipe.model)  # a shipped recipe's base model, from any directory
     if recipe.data.spec is not None:  # a spec path that exists wins; else the shipped spec of that name
         shipped_spec = shipped_config("spec", recipe.data.spec)
         if shipped_spec is not None:

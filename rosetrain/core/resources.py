@@ -77,6 +77,19 @@ def _name_of(kind: Kind, ref: str) -> str:
     return path.as_posix()
 
 
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent  # the checkout, or site-packages
+
+
+def shipped_path(ref: str) -> str:
+    """A relative path inside a shipped config (``model: rosetrain/assets/demo-base``)
+    as it was written, when it exists from here; else the one that ships with
+    rosetrain, where one does: a shipped recipe runs by name from any directory."""
+    if os.path.isabs(ref) or Path(ref).expanduser().exists():
+        return ref
+    packaged = PACKAGE_PARENT / ref
+    return str(packaged) if ref.startswith("rosetrain/") and packaged.exists() else ref
+
+
 def shipped(kind: str, ref: str | Path) -> Path | None:
     """The shipped config ``ref`` names when no file exists at ``ref`` (a path
     wins), else None: for keys inside a config (a recipe's ``data.spec``) whose
