@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
 from transformers import Trainer, TrainerCallback
 
 from rosetrain.core.protocol import SHORT_NAME
@@ -104,11 +105,19 @@ class HeldoutEvalCallback(TrainerCallback):
         runner = TransformersRunner(
             "training", max_new_tokens=self.max_new_tokens, loaded=(model, self.processor)
         )
+        quiet = self.trainer is None or bool(getattr(self.trainer.args, "disable_tqdm", False))
+        # the training bar stands still meanwhile: this one says why (gone when done)
+        bar = tqdm(
+            total=len(self.records), desc="held-out evaluation", unit="item", leave=False, disable=quiet
+        )
         try:
             texts: list[str | None] = []
             for start in range(0, len(self.records), self.batch_size):
-                texts += [text for text, _ in runner.generate(self.records[start : start + self.batch_size])]
+                batch = self.records[start : start + self.batch_size]
+                texts += [text for text, _ in runner.generate(batch)]
+                bar.update(len(batch))
         finally:
+            bar.close()
             model.train(was_training)
         results = [score_item(r, t) for r, t in zip(self.records, texts)]
         return flat_metrics(summarize(self.records, results), time.perf_counter() - started)
