@@ -607,3 +607,15 @@ def test_the_final_model_and_card_are_on_disk_before_the_final_evaluation(tmp_pa
         train(recipe)
     final = Path(recipe.output_dir) / "checkpoint-final"
     assert (final / "adapter_config.json").is_file() and (Path(recipe.output_dir) / "README.md").is_file()
+
+
+@pytest.mark.slow
+def test_an_intermediate_checkpoint_carries_rosetrains_card(tmp_path, env):
+    from huggingface_hub import ModelCard
+
+    from rosetrain.train import train
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=2, save_steps=1, eval={}))
+    train(recipe)
+    card = ModelCard.load(Path(recipe.output_dir) / "checkpoint-1" / "README.md")
+    assert "rosetrain" in card.data.tags and "| steps | 1 |" in card.text

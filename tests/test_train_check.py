@@ -376,5 +376,7 @@ def test_push_to_hub_is_checked_before_training(recipe, monkeypatch):
 def test_a_shipped_recipe_runs_by_name_from_any_directory(tmp_path, monkeypatch, capsys):
     """demo-sft-transfer names its base as rosetrain/assets/...: found from anywhere."""
     monkeypatch.chdir(tmp_path)
-    assert cli_main(["train", "sft", "--recipe", "demo-sft-transfer", "--check"]) == 0, capsys.readouterr().err
+    assert cli_main(["train", "sft", "--recipe", "demo-sft-transfer", "--check"]) == 0, (
+        capsys.readouterr().err
+    )
     assert "demo-base-palettes" in capsys.readouterr().out

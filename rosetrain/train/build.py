@@ -166,10 +166,10 @@ def model_reference(recipe: Recipe) -> str:
 
 
 def callbacks_for(checked: Checked, processor: Any) -> list[Any]:
-    from rosetrain.train.callbacks import AdapterBaseCallback, HeldoutEvalCallback
+    from rosetrain.train.callbacks import AdapterBaseCallback, CheckpointCardCallback, HeldoutEvalCallback
 
     recipe = checked.recipe
-    callbacks: list[Any] = [AdapterBaseCallback(model_reference(recipe))]
+    callbacks: list[Any] = [AdapterBaseCallback(model_reference(recipe)), CheckpointCardCallback(recipe)]
     if checked.heldout:
         callbacks.append(
             HeldoutEvalCallback(

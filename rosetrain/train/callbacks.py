@@ -170,6 +170,27 @@ class AdapterBaseCallback(TrainerCallback):
             set_adapter_base(checkpoint, self.base)
 
 
+class CheckpointCardCallback(TrainerCallback):
+    """Each saved checkpoint carries rosetrain's model card (base, data, method,
+    the command, its step) in place of the boilerplate peft writes there."""
+
+    def __init__(self, recipe: Any):
+        self.recipe = recipe
+
+    def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        from rosetrain.core.io import atomic_write
+        from rosetrain.models.loading import ADAPTER_CONFIG
+        from rosetrain.train.card import CARD_NAME, model_card_text
+
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if checkpoint.is_dir():
+            adapter = (checkpoint / ADAPTER_CONFIG).is_file()
+            text = model_card_text(self.recipe, {"global_step": state.global_step}, adapter)
+            atomic_write(checkpoint / CARD_NAME, text)
+
+
 def set_adapter_base(folder: Path, base: str) -> None:
     from rosetrain.core.io import atomic_write
     from rosetrain.models.loading import ADAPTER_CONFIG
