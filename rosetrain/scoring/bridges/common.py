@@ -74,7 +74,7 @@ class Kind:
     row: Callable[[Mapping, Sequence], dict]
     pair: Callable[[dict, Mapping | None], Any]
     figures: Callable[[Sequence[Mapping]], dict]
-    paper: Callable[[str, Mapping], dict]
+    paper: tuple[tuple[str, str], ...]  # the paper table's columns: (label, macro figure)
     notes: dict[str, str]
 
 
@@ -211,7 +211,7 @@ def _outputs(kind: Kind, rows: list[dict], model: str, expected: int, info: RunI
     )
     if kind.template == T2B:
         files[f"{name}_by_region_case.csv"] = official_csv(case_rows)
-    paper = kind.paper(model, macro)
+    paper = {"Model": model, **{label: pct(macro.get(key)) for label, key in kind.paper}}
     files[f"{name}_paper_table.csv"] = official_csv([paper])
     files[f"{name}_paper_table.json"] = _json(paper)
     # an empty table is no file, as there

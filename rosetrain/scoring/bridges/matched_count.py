@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rosetrain.core.protocol import T2B, T3
-from rosetrain.scoring.bridges.common import Kind, clean_action, difference, mean_of, pct, share
+from rosetrain.scoring.bridges.common import Kind, clean_action, difference, mean_of, share
 from rosetrain.scoring.fields import OFFICIAL_FIELDS
 
 
@@ -111,24 +111,21 @@ def _figures(rows: Sequence[Mapping]) -> dict[str, Any]:
     return out
 
 
-def _paper(model: str, macro: Mapping) -> dict[str, Any]:
-    return {
-        "Model": model,
-        "mL-Cnt": pct(macro.get("mlcnt_pass_rate")),
-        "L-Clk": pct(macro.get("lclk_pass_rate")),
-        "L-Clk | mL-Cnt correct": pct(macro.get("lclk_pass_given_mlcnt_correct")),
-        "Card-Exact": pct(macro.get("lclk_cardinality_exact_rate")),
-        "Card-Exact | mL-Cnt correct": pct(macro.get("lclk_cardinality_exact_given_mlcnt_correct")),
-        "Loc-Exact | Card-Exact": pct(macro.get("lclk_location_exact_given_cardinality")),
-        "Loc-Exact | Card & mL-Cnt": pct(
-            macro.get("lclk_location_exact_given_cardinality_and_mlcnt_correct")
-        ),
-        "C-F1": pct(macro.get("lclk_click_f1_strict")),
-        "mL-Cnt VALID": pct(macro.get("mlcnt_valid_rate")),
-        "L-Clk VALID": pct(macro.get("lclk_valid_rate")),
-        "mL-Cnt to L-Clk drop": pct(macro.get("mlcnt_to_lclk_drop")),
-        "Transfer failure": pct(macro.get("transfer_failure_given_mlcnt_correct")),
-    }
+# its paper-table row: each column's label and the macro figure it shows (in %)
+PAPER = (
+    ("mL-Cnt", "mlcnt_pass_rate"),
+    ("L-Clk", "lclk_pass_rate"),
+    ("L-Clk | mL-Cnt correct", "lclk_pass_given_mlcnt_correct"),
+    ("Card-Exact", "lclk_cardinality_exact_rate"),
+    ("Card-Exact | mL-Cnt correct", "lclk_cardinality_exact_given_mlcnt_correct"),
+    ("Loc-Exact | Card-Exact", "lclk_location_exact_given_cardinality"),
+    ("Loc-Exact | Card & mL-Cnt", "lclk_location_exact_given_cardinality_and_mlcnt_correct"),
+    ("C-F1", "lclk_click_f1_strict"),
+    ("mL-Cnt VALID", "mlcnt_valid_rate"),
+    ("L-Clk VALID", "lclk_valid_rate"),
+    ("mL-Cnt to L-Clk drop", "mlcnt_to_lclk_drop"),
+    ("Transfer failure", "transfer_failure_given_mlcnt_correct"),
+)
 
 
 KIND = Kind(
@@ -139,7 +136,7 @@ KIND = Kind(
     _row,
     _pair,
     _figures,
-    _paper,
+    PAPER,
     {
         "mL-Cnt": "T2B PASS: the count of the very region and targets of the paired T3 item.",
         "L-Clk|mL-Cnt correct": "The paired T3 item's PASS over the pairs whose matched count passed.",
