@@ -619,3 +619,22 @@ def test_an_intermediate_checkpoint_carries_rosetrains_card(tmp_path, env):
     train(recipe)
     card = ModelCard.load(Path(recipe.output_dir) / "checkpoint-1" / "README.md")
     assert "rosetrain" in card.data.tags and "| steps | 1 |" in card.text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lora", ["lora=null", "lora.r=4"])
+def test_the_run_folder_loads_as_its_final_model_with_transformers(tmp_path, env, lora):
+    """As TRL's output_dir: from_pretrained(run folder) gives the final model and its
+    processor (a LoRA run: the adapter on the base its config names)."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from rosetrain.train import train
+
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=2, eval={}), [lora])
+    final = Path(train(recipe)["final"])
+    run = Path(recipe.output_dir)
+    model = AutoModelForImageTextToText.from_pretrained(run)
+    AutoProcessor.from_pretrained(run)
+    saved = AutoModelForImageTextToText.from_pretrained(final)
+    assert model.state_dict().keys() == saved.state_dict().keys()
+    assert all(p.is_symlink() for p in run.iterdir() if (final / p.name).is_file() and p.name != "README.md")

@@ -76,6 +76,7 @@ def save(built: Built, result: Any) -> dict[str, Any]:
 
         processor.save_pretrained(str(final))
         set_adapter_base(final, model_reference(recipe))
+        link_final_model(Path(recipe.output_dir), final)
     summary = {
         "final": str(final),
         "global_step": trainer.state.global_step,
@@ -98,6 +99,26 @@ def save(built: Built, result: Any) -> dict[str, Any]:
         if evaluators and trainer.is_world_process_zero():
             write_model_cards(recipe, summary)  # again, with the final held-out figures
     return summary
+
+
+def link_final_model(output_dir: Path, final: Path) -> None:
+    """``output_dir`` loads as its final model, as TRL's output folder does
+    (``from_pretrained(output_dir)``): a relative link to each file of
+    ``checkpoint-final``, not a second copy of the weights. The folder's own
+    card (README.md) describes that model."""
+    from rosetrain.core.io import claim_outputs
+    from rosetrain.train.card import CARD_NAME
+
+    for path in sorted(final.iterdir()):
+        if path.name == CARD_NAME or not path.is_file():
+            continue
+        link = output_dir / path.name
+        claim_outputs(link)  # a file of the user's there is refused, never replaced
+        if link.is_symlink():
+            link.unlink()  # the previous run's link
+        elif link.exists():
+            continue
+        link.symlink_to(Path(FINAL_DIR) / path.name)
 
 
 def finished_summary(recipe: Recipe, step: int) -> dict[str, Any] | None:
