@@ -162,7 +162,7 @@ def test_resampling_moves_whole_scenes_and_reproduces_the_summary(golds):
     table = _SceneTable(pairs, columns)
     templates = list(MAIN_TEMPLATES)
     assert table.counts["before"].shape[0] == 90 and (table.counts["before"][:, :5] == 1).all()
-    values = observed(pairs, columns)
+    values = observed(table)
     summary = summarize(golds, rows)
     assert [values[t]["before"] for t in templates] == pytest.approx(
         [summary["templates"][t]["pass"] for t in templates]

@@ -221,6 +221,7 @@ class _SceneTable:
                         self.counts[run][scene, k] += 1
         subsets = np.array(scene_subset)
         self.strata = [np.flatnonzero(subsets == s) for s in sorted(set(scene_subset))]
+        self.columns = list(columns)
         self.macro = np.array([column.macro for column in columns])
 
     def rates(self, weights: Sequence[np.ndarray], run: str) -> np.ndarray:
@@ -300,8 +301,8 @@ def _headline_arrays(rates: np.ndarray, templates: Sequence[str]) -> dict[str, n
 
 def columns_of(pairs: Sequence[tuple[Mapping, Mapping]]) -> list[Column]:
     """Every figure compared: each template's PASS, the official files' other
-    figures, PASS and SOFT of each subset (Table 1), and the local action
-    templates' PASS by region case (plain means, as the breakdown reports them)."""
+    figures, PASS and SOFT of each subset (Table 1), and the local tasks' PASS
+    by region case (plain means, as the breakdown reports them)."""
     templates = template_order(b["task_template"] for b, _ in pairs)
     columns = [Column(t, SHORT_NAME.get(t, t), _pass_of(t)) for t in templates]
     columns += FIGURE_COLUMNS
@@ -313,13 +314,11 @@ def columns_of(pairs: Sequence[tuple[Mapping, Mapping]]) -> list[Column]:
 
 
 def bootstrap(
-    pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000, seed: int = 0
+    table: _SceneTable, templates: Sequence[str], resamples: int = 2000, seed: int = 0
 ) -> dict[str, dict[str, np.ndarray]]:
     """Resampled values: name -> {"before", "after"} arrays of shape (resamples,),
-    for every column of :func:`columns_of` and the headline figures."""
-    columns = columns_of(pairs)
-    templates = [c.name for c in columns if c.name in MAIN_TEMPLATES or c.name in SHORT_NAME]
-    table = _SceneTable(pairs, columns)
+    for every column of ``table`` and the headline figures (``templates``: the
+    names of its leading columns, each template's PASS)."""
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, list]] = defaultdict(lambda: {"before": [], "after": []})
     for start in range(0, resamples, CHUNK):
@@ -330,21 +329,20 @@ def bootstrap(
         ]
         for run in ("before", "after"):
             rates = table.rates(weights, run)
-            for k, column in enumerate(columns):
+            for k, column in enumerate(table.columns):
                 out[column.name][run].append(rates[:, k])
             for name, values in _headline_arrays(rates[:, : len(templates)], templates).items():
                 out[name][run].append(values)
     return {name: {run: np.concatenate(chunks) for run, chunks in runs.items()} for name, runs in out.items()}
 
 
-def observed(pairs: Sequence[tuple[Mapping, Mapping]], columns: Sequence[Column]) -> dict[str, dict]:
+def observed(table: _SceneTable) -> dict[str, dict]:
     """Each column's value in each run, on the pairs as they are (every scene once)."""
-    table = _SceneTable(pairs, columns)
     weights = [np.ones((1, len(s))) for s in table.strata]
     found = {run: table.rates(weights, run)[0] for run in ("before", "after")}
     return {
         c.name: {run: (None if np.isnan(found[run][k]) else float(found[run][k])) for run in found}
-        for k, c in enumerate(columns)
+        for k, c in enumerate(table.columns)
     }
 
 
@@ -418,7 +416,9 @@ def compare_pairs(
         raise RosetrainError("nothing to compare: the runs hold no items")
     before = figures([b for b, _ in pairs])
     after = figures([a for _, a in pairs])
-    samples = bootstrap(pairs, resamples, seed)
+    # one table of every figure's per-scene sums: resampled, and read as it is
+    table = _SceneTable(pairs, columns_of(pairs))
+    samples = bootstrap(table, list(before["templates"]), resamples, seed)
     templates = {}
     for template, value in before["templates"].items():
         subset = [(b, a) for b, a in pairs if b["task_template"] == template]
@@ -440,8 +440,8 @@ def compare_pairs(
     }
     for key in HEADLINE_KEYS:
         result[key] = _entry(before[key], after[key], samples[key])
-    columns = [c for c in columns_of(pairs) if c.name not in templates]
-    values = observed(pairs, columns)
+    columns = [c for c in table.columns if c.name not in templates]
+    values = observed(table)
     result["figures"] = {
         c.name: {
             "label": c.label,
