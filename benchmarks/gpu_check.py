@@ -172,7 +172,6 @@ def full_size_steps(out: Path, tiny: Path, gpu: bool, steps: int) -> str:
         model.enable_input_require_grads()
     model = get_peft_model(model, peft_config(recipe))
     side = int((recipe.max_pixels or 1003520) ** 0.5) // 28 * 28 if gpu else 112
-    processor.image_processor.max_pixels = side * side
     processor.image_processor.size = {"shortest_edge": 28 * 28, "longest_edge": side * side}
     batch = recipe.per_device_train_batch_size or 4
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "How many cells differ?"}]},

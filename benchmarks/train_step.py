@@ -70,7 +70,7 @@ def build_trainer(args: argparse.Namespace, out: Path):
         sets.append(f"dataloader_num_workers={args.workers}")
     if args.device == "cpu":
         sets.append("cpu_threads=1")
-    recipe = load_recipe(args.recipe, sets, method="sft")
+    recipe = load_recipe(args.recipe, [*sets, *args.set], method="sft")
     return build(check(recipe))
 
 
@@ -112,6 +112,8 @@ def interleaved(args: argparse.Namespace) -> dict:
     trainer = built.trainer
     model = trainer.model
     model.train()
+    if args.compile:  # what `trl.torch_compile=true` does to the trainer's model (through accelerate)
+        model = torch.compile(model)
     trainer.create_optimizer_and_scheduler(num_training_steps=100000)
     clock = Clock(args.device == "cuda")
     batches = iter(trainer.get_train_dataloader())
@@ -204,7 +206,7 @@ def cores_run(args: argparse.Namespace, procs: int, out: Path) -> dict:
     command = ["-m", "rosetrain", "train", "sft", "--recipe", str(args.recipe)]
     for key, value in sets.items():
         command += ["--set", f"{key}={value}"]
-    for item in args.set if procs > 1 else []:
+    for item in args.set:
         command += ["--set", item]
     if procs == 1:
         command = [sys.executable, *command]
@@ -241,8 +243,9 @@ def main() -> None:
         "--cores", type=int, nargs="*", default=[], help="also steps/s on these process counts"
     )
     parser.add_argument("--run-steps", type=int, default=150)
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model of the interleaved steps")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe key of the N-process runs"
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe key of every trainer built (e.g. trl.ddp_bucket_cap_mb=100)"
     )
     args = parser.parse_args()
     import torch
@@ -258,7 +261,7 @@ def main() -> None:
     steps = interleaved(args)
     print(
         f"train step, {args.recipe.name}, batch {args.batch}, {steps['device']}, "
-        f"{steps['workers']} DataLoader worker(s), torch threads {steps['torch_threads']}, load {load:.2f}"
+        f"{steps['workers']} DataLoader worker(s), {'compiled, ' if args.compile else ''}torch threads {steps['torch_threads']}, load {load:.2f}"
     )
     print(
         "  data side alone, ms a batch: "
