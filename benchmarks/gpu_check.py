@@ -9,7 +9,8 @@ One line per check, ``PASS|FAIL|SKIP name: what it measured (seconds)``:
    are installed from the wheels in ``--wheels`` (a GPU machine here has torch,
    transformers and peft but no TRL or datasets, and no network).
 2. **tiny model**: a tiny Qwen2.5-VL (``rosetrain tiny-model --family qwen2.5-vl``).
-3. **data**: a training split and a held-out split (``rosetrain generate``).
+3. **data**: a training split and a held-out split (``rosetrain generate``, the
+   demo's specs, which need no system fonts).
 4. **sft**: ``recipes/sft-lora-qwen2.5-vl-3b.yaml`` as shipped (bf16, gradient
    checkpointing, LoRA on Qwen2.5-VL's attention) on the tiny model, a few steps.
 5. **grpo**: ``recipes/grpo-lora-qwen2.5-vl-3b.yaml`` from the SFT run, a few steps.
@@ -38,6 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The demo's specs draw attribute cells only: the check needs no system fonts (the
+# `curriculum` spec's emoji families need Noto Color Emoji, which a GPU image may lack)
+DEMO_SPECS = ROOT / "rosetrain" / "assets" / "demo" / "generators"
 NEEDED = ("trl", "datasets", "peft", "accelerate", "msgspec", "orjson", "PIL")
 WHEEL_NAMES = {"PIL": "pillow"}
 
@@ -61,8 +65,8 @@ QWEN25_VL_3B_VISION = dict(
     fullatt_block_indexes=[7, 15, 23, 31],
 )
 # --dry-run: the same architecture, shrunk to run on a CPU in seconds
-TOY_TEXT = dict(QWEN25_VL_3B_TEXT, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, vocab_size=4096)  # fmt: skip
+TOY_TEXT = dict(QWEN25_VL_3B_TEXT, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+                num_attention_heads=2, num_key_value_heads=2, vocab_size=4096)  # fmt: skip
 TOY_VISION = dict(QWEN25_VL_3B_VISION, depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
                   out_hidden_size=64, fullatt_block_indexes=[1])  # fmt: skip
 
@@ -160,6 +164,12 @@ def full_size_steps(out: Path, tiny: Path, gpu: bool, steps: int) -> str:
     config = AutoModelForImageTextToText.from_pretrained(tiny).config
     for key, value in (QWEN25_VL_3B_TEXT if gpu else TOY_TEXT).items():
         setattr(config.text_config, key, value)
+    text = config.text_config
+    if getattr(text, "layer_types", None):  # one entry a layer, sized at init
+        text.layer_types = text.layer_types[:1] * text.num_hidden_layers
+    # M-RoPE splits half a head's dimensions over (time, height, width): 3B's [16, 24, 24]
+    half = text.hidden_size // text.num_attention_heads // 2
+    text.rope_parameters = {**text.rope_parameters, "mrope_section": [half // 4, 3 * half // 8, half - half // 4 - 3 * half // 8]}
     for key, value in (QWEN25_VL_3B_VISION if gpu else TOY_VISION).items():
         setattr(config.vision_config, key, value)
     dtype = torch.bfloat16 if gpu else torch.float32
@@ -235,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 cli(
                     "generate",
                     "--spec",
-                    "curriculum",
+                    str(DEMO_SPECS / "train.yaml"),
                     "--out",
                     str(data),
                     "--split",
@@ -249,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 or cli(
                     "generate",
                     "--spec",
-                    "heldout",
+                    str(DEMO_SPECS / "heldout.yaml"),
                     "--out",
                     str(heldout),
                     "--split",
