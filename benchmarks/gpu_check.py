@@ -169,7 +169,10 @@ def full_size_steps(out: Path, tiny: Path, gpu: bool, steps: int) -> str:
         text.layer_types = text.layer_types[:1] * text.num_hidden_layers
     # M-RoPE splits half a head's dimensions over (time, height, width): 3B's [16, 24, 24]
     half = text.hidden_size // text.num_attention_heads // 2
-    text.rope_parameters = {**text.rope_parameters, "mrope_section": [half // 4, 3 * half // 8, half - half // 4 - 3 * half // 8]}
+    text.rope_parameters = {
+        **text.rope_parameters,
+        "mrope_section": [half // 4, 3 * half // 8, half - half // 4 - 3 * half // 8],
+    }
     for key, value in (QWEN25_VL_3B_VISION if gpu else TOY_VISION).items():
         setattr(config.vision_config, key, value)
     dtype = torch.bfloat16 if gpu else torch.float32

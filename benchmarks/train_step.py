@@ -243,9 +243,15 @@ def main() -> None:
         "--cores", type=int, nargs="*", default=[], help="also steps/s on these process counts"
     )
     parser.add_argument("--run-steps", type=int, default=150)
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model of the interleaved steps")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe key of every trainer built (e.g. trl.ddp_bucket_cap_mb=100)"
+        "--compile", action="store_true", help="torch.compile the model of the interleaved steps"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a recipe key of every trainer built (e.g. trl.ddp_bucket_cap_mb=100)",
     )
     args = parser.parse_args()
     import torch

@@ -184,3 +184,21 @@ def test_unknown_size_or_family_is_a_user_error(tmp_path):
         build_tiny_model(tmp_path / "m", size="huge")
     with pytest.raises(RosetrainError, match="family"):
         build_tiny_model(tmp_path / "m", family="llava")
+
+
+def test_loading_silences_only_the_libraries_notices_about_each_other(tiny_dir):
+    """peft and TRL call transformers APIs that 5.23 renamed (GRPO toggles gradient
+    checkpointing around generation): the user can act on none of those notices."""
+    import warnings
+
+    from rosetrain.models.loading import load_model_and_processor
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model, _ = load_model_and_processor(str(tiny_dir), device="cpu")
+        model.gradient_checkpointing_enable()
+        model.gradient_checkpointing_disable()
+        warnings.warn("a notice of rosetrain's own", FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in caught if issubclass(w.category, FutureWarning)] == [
+        "a notice of rosetrain's own"
+    ]

@@ -126,7 +126,7 @@ def load_model_and_processor(
     its base unless ``merge_lora=False`` (then a ``PeftModel`` comes back)."""
     kind, path = resolve_model_source(name_or_path)
     device, dtype = default_device_and_dtype(device, dtype)
-    quiet_library_progress()
+    quiet_libraries()
     if path is not None and (path / ADAPTER_CONFIG).exists():
         return _load_adapter(path, device, dtype, trust_remote_code, merge_lora)
     if kind == "hub" and not hub_reachable():
@@ -137,13 +137,25 @@ def load_model_and_processor(
     return model, _load_processor(name, kind, trust_remote_code)
 
 
-def quiet_library_progress() -> None:
-    """transformers' own bars ("Loading weights", "Writing model shards") are off
-    for the rest of the process: rosetrain's commands show their own progress, and
-    the library's left ``\x1b[A`` escapes in every log file."""
+def quiet_libraries() -> None:
+    """For the rest of the process: transformers' own bars ("Loading weights",
+    "Writing model shards") are off, since rosetrain's commands show their own
+    progress and the library's left ``\x1b[A`` escapes in every log file; and the
+    notices one library raises about another's use of a renamed API are ignored
+    (peft 0.21 reads ``is_gradient_checkpointing``, TRL's GRPO calls
+    ``gradient_checkpointing_enable/disable`` around generation, all renamed in
+    transformers 5.23): the user can act on none of them."""
+    import warnings
+
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()
+    for renamed in (
+        "is_gradient_checkpointing",
+        "gradient_checkpointing_enable",
+        "gradient_checkpointing_disable",
+    ):
+        warnings.filterwarnings("ignore", message=f"`{renamed}` is deprecated", category=FutureWarning)
 
 
 def _hub_offline() -> None:

@@ -469,12 +469,8 @@ def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
 def peft_config(recipe: Recipe):
     if recipe.lora is None:
         return None
-    import warnings
-
     from peft import LoraConfig
 
-    # peft 0.21 still reads the attribute transformers 5 renamed, once per wrap: noise
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
     return LoraConfig(
         r=recipe.lora.r,
         lora_alpha=recipe.lora.alpha,
