@@ -58,6 +58,7 @@ def run_generate(spec: str, out: Path, scenes: int, num_proc: int) -> tuple[dict
         "--num-proc",
         str(num_proc),
         "--quiet",
+        "--json",
     ]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     cpu, wall = children_cpu(), time.perf_counter()

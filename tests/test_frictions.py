@@ -28,7 +28,12 @@ def test_a_large_split_is_announced_with_its_disk_size_before_anything_is_writte
     monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage)
     said_before_writing = []
     monkeypatch.setattr(
-        generate, "run_job", lambda job, **kw: said_before_writing.append(capsys.readouterr().err) or {}
+        generate,
+        "run_job",
+        lambda job, **kw: (
+            said_before_writing.append(capsys.readouterr().err)
+            or {"split": job.split, "scenes": 0, "rows": 0, "out": str(job.out_dir)}
+        ),
     )
     out = tmp_path / "big"
     assert cli("generate", "--spec", "smoke", "--out", str(out), "--scenes", "100000", "--quiet") == 0
@@ -40,7 +45,11 @@ def test_a_small_split_starts_without_sampling(tmp_path, monkeypatch):
     from rosetrain.data import disk, generate
 
     monkeypatch.setattr(disk, "estimate_bytes", lambda *a: pytest.fail("a small split was sampled"))
-    monkeypatch.setattr(generate, "run_job", lambda job, **kw: {})
+    monkeypatch.setattr(
+        generate,
+        "run_job",
+        lambda job, **kw: {"split": job.split, "scenes": 0, "rows": 0, "out": str(job.out_dir)},
+    )
     assert cli("generate", "--spec", "smoke", "--out", str(tmp_path / "d"), "--scenes", "50", "--quiet") == 0
 
 

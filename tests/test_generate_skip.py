@@ -15,7 +15,7 @@ from rosetrain.cli import main
 
 
 def command(spec: Path, out: Path, scenes: int, *extra: str, num_proc: int = 1) -> list[str]:
-    base = ["generate", "--spec", str(spec), "--out", str(out), "--split", "train", "--quiet"]
+    base = ["generate", "--spec", str(spec), "--out", str(out), "--split", "train", "--quiet", "--json"]
     return base + ["--scenes", str(scenes), "--shard-size", "4", "--num-proc", str(num_proc), *extra]
 
 

@@ -4,6 +4,7 @@ scorer's rewards, held-out evaluation, resume, and errors before training."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -638,3 +639,18 @@ def test_the_run_folder_loads_as_its_final_model_with_transformers(tmp_path, env
     saved = AutoModelForImageTextToText.from_pretrained(final)
     assert model.state_dict().keys() == saved.state_dict().keys()
     assert all(p.is_symlink() for p in run.iterdir() if (final / p.name).is_file() and p.name != "README.md")
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_training_logs_are_readable_lines_and_end_with_one_summary(tmp_path, env, capsys, quiet):
+    """transformers prints each log as a dict of string fractions; rosetrain prints
+    `step N/M  loss ...` lines, with the bar or without (--quiet), and one summary."""
+    recipe = write_recipe(tmp_path / "r.yaml", env, max_steps=2, eval={}, lora=None)
+    assert cli_main(["train", "sft", "--recipe", str(recipe), *(["--quiet"] if quiet else [])]) == 0
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "{'" not in text  # no dict of a log anywhere
+    lines = [line for line in text.replace("\r", "\n").splitlines() if line.startswith("step ")]
+    assert [line.split("  ")[0] for line in lines] == ["step 1/2", "step 2/2"]
+    assert all("  loss " in line and "  lr " in line for line in lines)
+    assert re.search(r"^trained 2 steps in \d+ s, mean loss \d\.\d{4}; final model: ", captured.out, re.M)

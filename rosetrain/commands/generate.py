@@ -92,6 +92,11 @@ def add_arguments(parser) -> None:
         "--hub-revision", default=None, metavar="BRANCH", help="with --push-to-hub: push to this branch"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="end with the summary as one JSON object (for scripts), not a sentence",
+    )
 
 
 class _RefusePandas:
@@ -171,5 +176,20 @@ def run(args) -> int:
         summary["pushed"] = push_folder(
             job.out_dir, args.push_to_hub, private=args.private, revision=args.hub_revision
         )
-    print(json.dumps(summary))
+    print(json.dumps(summary) if args.json else summary_line(summary))
     return 0
+
+
+def summary_line(summary: dict) -> str:
+    """What was written, in the sentence style every command ends with."""
+    part = f"shard {summary['shard']} of " if "shard" in summary else ""
+    line = f"generated {part}split {summary['split']}: {summary['scenes']:,} scenes, {summary['rows']:,} rows in {summary['out']}"
+    if summary.get("skipped_scenes"):
+        line += f" ({summary['skipped_scenes']:,} scenes skipped)"
+    if summary.get("merged"):
+        line += f", merged from {summary['merged']} shard folders"
+    if summary.get("card"):
+        line += f"; card {summary['card']}"
+    if summary.get("pushed"):
+        line += f"; pushed to {summary['pushed']}"
+    return line

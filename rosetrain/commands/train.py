@@ -144,11 +144,16 @@ def run(args: argparse.Namespace) -> int:
 
     summary = train(recipe, checked)
     if summary["is_main_process"]:
-        loss = summary.get("train_loss")
+        loss, seconds = summary.get("train_loss"), summary.get("train_runtime")
         print(
             f"trained {summary['global_step']} steps"
+            + (f" in {duration(seconds)}" if isinstance(seconds, (int, float)) else "")
             + (f", mean loss {loss:.4f}" if isinstance(loss, float) else "")
             + f"; final model: {summary['final']}"
             + (f"; merged: {summary['merged']}" if "merged" in summary else "")
         )
     return 0
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min"

@@ -17,6 +17,7 @@ from typing import Any
 from rosetrain.train.check import Checked
 from rosetrain.train.data import train_dataset
 from rosetrain.train.distributed import bf16_supported, has_gpu
+from rosetrain.train.log_lines import use_log_lines
 from rosetrain.train.recipe import Recipe, RecipeError, method_module, peft_config
 
 logger = logging.getLogger("rosetrain.train")
@@ -66,6 +67,7 @@ def build(checked: Checked) -> Built:
         **parts.kwargs,
     )
     attach(trainer, callbacks + needs_trainer)
+    use_log_lines(trainer)
     if recipe.vision_lr_scale != 1.0:
         scale_vision_lr(trainer, recipe.vision_lr_scale)
     return Built(checked=checked, trainer=trainer, processor=processor)
