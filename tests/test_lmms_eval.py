@@ -16,6 +16,7 @@ import pytest
 from rosetrain.cli import main as cli_main
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import read_jsonl
+from rosetrain.core.protocol import SHORT_NAME
 from rosetrain.integrations.lmms_eval import export_task, predictions_from_samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +34,15 @@ exceptions: [1, 2]
 cell_size: [28, 28]
 image_multiple: 28
 """
-FIGURES = ("avg_pass", "counting_avg", "action_avg", "gap", "valid", "soft")
+# the task's metric names (the paper's) -> the key of rosetrain's evaluation_summary.json
+FIGURES = {
+    "Avg": "avg_pass",
+    "Counting": "counting_avg",
+    "Action": "action_avg",
+    "Gap": "gap",
+    "VALID": "valid",
+    "SOFT": "soft",
+}
 NO_LMMS_EVAL = "lmms-eval is not installed (pip install 'rosetrain[lmms-eval]'; make install does)"
 
 
@@ -66,10 +75,10 @@ def rosetrain_score(split_dir: Path, predictions: list[dict], tmp_path: Path) ->
 
 
 def rosetrain_figure(summary: dict, name: str):
-    if name.startswith("pass_"):
-        [template] = [t for t in summary["templates"] if t.split("_", 1)[0] == name[len("pass_") :]]
-        return summary["templates"][template]["pass"]
-    return summary[name]
+    if name in FIGURES:
+        return summary[FIGURES[name]]
+    [template] = [t for t in summary["templates"] if SHORT_NAME[t] == name]
+    return summary["templates"][template]["pass"]
 
 
 def test_task_functions_give_rosetrain_scores_figures(split_dir, tmp_path):
@@ -78,16 +87,16 @@ def test_task_functions_give_rosetrain_scores_figures(split_dir, tmp_path):
     assert yaml_path == task_dir / "rosetrain_test.yaml"
     utils = load_utils(task_dir)
     docs = read_jsonl(task_dir / "docs_test.jsonl")
-    assert len(docs) == 7 and all(Path(d["image"]).is_file() for d in docs)
+    assert len(docs) == 7 and all((split_dir / d["image"]).is_file() for d in docs)
     # right answers on every other item, a wrong count or nothing on the rest
     answers = [d["answer"] if i % 2 == 0 else ["COUNT(99)", ""][i % 4 == 1] for i, d in enumerate(docs)]
     scored = [utils.process_results(doc, [answer]) for doc, answer in zip(docs, answers, strict=True)]
     metrics = list(scored[0])
-    assert {*FIGURES, "pass_T1", "pass_T3", "pass_T1B"} <= set(metrics)
+    assert {*FIGURES, "G-Cnt", "L-Clk", "G-Clk"} <= set(metrics)
 
     predictions = [{"item_id": d["item_id"], "raw_text": a} for d, a in zip(docs, answers, strict=True)]
     summary, per_item = rosetrain_score(split_dir, predictions, tmp_path)
-    for row in (s["avg_pass"] for s in scored):
+    for row in (s["Avg"] for s in scored):
         same = per_item[row["item_id"]]
         assert (row["pass"], row["unified_soft"], row["format_valid"]) == (
             same["pass"],
@@ -95,7 +104,7 @@ def test_task_functions_give_rosetrain_scores_figures(split_dir, tmp_path):
             same["format_valid"],
         )
     for name in metrics:
-        figure = getattr(utils, f"aggregate_{name}")([s[name] for s in scored])
+        figure = getattr(utils, "aggregate_" + name.replace("-", "_"))([s[name] for s in scored])
         assert figure == rosetrain_figure(summary, name), name
     assert 0 < summary["avg_pass"] < 1  # the comparison saw both outcomes
 
@@ -115,13 +124,36 @@ def test_a_changed_split_or_a_foreign_folder_is_one_clear_error(split_dir, tmp_p
         predictions_from_samples(tmp_path, tmp_path)
 
 
+def test_the_task_folder_runs_after_moving_alone_or_with_its_data(split_dir, tmp_path):
+    """No absolute path in the folder's files; the split is found beside the task
+    (both moved) or where it was at export (the task moved alone)."""
+    data = tmp_path / "a" / "data"
+    shutil.copytree(split_dir, data)
+    export_task(data, "test", tmp_path / "a" / "task")
+    for name in ("rosetrain_test.yaml", "docs_test.jsonl"):
+        assert str(tmp_path) not in (tmp_path / "a" / "task" / name).read_text(), name
+    shutil.move(tmp_path / "a" / "task", tmp_path / "alone")  # the task folder alone
+    shutil.move(tmp_path / "a", tmp_path / "b")  # the data, with nothing beside it
+    with pytest.raises(RosetrainError, match="neither"):
+        load_utils(tmp_path / "alone")
+    shutil.copytree(tmp_path / "alone", tmp_path / "b" / "task")  # back beside its data, moved
+    utils = load_utils(tmp_path / "b" / "task")
+    doc = read_jsonl(tmp_path / "b" / "task" / "docs_test.jsonl")[0]
+    assert utils.doc_to_visual(doc)[0].size[0] > 0
+    assert utils.process_results(doc, [doc["answer"]])["Avg"]["pass"] == 1
+    shutil.rmtree(tmp_path / "b" / "task")
+    shutil.move(tmp_path / "b", tmp_path / "a")  # the data where it was at export, the task elsewhere
+    utils = load_utils(tmp_path / "alone")
+    assert utils.process_results(doc, [doc["answer"]])["Avg"]["pass"] == 1
+
+
 def test_export_and_scoring_import_neither_torch_nor_lmms_eval(split_dir, tmp_path):
     code = (
         "import sys, rosetrain.cli as c; assert c.main(['export-lmms-eval','--data',sys.argv[1],'--out',sys.argv[2]]) == 0; "
         "import importlib.util as u; s = u.spec_from_file_location('utils', sys.argv[2] + '/utils.py'); "
         "m = u.module_from_spec(s); s.loader.exec_module(m); import json; "
         "doc = json.loads(open(sys.argv[2] + '/docs_test.jsonl').readline()); "
-        "m.aggregate_avg_pass([m.process_results(doc, ['COUNT(1)'])['avg_pass']]); "
+        "m.aggregate_Avg([m.process_results(doc, ['COUNT(1)'])['Avg']]); "
         "heavy = {'torch', 'transformers', 'lmms_eval'} & set(sys.modules); assert not heavy, heavy"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -164,8 +196,10 @@ def test_lmms_eval_on_a_tiny_model_equals_rosetrain_score(split_dir, tmp_path):
     model = build_tiny_model(tmp_path / "tiny25", size="tiny", family="qwen2.5-vl")
     task_dir, out = tmp_path / "task", tmp_path / "lmms-out"
     # short answers keep the run fast; every figure below is computed from them either way
-    command = ["export-lmms-eval", "--data", str(split_dir), "--out", str(task_dir), "--max-new-tokens", "6"]
+    exported = tmp_path / "exported"
+    command = ["export-lmms-eval", "--data", str(split_dir), "--out", str(exported), "--max-new-tokens", "6"]
     assert cli_main(command) == 0
+    shutil.move(exported, task_dir)  # lmms-eval runs the task from where it was moved to
     # the model's own pixel bounds, as rosetrain eval leaves them (lmms-eval's defaults upscale)
     pixels = json.loads((model / "processor_config.json").read_text())["image_processor"]["size"]
     args = f"pretrained={model},device=cpu,device_map=cpu"
@@ -197,7 +231,7 @@ def test_lmms_eval_on_a_tiny_model_equals_rosetrain_score(split_dir, tmp_path):
     assert cli_main(command) == 0
     summary, per_item = rosetrain_score(split_dir, read_jsonl(predictions), tmp_path)
     for sample in samples:
-        row = sample["avg_pass"]  # lmms-eval's copy of the item's scored row
+        row = sample["Avg"]  # lmms-eval's copy of the item's scored row
         same = per_item[row["item_id"]]
         assert (row["pass"], row["unified_soft"], row["format_valid"]) == (
             same["pass"],
@@ -205,6 +239,6 @@ def test_lmms_eval_on_a_tiny_model_equals_rosetrain_score(split_dir, tmp_path):
             same["format_valid"],
         )
     names = [key.split(",")[0] for key in results if key.endswith(",none") and "_stderr" not in key]
-    assert {*FIGURES, "pass_T1", "pass_T5"} <= set(names)
+    assert {*FIGURES, "G-Cnt", "Excl-CS"} <= set(names)
     for name in names:
         assert results[f"{name},none"] == rosetrain_figure(summary, name), name

@@ -3,11 +3,17 @@
 The folder holds ``<task>.yaml`` (lmms-eval's task config), ``utils.py`` (binds
 the functions of :mod:`rosetrain.integrations.lmms_eval.task`),
 ``rosetrain_task.json`` (the split and its fingerprint, the metrics) and
-``docs_<split>.jsonl``: one small row per item (id, template, absolute image
-path, prompt fields, gold answer), which lmms-eval loads through ``datasets``'
-JSON builder. The gold records themselves are read from the split when scoring,
-so the full metadata (large integers, nested fields) never passes through
-Arrow's type inference.
+``docs_<split>.jsonl``: one small row per item (id, template, image path as the
+split's metadata gives it, prompt fields, gold answer), which lmms-eval loads
+through ``datasets``' JSON builder. The gold records themselves are read from
+the split when scoring, so the full metadata (large integers, nested fields)
+never passes through Arrow's type inference.
+
+The folder is relocatable: the YAML names its docs file relative to itself
+(lmms-eval resolves a local builder's ``data_files`` against the YAML's
+folder), and ``rosetrain_task.json`` names the split relative to the task
+folder, with the absolute path at export as the fallback, so the task runs
+after the task folder moves alone or with its data.
 """
 
 from __future__ import annotations
@@ -22,20 +28,22 @@ from typing import Any
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write, claim_outputs, iter_jsonl, output_lock
 from rosetrain.core.jsonio import jsonl_text
-from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, MAIN_TEMPLATES
+from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, MAIN_TEMPLATES, SHORT_NAME
 from rosetrain.integrations.lmms_eval.task import CONFIG_FILE, RoseTask
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 
 DOC_FIELDS = ("item_id", "task_template", "image", "prompt", "prompt_global", "prompt_local")
-# lmms-eval metric name -> key path in rosetrain's evaluation_summary.json
+# lmms-eval metric name (the paper's, as rosetrain's console prints them) -> key
+# path in rosetrain's evaluation_summary.json
 HEADLINE = {
-    "avg_pass": ["avg_pass"],
-    "counting_avg": ["counting_avg"],
-    "action_avg": ["action_avg"],
-    "gap": ["gap"],
-    "valid": ["valid"],
-    "soft": ["soft"],
+    "Avg": ["avg_pass"],
+    "Counting": ["counting_avg"],
+    "Action": ["action_avg"],
+    "Gap": ["gap"],
+    "VALID": ["valid"],
+    "SOFT": ["soft"],
 }
+NEEDS = {"Avg": MAIN_TEMPLATES, "Counting": COUNTING_TEMPLATES, "Action": ACTION_TEMPLATES}
 
 UTILS = '''"""Written by `rosetrain export-lmms-eval`: binds rosetrain's task functions
 (rosetrain.integrations.lmms_eval.task) to the names the task's YAML names."""
@@ -54,8 +62,13 @@ process_results = _task.process_results
 
 
 def metric_name(template: str) -> str:
-    """``pass_T1`` for ``T1_COUNT_GLOBAL``: the template's id, as an identifier."""
-    return "pass_" + re.sub(r"\W", "_", template.split("_", 1)[0])
+    """``G-Cnt`` for ``T1_COUNT_GLOBAL``: the paper's name of the template (its PASS)."""
+    return SHORT_NAME.get(template, template)
+
+
+def function_name(metric: str) -> str:
+    """``aggregate_G_Cnt``: the metric's aggregation, as a Python name in utils.py."""
+    return "aggregate_" + re.sub(r"\W", "_", metric)
 
 
 def task_metrics(templates: Iterable[str]) -> dict[str, list[str]]:
@@ -63,14 +76,9 @@ def task_metrics(templates: Iterable[str]) -> dict[str, list[str]]:
     present = set(templates)
     metrics = {}
     for name, keys in HEADLINE.items():
-        needs = {
-            "avg_pass": MAIN_TEMPLATES,
-            "counting_avg": COUNTING_TEMPLATES,
-            "action_avg": ACTION_TEMPLATES,
-        }.get(name)
-        if name == "gap" and not (present & set(COUNTING_TEMPLATES) and present & set(ACTION_TEMPLATES)):
+        if name == "Gap" and not (present & set(COUNTING_TEMPLATES) and present & set(ACTION_TEMPLATES)):
             continue
-        if needs is not None and not present & set(needs):
+        if name in NEEDS and not present & set(NEEDS[name]):
             continue
         metrics[name] = keys
     from rosetrain.scoring.metrics import template_order
@@ -86,15 +94,16 @@ def doc_row(record: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def task_yaml(task: str, docs: Path, metrics: Iterable[str], max_new_tokens: int) -> str:
-    """lmms-eval's task config. JSON strings are valid YAML scalars, so paths need no escaping."""
+def task_yaml(task: str, docs: str, metrics: Iterable[str], max_new_tokens: int) -> str:
+    """lmms-eval's task config; ``docs`` relative to it. JSON strings are valid
+    YAML scalars, so names need no escaping."""
     lines = [
         "# Written by `rosetrain export-lmms-eval`; scored by rosetrain's scorer (utils.py).",
         f"task: {json.dumps(task)}",
         "dataset_path: json",
         "dataset_kwargs:",
         "  data_files:",
-        f"    test: {json.dumps(str(docs))}",
+        f"    test: {json.dumps(docs)}",
         "test_split: test",
         "output_type: generate_until",
         "doc_to_messages: !function utils.doc_to_messages",
@@ -110,9 +119,9 @@ def task_yaml(task: str, docs: Path, metrics: Iterable[str], max_new_tokens: int
     ]
     for name in metrics:
         lines += [
-            f"  - metric: {name}",
-            f"    aggregation: !function utils.aggregate_{name}",
-            "    higher_is_better: " + ("false" if name == "gap" else "true"),
+            f"  - metric: {json.dumps(name)}",
+            f"    aggregation: !function utils.{function_name(name)}",
+            "    higher_is_better: " + ("false" if name == "Gap" else "true"),
         ]
     lines += ["metadata:", "  version: 1"]
     return "\n".join(lines) + "\n"
@@ -142,23 +151,26 @@ def export_task(
     out = Path(out).resolve()
     docs = out / f"docs_{split}.jsonl"
     metrics = task_metrics(r["task_template"] for r in records)
+    with_image_paths(records, image_root)  # every image inside the split's folder, or one clear error
     config = {
         "task": task,
-        "data": str(data),
+        "data": os.path.relpath(data, out),
+        "data_at_export": str(data),
+        "image_root": os.path.relpath(image_root, data),
         "split": split,
         "bridges": bridges,
         "data_fingerprint": split_fingerprint(data, split, bridges),
         "metrics": metrics,
     }
-    rows = [doc_row(r) for r in with_image_paths(records, image_root)]
+    rows = [doc_row(r) for r in records]
     yaml_path = out / f"{task}.yaml"
     with output_lock(out, "this task folder"):  # replaces only files rosetrain wrote there
         claim_outputs(docs, out / CONFIG_FILE, out / "utils.py", yaml_path)
         atomic_write(docs, jsonl_text(rows))
         atomic_write(out / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
-        bindings = "".join(f'aggregate_{name} = _task.aggregation("{name}")\n' for name in metrics)
+        bindings = "".join(f"{function_name(name)} = _task.aggregation({name!r})\n" for name in metrics)
         atomic_write(out / "utils.py", UTILS + bindings)
-        atomic_write(yaml_path, task_yaml(task, docs, metrics, max_new_tokens))
+        atomic_write(yaml_path, task_yaml(task, docs.name, metrics, max_new_tokens))
     return yaml_path
 
 

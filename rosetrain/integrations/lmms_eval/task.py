@@ -34,12 +34,37 @@ class RoseTask:
                 "rosetrain export-lmms-eval wrote?"
             ) from None
         self.task: str = config["task"]
-        self.data: str = config["data"]
+        self.data: str = self._data_folder(Path(folder), config)
+        self.image_root = Path(self.data) / config.get("image_root", ".")
         self.split: str = config["split"]
         self.bridges: bool | None = config["bridges"]
         self.fingerprint: str = config["data_fingerprint"]
         self.metrics: dict[str, list[str]] = config["metrics"]  # metric name -> key path in the summary
         self._golds: dict[str, dict[str, Any]] | None = None
+
+    @staticmethod
+    def _data_folder(folder: Path, config: Mapping[str, Any]) -> str:
+        """The split's folder: where it lies relative to the task folder (both moved
+        together), else where it was at export (the task folder moved alone)."""
+        data = Path(config["data"])
+        candidates = (
+            [data] if data.is_absolute() else [folder / data, Path(config.get("data_at_export", data))]
+        )
+        for candidate in candidates:
+            if candidate.is_dir():
+                return str(candidate.resolve())
+        raise RosetrainError(
+            f"{folder / CONFIG_FILE}: the split's folder is at neither "
+            + " nor ".join(str(c) for c in dict.fromkeys(candidates))
+            + "; move it back beside the task folder, or run rosetrain export-lmms-eval again"
+        )
+
+    def _with_image(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """The doc with its image path resolved in the split's folder, wherever that now is."""
+        from rosetrain.data.paths import confined_path
+
+        image = confined_path(self.image_root, doc.get("image"), f"item {doc.get('item_id')!r}: image")
+        return {**doc, "image": str(image)}
 
     def golds(self) -> dict[str, dict[str, Any]]:
         """item_id -> gold record, from the split as ``rosetrain score`` reads it."""
@@ -69,13 +94,13 @@ class RoseTask:
         messages = record_messages(doc)
         for part in messages[0]["content"]:
             if part["type"] == "image":
-                part["url"] = load_rgb_image(doc)
+                part["url"] = load_rgb_image(self._with_image(doc))
         return messages
 
     def doc_to_visual(self, doc: Mapping[str, Any]) -> list:
         from rosetrain.runners.base import load_rgb_image
 
-        return [load_rgb_image(doc)]
+        return [load_rgb_image(self._with_image(doc))]
 
     def doc_to_text(self, doc: Mapping[str, Any], lmms_eval_specific_kwargs: Any = None) -> str:
         """For lmms-eval's simple (non-chat) models, which place the image themselves."""
