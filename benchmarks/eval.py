@@ -10,11 +10,19 @@ The floor, measured in the same run: the least any evaluation must do, a loop
 over the same batches that applies the chat template, opens each image, runs
 the processor, ``model.generate`` with the same generation config, and
 decodes; nothing is written or scored. Figure and floor alternate, and each
-keeps its least time over the repeats. Both are timed in CPU seconds of this
+keeps its least time over the repeats.
+
+Beside them, evaluation during training: the trainer's held-out callback
+(``HeldoutEvalCallback.evaluate``, what ``eval.every_steps`` runs) on the same
+items in the order training picks them, with the same model, batch size and
+token limit. It prints its time against ``rosetrain eval``'s (target <= 1.2).
+
+All are timed in CPU seconds of this
 process (torch on one thread, so no OpenMP thread spins while it waits): on a
 machine shared with other jobs wall time measures the other jobs too, and
 only ever adds to CPU time. Wall seconds are printed beside them. Prints
-items/s of each and the ratio floor time / figure time (target >= 0.9).
+items/s of each, the ratio floor time / figure time (target >= 0.9) and the
+ratio during-training time / figure time (target <= 1.2).
 
     python benchmarks/eval.py [--scenes 40] [--batch-size 8] [--repeat 3] [--model DIR]
 
@@ -39,6 +47,8 @@ from rosetrain.core.messages import record_messages  # noqa: E402
 from rosetrain.data.release import select_records, with_image_paths  # noqa: E402
 from rosetrain.evaluation.evaluate import PREDICTIONS_FILE, evaluate  # noqa: E402
 from rosetrain.runners.base import load_rgb_image  # noqa: E402
+from rosetrain.train.callbacks import HeldoutEvalCallback  # noqa: E402
+from rosetrain.train.data import pick_items  # noqa: E402
 
 ASSETS = ROOT / "rosetrain" / "assets"
 
@@ -46,7 +56,7 @@ ASSETS = ROOT / "rosetrain" / "assets"
 def make_split(folder: Path, scenes: int) -> None:
     spec = ASSETS / "demo" / "generators" / "heldout.yaml"
     command = [sys.executable, "-m", "rosetrain", "generate", "--spec", str(spec), "--out", str(folder)]
-    command += ["--split", "test", "--scenes", str(scenes), "--formats", "release"]
+    command += ["--split", "test", "--scenes", str(scenes), "--formats", "release", "--quiet"]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
 
 
@@ -93,7 +103,15 @@ def main() -> None:
         records = with_image_paths(records, root)
         runner = TransformersRunner(args.model, max_new_tokens=args.max_new_tokens)
         bare_loop(runner, records[: args.batch_size], args.batch_size)  # warm-up, untimed
-        figure, floor = Timing(), Timing()
+        callback = HeldoutEvalCallback(
+            pick_items(records, len(records)),  # training's order: round-robin over templates
+            runner.processor,
+            every_steps=0,
+            max_new_tokens=args.max_new_tokens,
+            batch_size=args.batch_size,
+            output_dir=tmp,
+        )
+        figure, floor, during = Timing(), Timing(), Timing()
         answers: list[str] = []
         for i in range(args.repeat):
             with floor:
@@ -110,6 +128,8 @@ def main() -> None:
                     progress=False,
                 )
             predicted = (Path(tmp) / f"run-{i}" / PREDICTIONS_FILE).read_text().count("\n")
+            with during:
+                callback.evaluate(runner.model)
     n = len(records)
     assert len(answers) == predicted == n, "figure and floor must cover the same items"
     print(f"items: {n}, batch size {args.batch_size}, model {args.model}, torch threads 1; {load()}")
@@ -117,6 +137,10 @@ def main() -> None:
     print(f"floor (bare batched generate loop): {floor.line(n)}")
     print(f"ratio (floor CPU time / figure CPU time): {floor.cpu / figure.cpu:.2f}  (target >= 0.9)")
     print(f"ratio in wall time: {floor.wall / figure.wall:.2f}")
+    print(f"during training (the held-out callback, same items): {during.line(n)}")
+    print(
+        f"ratio (during-training CPU time / figure CPU time): {during.cpu / figure.cpu:.2f}  (target <= 1.2)"
+    )
 
 
 class Timing:
