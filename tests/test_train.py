@@ -654,3 +654,33 @@ def test_training_logs_are_readable_lines_and_end_with_one_summary(tmp_path, env
     assert [line.split("  ")[0] for line in lines] == ["step 1/2", "step 2/2"]
     assert all("  loss " in line and "  lr " in line for line in lines)
     assert re.search(r"^trained 2 steps in \d+ s, mean loss \d\.\d{4}; final model: ", captured.out, re.M)
+
+
+def test_eval_items_reproduces_the_figures_training_logged(tmp_path, env, capsys):
+    """The log names its items and token limit; `rosetrain eval --items LOG
+    --max-new-tokens N` scores the same items and gives the same figures."""
+    evaluation = {
+        "folder": str(env["heldout"]),
+        "items": 5,
+        "max_new_tokens": 12,
+        "every_steps": 0,
+        "batch_size": 1,
+    }
+    recipe = write_recipe(tmp_path / "r.yaml", env, max_steps=2, lora=None, eval=evaluation)
+    assert cli_main(["train", "sft", "--recipe", str(recipe), "--quiet"]) == 0
+    log = tmp_path / "run" / "heldout_eval.jsonl"
+    logged = json.loads(log.read_text().splitlines()[-1])
+    out = tmp_path / "eval"
+    command = ["eval", "--model", str(tmp_path / "run"), "--data", str(env["heldout"]), "--out", str(out)]
+    command += ["--items", str(log), "--max-new-tokens", str(logged["max_new_tokens"]), "--batch-size", "1"]
+    assert cli_main([*command, "--quiet"]) == 0
+    summary = json.loads((out / "evaluation_summary.json").read_text())
+    assert summary["n"] == len(logged["item_ids"]) == 5
+    for key in ("avg_pass", "counting_avg", "action_avg", "valid", "soft"):
+        if f"eval_{key}" in logged:
+            assert summary[key] == pytest.approx(logged[f"eval_{key}"]), key
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join([*logged["item_ids"][:2], "no-such-item"]) + "\n")
+    other = ["eval", "--model", str(tmp_path / "run"), "--data", str(env["heldout"]), "--items", str(ids)]
+    assert cli_main([*other, "--out", str(tmp_path / "e2")]) == 2
+    assert "1 of the 3 item ids are not in" in capsys.readouterr().err

@@ -83,6 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=integer(1, 10**12), help="only the first N items of the split")
     parser.add_argument(
+        "--items",
+        type=Path,
+        metavar="FILE",
+        help="only these items: a file of item ids, one a line, or a training run's "
+        "heldout_eval.jsonl (the items its held-out evaluation scored)",
+    )
+    parser.add_argument(
         "--concurrency",
         type=integer(1, MAX_PROCESSES),
         default=8,
@@ -150,6 +157,30 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:
     return data, split, limit, max_new_tokens
 
 
+def read_item_ids(path: Path) -> list[str]:
+    """Item ids from ``--items``: one a line, or the ``item_ids`` of the last
+    evaluation a training run logged in its heldout_eval.jsonl."""
+    import json
+
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as err:
+        raise RosetrainError(f"--items {path}: cannot read it ({err})", argument="items") from None
+    if lines and lines[-1].startswith("{"):
+        try:
+            ids = json.loads(lines[-1])["item_ids"]
+        except (ValueError, KeyError, TypeError):
+            raise RosetrainError(
+                f"--items {path}:{len(lines)}: a JSON line without item_ids; give a file of item ids, "
+                "one a line, or a training run's heldout_eval.jsonl",
+                argument="items",
+            ) from None
+        lines = [str(i) for i in ids]
+    if not lines:
+        raise RosetrainError(f"--items {path}: no item ids in it", argument="items")
+    return lines
+
+
 def eval_threads(args: argparse.Namespace) -> int | None:
     """The torch CPU threads to set (None: leave torch's default): --threads, else 1
     for the transformers runner on a machine without a CUDA GPU."""
@@ -210,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         runner=args.runner,
         limit=limit,
+        items=None if args.items is None else read_item_ids(args.items),
         batch_size=args.batch_size,
         max_new_tokens=max_new_tokens,
         concurrency=args.concurrency,

@@ -166,6 +166,27 @@ def _check_same_model(writer: PredictionWriter, name: str, path: Path) -> None:
         )
 
 
+def only_items(records: Sequence[dict[str, Any]], items: Sequence[str], where: str) -> list[dict[str, Any]]:
+    """The records of ``items``, in the split's order; an id the split lacks is an error."""
+    wanted = set(items)
+    kept = [r for r in records if str(r["item_id"]) in wanted]
+    if len(kept) < len(wanted):
+        missing = sorted(wanted - {str(r["item_id"]) for r in kept})
+        raise RosetrainError(
+            f"items: {len(missing)} of the {len(wanted)} item ids are not in {where}, e.g. {missing[0]!r}",
+            argument="items",
+        )
+    return kept
+
+
+def items_identity(items: Sequence[str]) -> str:
+    """How eval_run.json names a chosen set of items: their number and a digest."""
+    import hashlib
+
+    digest = hashlib.sha256("\n".join(sorted(set(items))).encode()).hexdigest()[:16]
+    return f"{len(set(items))} ids, sha256 {digest}"
+
+
 def evaluate(
     model: str,
     data_dir: str | Path,
@@ -174,6 +195,7 @@ def evaluate(
     *,
     runner: Any = "transformers",
     limit: int | None = None,
+    items: Sequence[str] | None = None,
     batch_size: int | None = None,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     concurrency: int = 8,
@@ -201,6 +223,8 @@ def evaluate(
 
     out = Path(out_dir)
     records, image_root = select_records(data_dir, split, limit, bridges)
+    if items is not None:
+        records = only_items(records, items, f"{data_dir} (split {split})")
     data = Data(str(data_dir), split, split_fingerprint(data_dir, split, bridges))
     kind = runner if isinstance(runner, str) else "custom"
     batch_size = batch_size or DEFAULT_BATCH_SIZE.get(kind, 8)
@@ -234,6 +258,7 @@ def evaluate(
         "split": split,
         "data_fingerprint": data.fingerprint,
         "limit": limit,
+        "items": None if items is None else items_identity(items),
         "bridges": bridges,
         "batch_size": batch_size,
         "max_new_tokens": max_new_tokens,

@@ -231,7 +231,9 @@ class Recipe:
     )
     eval: EvalConfig = key(
         help="held-out evaluation during training, scored with the scorer; logged as "
-        "eval/... (keys eval_<name>) to every report_to tracker and OUTPUT_DIR/heldout_eval.jsonl",
+        "eval/... (keys eval_<name>) to every report_to tracker and OUTPUT_DIR/heldout_eval.jsonl "
+        "(with its item ids and token limit: `rosetrain eval --items OUTPUT_DIR/heldout_eval.jsonl "
+        "--max-new-tokens N` gives the same figures)",
         factory=EvalConfig,
     )
     trust_remote_code: bool = key(False, "run a model repository's own code")
