@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=integer(1, 10**12), default=None, help="the first N items only")
     parser.add_argument("--batch-size", type=integer(1, 65536), default=8, help="prompts per generate call")
     parser.add_argument("--seed", type=seed(SEED_NUMPY), default=0, help="sampling seed")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--out", type=path("out-folder"), default=None, help="folder for signal.json and signal.md"
     )
@@ -79,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
             max_new_tokens=grpo.max_completion_length,
             output_dir=scratch,
         )
-        summary = signal_check(with_image_paths(records, root), sampler, k, args.batch_size)
+        summary = signal_check(
+            with_image_paths(records, root), sampler, k, args.batch_size, progress=not args.quiet
+        )
     summary["settings"] = {
         "model": args.model,
         "data": args.data,

@@ -150,16 +150,24 @@ def prediction(templates: Mapping[str, Mapping[str, Any]], total: Mapping[str, A
 
 
 def signal_check(
-    records: Sequence[Mapping[str, Any]], sampler: Sampler, k: int, batch_size: int = 8
+    records: Sequence[Mapping[str, Any]],
+    sampler: Sampler,
+    k: int,
+    batch_size: int = 8,
+    progress: bool = False,
 ) -> dict[str, Any]:
     if k < 2:
         raise RosetrainError(f"k: a GRPO group needs at least 2 samples, got {k}", argument="k")
     if batch_size < 1:
         raise RosetrainError(f"batch_size: expected at least 1, got {batch_size}", argument="batch_size")
+    from tqdm.auto import tqdm
+
     prompts: list[Prompt] = []
-    for start in range(0, len(records), batch_size):
-        batch = records[start : start + batch_size]
-        prompts += grade(batch, sampler.greedy(batch), sampler.sample(batch, k), k)
+    with tqdm(total=len(records), desc="signal check", unit="prompt", disable=not progress) as bar:
+        for start in range(0, len(records), batch_size):
+            batch = records[start : start + batch_size]
+            prompts += grade(batch, sampler.greedy(batch), sampler.sample(batch, k), k)
+            bar.update(len(batch))
     return summarize(prompts, k)
 
 
