@@ -461,3 +461,11 @@ def test_compare_names_models_and_data_and_says_first_when_settings_differ(split
     assert result["settings_differ"] == {"max_new_tokens": [48, 64]} and result["data"]["data"] == str(
         split_dir
     )
+    # summaries written before they named their data: the eval runs' own record names it
+    for run in ("a", "b"):
+        summary = json.loads((tmp_path / run / "evaluation_summary.json").read_text())
+        summary.pop("data")
+        (tmp_path / run / "evaluation_summary.json").write_text(json.dumps(summary))
+    assert cli_main([*command[:3], "--out", str(tmp_path / "cmp2"), "--no-plots"]) == 0
+    report = (tmp_path / "cmp2" / "report.md").read_text()
+    assert f"data: `{split_dir}`" in report and "not recorded" not in report

@@ -112,6 +112,13 @@ def run_record(run: str | os.PathLike) -> dict[str, Any]:
                     record["settings"][key] = found.get(key)
                 else:
                     record[key] = found.get(key)
+            if name == RUN_FILE and record["data"] is None and found.get("data"):
+                # a summary written before it named its data: the eval run's own record
+                record["data"] = {
+                    "data": found["data"],
+                    "repo_id": found.get("dataset_repo_id"),
+                    "revision": found.get("dataset_revision"),
+                }
     return record
 
 
@@ -609,7 +616,8 @@ def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> st
         f"before: `{result['before_run']}`  \nafter: `{result['after_run']}`  \n"
         f"{result['n_items']} paired items over {result['n_scenes']} scenes; 95% CIs from "
         f"{result['resamples']} paired scene-bootstrap resamples (seed {result['seed']}); "
-        f"data `{result.get('data_fingerprint') or 'not recorded'}`.\n",
+        f"data `{short_fingerprint(result['data_fingerprint']) if result.get('data_fingerprint') else 'not recorded'}`"
+        " (in full in compare.json).\n",
         _errored_note(result),
         *before_after_rows(result),
         "",

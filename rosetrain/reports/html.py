@@ -22,7 +22,7 @@ th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 tr:nth-child(even) td { background: #f6f6f6; }
 img { max-width: 100%; display: block; margin: 1em 0; }
-code { background: #f0f0f0; padding: 0 0.2em; }
+code { background: #f0f0f0; padding: 0 0.2em; overflow-wrap: anywhere; }
 """
 IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)\s]+)\)$")
 
