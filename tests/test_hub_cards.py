@@ -102,6 +102,9 @@ def test_a_release_only_folder_is_read_from_its_metadata_files(tmp_path):
         json.loads(line)["ground_truth_count"]
         for line in (out / "metadata_test.jsonl").read_text().splitlines()
     )
+    # 64-bit seeds keep every digit (a JSON number would read as a float)
+    seeds = [json.loads(line)["item_seed"] for line in (out / "metadata_test.jsonl").read_text().splitlines()]
+    assert any(seed > 2**53 for seed in seeds) and whole["test"]["item_seed"] == seeds
 
 
 def test_the_card_body_names_spec_seed_version_mix_and_command(folder):
@@ -141,7 +144,7 @@ def test_a_readme_rosetrain_did_not_write_is_never_replaced(tmp_path, capsys):
     out = tmp_path / "data"
     out.mkdir()
     (out / "README.md").write_text("# my notes\n")
-    assert _generate(out, "test", 2) == 0
+    assert _generate(out, "test", 2, "--json") == 0
     assert (out / "README.md").read_text() == "# my notes\n"
     captured = capsys.readouterr()
     assert json.loads(captured.out.splitlines()[-1])["card"] is None

@@ -269,7 +269,19 @@ def release_features(paths: list[Path]) -> list[dict[str, Any]] | None:
     except pa.ArrowInvalid:
         return None
     schema = pa.unify_schemas(schemas, promote_options="permissive")
-    return [{"name": field.name, **_arrow_yaml_type(field.type)} for field in schema]
+    return [
+        {
+            "name": field.name,
+            **({"dtype": "json"} if field.name in EXACT_INTEGERS else _arrow_yaml_type(field.type)),
+        }
+        for field in schema
+    ]
+
+
+# 64-bit unsigned seeds, above 2^53: read as JSON numbers they become floats and
+# lose their last digits. A `json` feature is re-encoded from the parsed line
+# before Arrow sees it, so `datasets` returns them as exact Python ints.
+EXACT_INTEGERS = frozenset({"item_seed"})
 
 
 _ARROW_DTYPES = {"string": "string", "large_string": "string", "double": "float64", "bool": "bool"}
@@ -284,6 +296,39 @@ def _arrow_yaml_type(kind: Any) -> dict[str, Any]:
         inner = _arrow_yaml_type(kind.value_type)
         return {"list": inner.get("dtype", inner.get("struct", inner))}
     return {"dtype": _ARROW_DTYPES.get(str(kind), str(kind))}  # int64, uint64, null: datasets' names
+
+
+def _parquet_notes() -> list[str]:
+    return [
+        "- The Parquet rows carry their images (PNG bytes), so they load from any working directory.",
+        "- A `layout: rose` folder keeps the bridge templates (G-Clk, mL-Cnt) in "
+        "`metadata_<split>_*_bridge.jsonl`, as the ROSE release does. Its Parquet split holds "
+        "every row, the bridge rows included, so it can have more rows than "
+        "`metadata_<split>.jsonl`.",
+        "- `item_seed` (a 64-bit seed) is in the release metadata, not in the Parquet rows.",
+    ]
+
+
+def _release_notes() -> list[str]:
+    return [
+        "- `image` is a path relative to this folder (as in the ROSE release). To open the "
+        "images from any working directory, join it to the folder:",
+        "",
+        "```python",
+        "import os",
+        "from datasets import Image, load_dataset",
+        "",
+        'folder = "path/to/this/folder"',
+        'rows = load_dataset(folder, split="test")',
+        'rows = rows.map(lambda r: {"image": os.path.join(folder, r["image"])}).cast_column("image", Image())',
+        "```",
+        "",
+        "- `item_seed` is a 64-bit unsigned integer, often above 2^53. The card declares it a "
+        "`json` feature, so `datasets` returns it as an exact Python int (a plain JSON number "
+        "would read as a float and lose its last digits).",
+        "- The bridge templates' files (`metadata_<split>_*_bridge.jsonl`), where present, are "
+        "splits of their own (`<split>_global_click_bridge`, ...), as in the ROSE release.",
+    ]
 
 
 def card_text(out_dir: Path, facts: list[SplitFacts]) -> str:
@@ -387,16 +432,7 @@ def _body(facts: list[SplitFacts], parquet: bool, hub_splits: set[str]) -> str:
         "",
         "Read with care:",
         "",
-        "- `item_seed` is a 64-bit unsigned integer, and many exceed 2^63. `datasets` reads JSON "
-        "numbers that large as `float64`, so they lose their last digits. Read "
-        "`metadata_<split>.jsonl` with Python's `json` module to get them exactly.",
-        "- `image` is a path relative to this folder. Join it to the folder before you open it, "
-        'for example `.cast_column("image", Image())` after prefixing the folder, or use '
-        "`rosetrain preview` and `rosetrain eval`, which resolve it.",
-        "- A `layout: rose` folder keeps the bridge templates (G-Clk, mL-Cnt) in "
-        "`metadata_<split>_*_bridge.jsonl`, as the ROSE release does. Its Parquet split holds "
-        "every row, the bridge rows included, so it can have more rows than "
-        "`metadata_<split>.jsonl`.",
+        *(_parquet_notes() if parquet else _release_notes()),
         "",
     ]
     lines += [

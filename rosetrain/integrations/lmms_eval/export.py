@@ -43,8 +43,6 @@ HEADLINE = {
     "VALID": ["valid"],
     "SOFT": ["soft"],
 }
-NEEDS = {"Avg": MAIN_TEMPLATES, "Counting": COUNTING_TEMPLATES, "Action": ACTION_TEMPLATES}
-
 UTILS = '''"""Written by `rosetrain export-lmms-eval`: binds rosetrain's task functions
 (rosetrain.integrations.lmms_eval.task) to the names the task's YAML names."""
 
@@ -74,11 +72,12 @@ def function_name(metric: str) -> str:
 def task_metrics(templates: Iterable[str]) -> dict[str, list[str]]:
     """The figures the split's templates define: the headline ones, then PASS per template."""
     present = set(templates)
+    needs = {"Avg": MAIN_TEMPLATES, "Counting": COUNTING_TEMPLATES, "Action": ACTION_TEMPLATES}
     metrics = {}
     for name, keys in HEADLINE.items():
         if name == "Gap" and not (present & set(COUNTING_TEMPLATES) and present & set(ACTION_TEMPLATES)):
             continue
-        if name in NEEDS and not present & set(NEEDS[name]):
+        if name in needs and not present & set(needs[name]):
             continue
         metrics[name] = keys
     from rosetrain.scoring.metrics import template_order
