@@ -7,15 +7,8 @@
 #      for choosing), the designs' own distribution and the demo's palette.
 # The packages the image lacks travel as wheels in .whl/ (docs/experiments.md says how).
 # Results: $OUT/train_step-*.txt, $OUT/curves.md, $OUT/curves.json, $OUT/log.txt
-set -uo pipefail
-OUT=${OUT:-runs/gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/log.txt") 2>&1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONUNBUFFERED=1
-export TQDM_MININTERVAL=30
-python3 -c "import torch, transformers, trl, datasets, peft, PIL; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, torch.cuda.get_device_name())" || exit 1
-python3 -c "import rosetrain.data.generate, rosetrain.train.build, rosetrain.evaluation.evaluate, rosetrain.demo.report" || exit 1; nproc
+source "$(dirname "$0")/setup.sh"
+python3 -c "import rosetrain.data.generate, rosetrain.train.build, rosetrain.evaluation.evaluate, rosetrain.demo.report" || exit 1
 
 G=rosetrain/assets/demo/generators
 gen() { python3 -m rosetrain generate --formats release --quiet "$@" >/dev/null || exit 1; }
