@@ -70,15 +70,20 @@ def test_the_card_header_is_what_datasets_reads_back(folder):
     assert "rosetrain" in data["tags"]
     [config], [info] = data["configs"], [data["dataset_info"]]
     assert config["config_name"] == info["config_name"] == "default"
-    assert [f["split"] for f in config["data_files"]] == ["dev", "test"]
+    # a split name means the same rows as in the release: the bridges are splits of their own
+    bridges = ("global_click_bridge", "matched_local_count_bridge")
+    names = [f"{split}{part}" for split in ("dev", "test") for part in ("", *(f"_{b}" for b in bridges))]
+    assert [f["split"] for f in config["data_files"]] == names
     # the declared features are datasets' own YAML form of the Parquet schema
     assert info["features"] == hf_features()._to_yaml_list()
     whole = datasets.load_dataset(str(folder))  # datasets also checks num_examples against what it read
-    assert sorted(whole) == ["dev", "test"]
+    assert sorted(whole) == sorted(names)
     for split in info["splits"]:
         assert whole[split["name"]].num_rows == split["num_examples"] > 0
         assert whole[split["name"]].features == hf_features()
-    assert info["splits"][1]["num_examples"] == SPLIT_SCENES * 7  # T1..T5 and the two bridges
+        metadata = (folder / f"metadata_{split['name']}.jsonl").read_text().splitlines()
+        assert whole[split["name"]]["item_id"] == [json.loads(line)["item_id"] for line in metadata]
+    assert whole["test"].num_rows == SPLIT_SCENES * 5  # T1..T5; the bridges: one each a scene
 
 
 def test_a_release_only_folder_is_read_from_its_metadata_files(tmp_path):
@@ -220,7 +225,8 @@ def test_push_uploads_the_finished_splits_and_the_card_only(tmp_path, hub_standi
     expected |= {
         f"metadata_test_{tag}.jsonl" for tag in ("global_click_bridge", "matched_local_count_bridge")
     }
-    expected |= {p.relative_to(out).as_posix() for p in (out / "hf" / "test").glob("shard-*.parquet")}
+    expected |= {p.relative_to(out).as_posix() for p in (out / "hf").glob("test*/shard-*.parquet")}
+    assert len([name for name in expected if name.startswith("hf/")]) == 3  # the split and its two bridges
     images = json.loads((out / ".parts" / "test.manifest.json").read_text())["files"]
     expected |= {name for name in images if name.startswith("images/")}
     assert set(commit["files"]) == expected and len(commit["files"]) == len(expected)

@@ -141,7 +141,7 @@ def test_killed_while_writing_bridge_files_overwrite_still_owns_them(tmp_path, w
             sys.executable,
             str(KILLER),
             "rename",
-            r"matched_local_count_bridge",
+            r"metadata_test_matched_local_count_bridge",
             "1",
             "--",
             *generate_args(spec, out),

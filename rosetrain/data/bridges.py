@@ -20,6 +20,22 @@ BRIDGE_FILE_TAGS = {T1B: "global_click_bridge", T2B: "matched_local_count_bridge
 _MARKERS = {template: f'"task_template": "{template}"'.encode() for template in BRIDGE_FILE_TAGS}
 
 
+def split_names(split: str, rose_layout: bool) -> dict[str | None, str]:
+    """The split each row of ``split`` is read as, by its bridge template (None:
+    the main templates): with ``layout: rose`` a bridge row belongs to the
+    release's split of its bridge file (``test_global_click_bridge``), in every
+    format; otherwise every row is ``split``'s."""
+    names: dict[str | None, str] = {None: split}
+    if rose_layout:
+        names.update({template: f"{split}_{tag}" for template, tag in BRIDGE_FILE_TAGS.items()})
+    return names
+
+
+def bridge_split_names(split: str) -> list[str]:
+    """Every split name a bridge row of ``split`` can be read as (both layouts)."""
+    return [name for key, name in split_names(split, True).items() if key is not None]
+
+
 def bridge_paths(out_dir: Path, split: str) -> dict[str, Path]:
     return {template: out_dir / f"metadata_{split}_{tag}.jsonl" for template, tag in BRIDGE_FILE_TAGS.items()}
 

@@ -41,7 +41,7 @@ from rosetrain import __version__
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write, output_lock
 from rosetrain.core.protocol import TEMPLATES
-from rosetrain.data.bridges import BRIDGE_FILE_TAGS
+from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_split_names
 from rosetrain.data.manifest import PARTS_DIR, manifest_path, metadata_name, parts_dir, read_manifest
 
 CARD_NAME = "README.md"
@@ -85,7 +85,9 @@ class SplitFacts:
     scenes: int
     rows: int
     mix: collections.Counter[tuple[str, str]]  # (template, family) -> rows
-    parquet: tuple[int, int] | None  # the Parquet shards' rows (their footers) and bytes; None: no hf
+    # split name -> its Parquet shards' rows (their footers) and bytes: the split, and with
+    # `layout: rose` its bridge splits; None: no hf
+    parquet: dict[str, tuple[int, int]] | None
     release_files: dict[str, tuple[int, int]]  # metadata file -> rows, bytes
 
     @property
@@ -120,11 +122,14 @@ def split_facts(out_dir: Path, split: str, record: Mapping[str, Any]) -> SplitFa
     if "hf" in manifest.get("formats", ()):
         import pyarrow.parquet as pq
 
-        shards = [out_dir / name for name in sorted(files) if name.startswith(f"hf/{split}/")]
-        parquet = (
-            sum(pq.read_metadata(path).num_rows for path in shards),
-            sum(path.stat().st_size for path in shards),  # on disk: deterministic, as the bytes are
-        )
+        parquet = {}
+        for name in (split, *bridge_split_names(split)):
+            shards = [out_dir / file for file in sorted(files) if file.startswith(f"hf/{name}/")]
+            if shards or name == split:
+                parquet[name] = (
+                    sum(pq.read_metadata(path).num_rows for path in shards),
+                    sum(path.stat().st_size for path in shards),  # on disk: deterministic, as the bytes are
+                )
     release_files = {}
     if "release" in manifest.get("formats", ()):
         names = [metadata_name(split)]
@@ -301,10 +306,10 @@ def _arrow_yaml_type(kind: Any) -> dict[str, Any]:
 def _parquet_notes() -> list[str]:
     return [
         "- The Parquet rows carry their images (PNG bytes), so they load from any working directory.",
-        "- A `layout: rose` folder keeps the bridge templates (G-Clk, mL-Cnt) in "
-        "`metadata_<split>_*_bridge.jsonl`, as the ROSE release does. Its Parquet split holds "
-        "every row, the bridge rows included, so it can have more rows than "
-        "`metadata_<split>.jsonl`.",
+        "- A `layout: rose` folder keeps the bridge templates (G-Clk, mL-Cnt) in splits of their "
+        "own (`<split>_global_click_bridge`, `<split>_matched_local_count_bridge`), as the ROSE "
+        "release's `metadata_<split>_*_bridge.jsonl` files do: a split name means the same rows "
+        "in the Parquet shards and in the release metadata.",
         "- `item_seed` (a 64-bit seed) is in the release metadata, not in the Parquet rows.",
     ]
 
@@ -342,7 +347,11 @@ def card_text(out_dir: Path, facts: list[SplitFacts]) -> str:
     files: list[tuple[str, str, int, int]]  # (split, path, rows, bytes)
     features: list[dict[str, Any]] | None
     if parquet:
-        files = [(f.name, f"hf/{f.name}/shard-*.parquet", *f.parquet) for f in parquet if f.parquet]
+        files = [
+            (name, f"hf/{name}/shard-*.parquet", *found)
+            for f in parquet
+            for name, found in (f.parquet or {}).items()
+        ]
         features = features_yaml({n: feature for n, (_, feature) in COLUMNS.items()})
     else:  # the bridge files, in the release beside each split's metadata, are splits of their own
         files = [

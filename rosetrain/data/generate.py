@@ -28,7 +28,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_path, atomic_write, iter_jsonl, output_lock
-from rosetrain.data.bridges import bridge_paths, route_lines
+from rosetrain.data.bridges import bridge_paths, route_lines, split_names
 from rosetrain.data.manifest import (
     TempJournal,
     image_names,
@@ -111,8 +111,11 @@ class GenerateJob:
     def part_path(self, shard: int) -> Path:
         return parts_dir(self.out_dir, self.split) / f"part-{shard:05d}.jsonl"
 
-    def parquet_path(self, shard: int) -> Path:
-        return self.out_dir / parquet_name(self.split, shard, self.num_shards)
+    def parquet_paths(self, shard: int) -> dict[str | None, Path]:
+        """The shard's Parquet files, by bridge template (None: the main rows): with
+        ``layout: rose`` the bridge rows are splits of their own, as in the release."""
+        names = split_names(self.split, self.spec.layout == "rose")
+        return {key: self.out_dir / parquet_name(name, shard, self.num_shards) for key, name in names.items()}
 
     @property
     def metadata_path(self) -> Path:
@@ -198,7 +201,10 @@ def shard_is_whole(job: GenerateJob, shard: int) -> bool:
         _png_is_whole(job.out_dir, name) for name in set(image_names(records))
     ):
         return False
-    return "hf" not in job.formats or _parquet_rows(job.parquet_path(shard)) == len(records)
+    if "hf" not in job.formats:
+        return True
+    rows = [_parquet_rows(path) for path in job.parquet_paths(shard).values()]
+    return all(n is not None for n in rows) and sum(n or 0 for n in rows) == len(records)
 
 
 PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # every PNG ends with this empty IEND chunk
@@ -253,17 +259,19 @@ def write_shard(job: GenerateJob, shard: int) -> int:
 def _write_shard_files(job: GenerateJob, shard: int, scenes: dict, journal: TempJournal) -> None:
     import pyarrow.parquet as pq
 
-    from rosetrain.data.hf import SCHEMA, hf_row, rows_to_table
+    from rosetrain.data.hf import SCHEMA, hf_row
 
     lines: list[str] = []
-    pending: list[dict[str, Any]] = []
+    writers: dict[str | None, Any] = {}  # by bridge template (None: the main rows)
+    pending: dict[str | None, list[dict[str, Any]]] = {}
     pending_bytes = 0
-    with ExitStack() as stack:  # the Parquet writer is closed, then its file renamed into place
-        writer = None
+    with ExitStack() as stack:  # each Parquet writer is closed, then its file renamed into place
         if "hf" in job.formats:
-            journal.record(job.parquet_path(shard))
-            tmp_parquet = stack.enter_context(atomic_path(job.parquet_path(shard)))
-            writer = stack.enter_context(closing(pq.ParquetWriter(tmp_parquet, SCHEMA)))
+            for key, path in job.parquet_paths(shard).items():
+                journal.record(path)
+                tmp_parquet = stack.enter_context(atomic_path(path))
+                writers[key] = stack.enter_context(closing(pq.ParquetWriter(tmp_parquet, SCHEMA)))
+                pending[key] = []
         for index, scene in scenes.items():
             example = job.scene_records(index, scene)
             encoded = example.images
@@ -273,16 +281,26 @@ def _write_shard_files(job: GenerateJob, shard: int, scenes: dict, journal: Temp
                     journal.record(image)
                     atomic_write(image, data)
             lines.extend(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in example.records)
-            if writer is not None:
-                pending.extend(hf_row(r, encoded[r["image_id"]]) for r in example.records)
+            if writers:
+                for r in example.records:
+                    key = r["task_template"] if r["task_template"] in writers else None
+                    pending[key].append(hf_row(r, encoded[r["image_id"]]))
                 pending_bytes += sum(map(len, encoded.values())) * len(example.records)
-                if pending_bytes > FLUSH_BYTES or len(pending) >= FLUSH_ROWS:
-                    writer.write_table(rows_to_table(pending))  # one Arrow conversion per batch: ~40 ms each
-                    pending, pending_bytes = [], 0
-        if writer is not None and pending:
-            writer.write_table(rows_to_table(pending))
+                if pending_bytes > FLUSH_BYTES or sum(map(len, pending.values())) >= FLUSH_ROWS:
+                    _flush(writers, pending)  # one Arrow conversion per batch: ~40 ms each
+                    pending_bytes = 0
+        _flush(writers, pending)
     journal.record(job.part_path(shard))
     atomic_write(job.part_path(shard), "".join(line + "\n" for line in lines))  # marks the shard done
+
+
+def _flush(writers: dict[str | None, Any], pending: dict[str | None, list[dict[str, Any]]]) -> None:
+    from rosetrain.data.hf import rows_to_table
+
+    for key, rows in pending.items():
+        if rows:
+            writers[key].write_table(rows_to_table(rows))
+            pending[key] = []
 
 
 def finish_shard_job(job: GenerateJob) -> tuple[int, int]:
@@ -330,7 +348,9 @@ def _shard_files(job: GenerateJob) -> set[str]:
         part = job.part_path(shard)
         files.add(part.relative_to(job.out_dir).as_posix())
         if "hf" in job.formats:
-            files.add(parquet_name(job.split, shard, job.num_shards))
+            files.update(
+                path.relative_to(job.out_dir).as_posix() for path in job.parquet_paths(shard).values()
+            )
         if "release" in job.formats:
             files.update(image_names(part_records(part)))
     return files
