@@ -31,11 +31,6 @@ def split_names(split: str, rose_layout: bool) -> dict[str | None, str]:
     return names
 
 
-def bridge_split_names(split: str) -> list[str]:
-    """Every split name a bridge row of ``split`` can be read as (both layouts)."""
-    return [name for key, name in split_names(split, True).items() if key is not None]
-
-
 def bridge_paths(out_dir: Path, split: str) -> dict[str, Path]:
     return {template: out_dir / f"metadata_{split}_{tag}.jsonl" for template, tag in BRIDGE_FILE_TAGS.items()}
 

@@ -41,7 +41,7 @@ from rosetrain import __version__
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_write, output_lock
 from rosetrain.core.protocol import TEMPLATES
-from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_split_names
+from rosetrain.data.bridges import BRIDGE_FILE_TAGS, split_names
 from rosetrain.data.manifest import PARTS_DIR, manifest_path, metadata_name, parts_dir, read_manifest
 
 CARD_NAME = "README.md"
@@ -123,7 +123,7 @@ def split_facts(out_dir: Path, split: str, record: Mapping[str, Any]) -> SplitFa
         import pyarrow.parquet as pq
 
         parquet = {}
-        for name in (split, *bridge_split_names(split)):
+        for name in split_names(split, rose_layout=True).values():
             shards = [out_dir / file for file in sorted(files) if file.startswith(f"hf/{name}/")]
             if shards or name == split:
                 parquet[name] = (

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.data.bridges import bridge_split_names
+from rosetrain.data.bridges import split_names
 from rosetrain.data.paths import confined_path
 
 PARTS_DIR = ".parts"
@@ -136,7 +136,7 @@ def _files_of_unfinished_split(out_dir: Path, manifest: dict[str, Any]) -> list[
     shard = re.compile(rf"shard-\d{{5,}}-of-0*{num_shards}\.parquet")
     names += [
         f"hf/{name}/{path.name}"
-        for name in (split, *bridge_split_names(split))  # a `layout: rose` split's bridge rows too
+        for name in split_names(split, rose_layout=True).values()  # a `layout: rose` split's bridge rows too
         for path in sorted((out_dir / "hf" / name).glob("*.parquet"))
         if shard.fullmatch(path.name)
     ]
@@ -180,7 +180,7 @@ def refuse_links_out(out_dir: Path, split: str) -> None:
     ``.parts/`` and the split's folders in them): writing through it would change files
     outside ``--out``."""
     places = [out_dir / "images", out_dir / "hf", out_dir / PARTS_DIR]
-    places += [out_dir / "hf" / name for name in (split, *bridge_split_names(split))]
+    places += [out_dir / "hf" / name for name in split_names(split, rose_layout=True).values()]
     places.append(parts_dir(out_dir, split))
     if (out_dir / "images").is_dir() and not (out_dir / "images").is_symlink():
         places += sorted((out_dir / "images").iterdir())
@@ -219,8 +219,7 @@ def refuse_foreign_files(out_dir: Path, split: str, owned: Iterable[Path] = ()) 
     found = [
         path
         for name in (
-            f"hf/{split}",
-            *(f"hf/{name}" for name in bridge_split_names(split)),
+            *(f"hf/{name}" for name in split_names(split, rose_layout=True).values()),
             f"{PARTS_DIR}/{split}",
         )
         if (out_dir / name).is_dir()

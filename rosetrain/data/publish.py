@@ -25,7 +25,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError, first_line
 from rosetrain.core.io import output_lock
-from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_split_names
+from rosetrain.data.bridges import BRIDGE_FILE_TAGS, split_names
 from rosetrain.data.card import CARD_NAME, finished_splits
 from rosetrain.data.manifest import manifest_path, metadata_name, read_manifest
 from rosetrain.data.release import load_split
@@ -67,9 +67,9 @@ def upload_patterns(out_dir: Path) -> list[str]:
     patterns = [CARD_NAME]
     for split in finished_splits(out_dir):
         digits = "[0-9]" * 7
-        patterns += [metadata_name(split), f"images/*/{split}-{digits}*.png", f"hf/{split}/shard-*.parquet"]
+        patterns += [metadata_name(split), f"images/*/{split}-{digits}*.png"]
         patterns += [f"metadata_{split}_{tag}.jsonl" for tag in BRIDGE_FILE_TAGS.values()]
-        patterns += [f"hf/{name}/shard-*.parquet" for name in bridge_split_names(split)]
+        patterns += [f"hf/{name}/shard-*.parquet" for name in split_names(split, rose_layout=True).values()]
     return patterns
 
 
