@@ -131,6 +131,23 @@ def test_score_writes_every_file_of_the_analysis_scripts(rose_split):
     assert moved and any(r["base_lclk_matched"] for r in moved)
 
 
+def test_processes_write_the_folder_one_process_writes(rose_split, monkeypatch, tmp_path):
+    """Chunks scored in workers and the analyses computed in a forked process
+    beside the main summary: every file holds the bytes of one process."""
+    from rosetrain.scoring import split as split_module
+
+    cut = split_module.line_chunks
+    monkeypatch.setattr(split_module, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(split_module, "line_chunks", lambda paths, size: cut(paths, size and 20_000))
+    one, many = rose_split["out"], tmp_path / "out"
+    _score(rose_split["data"], rose_split["root"] / "all.jsonl", many, "--allow-partial", "--num-proc", "3")
+    names = sorted(path.name for path in one.iterdir())
+    assert names == sorted(path.name for path in many.iterdir())
+    for name in names:  # the bridge summaries name the folder's own per-item file
+        ours = (many / name).read_bytes().replace(str(many).encode(), str(one).encode())
+        assert ours == (one / name).read_bytes(), name
+
+
 def test_the_summary_names_each_figure_as_the_paper_does(rose_split):
     summary, out = rose_split["summary"], rose_split["out"]
     tables = {

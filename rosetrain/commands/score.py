@@ -97,9 +97,10 @@ def _run(args: argparse.Namespace) -> int:
     from rosetrain.data.predictions import check_same_data, predictions_model, read_predictions
     from rosetrain.data.release import split_files
     from rosetrain.reports.console import print_summary
-    from rosetrain.scoring.batch import check_coverage, write_scored_split
+    from rosetrain.scoring.batch import check_coverage
     from rosetrain.scoring.official_files import RunInfo
     from rosetrain.scoring.split import score_split
+    from rosetrain.scoring.writer import write_scored_split
 
     _check_flags(args)
     data = resolve_data(args.data)
@@ -135,7 +136,14 @@ def _run(args: argparse.Namespace) -> int:
         remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
             summary = write_scored_split(
-                args.out, scored.expected, scored.frame, scored.lines, run_info, scored.fingerprint
+                args.out,
+                scored.expected,
+                scored.frame,
+                scored.lines,
+                scored.prepared,
+                run_info,
+                scored.fingerprint,
+                fork=scored.processes > 1,  # a large split: its analyses in a process of their own
             )
         except OSError as err:  # a folder we may not write, a full disk
             raise RosetrainError(

@@ -355,8 +355,9 @@ def score_run(
     from rosetrain.core.io import atomic_write
     from rosetrain.core.jsonio import json_text
     from rosetrain.data.release import split_files
-    from rosetrain.scoring.batch import score_predictions, write_scored_run
+    from rosetrain.scoring.batch import score_predictions
     from rosetrain.scoring.official_files import RunInfo
+    from rosetrain.scoring.writer import write_scored_run
 
     rows = score_predictions(records, predictions, model=run_info["model"])
     names = RunInfo(

@@ -5,9 +5,10 @@ computed once from the rows the one scorer wrote, for the summary and the files.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
-from rosetrain.scoring.bridges import Bridge, RowAt, bridge_outputs
+from rosetrain.scoring.bridges import Bridge, Prepared, bridge_outputs
 from rosetrain.scoring.consistency import consistency_files, scene_consistency
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official_files import Expected, RunInfo
@@ -21,7 +22,7 @@ class Analyses:
 
     def files(self) -> dict[str, str]:
         """File name -> text, as the official scripts name and write them."""
-        out = {name: text for bridge in self.bridges for name, text in bridge.files.items()}
+        out = {name: text for bridge in self.bridges for name, text in bridge.files().items()}
         if self.consistency is not None:
             out.update(consistency_files(self.consistency, self.digits))
         return out
@@ -40,11 +41,15 @@ class Analyses:
 
 
 def analyze(
-    expected: Expected, frame: Frame, row_at: RowAt, run: RunInfo | None = None, main_eval: str | None = None
+    expected: Expected,
+    frame: Frame,
+    prepared: Sequence[Prepared | None],
+    run: RunInfo | None = None,
+    main_eval: str | None = None,
 ) -> Analyses:
     run = run or RunInfo()
     return Analyses(
-        bridge_outputs(expected, frame, row_at, run, main_eval),
+        bridge_outputs(expected, frame, prepared, run, main_eval),
         scene_consistency(frame, run.split),
         run.digits,
     )

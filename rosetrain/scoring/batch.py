@@ -1,36 +1,17 @@
-"""Scoring predictions against golds held in memory, the coverage checks, and
-writing a scored run's folder (``split.py`` scores a split from its files)."""
+"""Scoring predictions against golds held in memory and the coverage checks
+(``split.py`` scores a split from its files, ``summaries.py`` computes the
+summaries, ``writer.py`` writes the run's folder)."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import gc
-import os
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-import orjson
-
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.io import atomic_write
-from rosetrain.core.jsonio import json_text, jsonl_line
-from rosetrain.scoring.analyses import analyze
-from rosetrain.scoring.bridges import RowAt
-from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
-from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold, prepare_gold
 from rosetrain.scoring.item import score_item
-from rosetrain.scoring.metrics import summarize_frame
-from rosetrain.scoring.official_files import (
-    ERROR_CASES_FILE,
-    Expected,
-    RunInfo,
-    expected_items,
-    official_files,
-)
-from rosetrain.scoring.tables import csv_tables, summary_markdown
 
 MISSING_SHOWN = 10
 
@@ -92,71 +73,3 @@ def score_predictions(
         for gold, item_id in zip(golds, gold_ids)
         if item_id in predictions
     ]
-
-
-def write_scored_run(
-    out_dir: str | os.PathLike,
-    golds: Sequence[Mapping[str, Any] | Gold],
-    rows: Sequence[Mapping[str, Any]],
-    run: RunInfo | None = None,
-    data_fingerprint: str | None = None,
-) -> dict[str, Any]:
-    """Write every file of the official evaluator (per_item_eval.jsonl,
-    error_cases.jsonl, evaluation_summary.json, summary_by_subset.csv,
-    summary_by_template.csv, coverage_by_subset_template.csv, table1_row.txt,
-    table2_row.txt) and rosetrain's own (summary.md, CSV breakdowns); return
-    the summary.
-
-    ``data_fingerprint`` (of the split scored) goes into the summary, so that
-    ``rosetrain compare`` can refuse runs of different data.
-    """
-    lines = [jsonl_line(row) for row in rows]
-    return write_scored_split(
-        out_dir, expected_items(golds), Frame.from_rows(rows), lines, run, data_fingerprint, rows.__getitem__
-    )
-
-
-def write_scored_split(
-    out_dir: str | os.PathLike,
-    expected: Expected,
-    frame: Frame,
-    lines: Sequence[bytes],
-    run: RunInfo | None = None,
-    data_fingerprint: str | None = None,
-    row_at: RowAt | None = None,
-) -> dict[str, Any]:
-    """``write_scored_run`` of scored rows given as a frame and their JSON lines
-    (in the frame's order; ``row_at(i)``: row ``i`` itself, else its line is
-    read back). The per-item files (rows sorted by item id, as the official
-    files are) are written by a thread while the summary is computed: the
-    writing is mostly the system's, outside the interpreter lock. The official
-    analysis scripts' files (bridges, scene consistency) come with them."""
-    out = Path(out_dir)
-    frame.id_order()  # both threads use it: computed once, before they start
-    with concurrent.futures.ThreadPoolExecutor(1) as writer:
-        written = writer.submit(_write_rows, out, frame, lines)
-        # only bridge rows and the main rows they pair with are read back
-        analyses = analyze(
-            expected,
-            frame,
-            row_at or (lambda i: orjson.loads(lines[i])),
-            run,
-            str((out / PER_ITEM_FILE).absolute()),
-        )
-        summary = {**summarize_frame(expected, frame, run, analyses), "data_fingerprint": data_fingerprint}
-        if run is not None and run.data is not None:
-            summary["data"] = {**run.data, "fingerprint": data_fingerprint}
-        written.result()
-    atomic_write(out / SUMMARY_FILE, json_text(summary))
-    for name, text in {**official_files(summary, run), **analyses.files()}.items():
-        atomic_write(out / name, text)
-    atomic_write(out / "summary.md", summary_markdown(summary))
-    for name, text in csv_tables(summary).items():
-        atomic_write(out / name, text)
-    return summary
-
-
-def _write_rows(out: Path, frame: Frame, lines: Sequence[bytes]) -> None:
-    order, failed = frame.id_order(), (frame["pass"] != 1).tolist()
-    atomic_write(out / PER_ITEM_FILE, b"".join([lines[i] for i in order]))
-    atomic_write(out / ERROR_CASES_FILE, b"".join([lines[i] for i in order if failed[i]]))

@@ -12,7 +12,8 @@ group, plus the group's own Avg over the main templates it holds; the region
 case breakdown takes only local tasks (a whole-grid task is always "all").
 ``t1_passed_scenes`` (rosetrain's own) pools PASS over the scenes whose T1 passed.
 The bridge and scene-consistency figures are the official analysis scripts'
-(``analyses.py``), under their names: ``bridges``, ``scene_consistency``.
+(``analyses.py``), added by ``summaries.py`` under their names: ``bridges``,
+``scene_consistency``.
 Every figure is None when nothing defines it (no such rows), never NaN.
 """
 
@@ -39,7 +40,6 @@ from rosetrain.core.protocol import (
     T5,
     TEMPLATES,
 )
-from rosetrain.scoring.analyses import Analyses, analyze
 from rosetrain.scoring.errored import error_examples
 from rosetrain.scoring.frame import (
     Frame,
@@ -49,9 +49,8 @@ from rosetrain.scoring.frame import (
     is_set,
     mean_of,
 )
-from rosetrain.scoring.gold import Gold
 from rosetrain.scoring.headline import headline_note
-from rosetrain.scoring.official_files import Expected, RunInfo, expected_items, official_summary
+from rosetrain.scoring.official_files import Expected, RunInfo, official_summary
 
 Row = Mapping[str, Any]
 
@@ -263,28 +262,15 @@ def t1_passed_scenes(frame: Frame) -> dict[str, Any] | None:
     }
 
 
-def summarize(
-    golds: Iterable[Mapping | Gold], results: Sequence[Row], run: RunInfo | None = None
-) -> dict[str, Any]:
-    """``evaluation_summary.json``: the official evaluator's keys, then rosetrain's.
+def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None) -> dict[str, Any]:
+    """The main summary of the expected items and the rows of a frame: the
+    official evaluator's keys, then rosetrain's (``summaries.summarize_run``
+    adds the official analyses' figures).
 
-    ``golds`` only set the expected items (coverage, bridge pairing); every
-    figure comes from ``results``, whose rows carry the descriptive fields to
-    group by. ``run`` names the model, split and files in the official keys.
     The official keys count every row as the official evaluator does;
     rosetrain's own figures leave out rows whose request failed
     (``rosetrain.scoring.errored``), counted in ``n_errors``: ``n`` and
-    ``coverage_rate`` count answered items.
-    """
-    expected, frame = expected_items(golds), Frame.from_rows(results)
-    return summarize_frame(expected, frame, run, analyze(expected, frame, results.__getitem__, run))
-
-
-def summarize_frame(
-    expected: Expected, every: Frame, run: RunInfo | None = None, analyses: Analyses | None = None
-) -> dict[str, Any]:
-    """``summarize`` of the expected items and the rows of a frame (``analyses``:
-    the official analysis scripts' figures of the same rows)."""
+    ``coverage_rate`` count answered items."""
     api_errors = every["api_error"]
     failed = is_set(api_errors) & (api_errors != 0)
     errored = np.flatnonzero(failed).tolist()
@@ -305,7 +291,6 @@ def summarize_frame(
         **_overall(frame),
         "t1_passed_scenes": t1_passed_scenes(frame),
         **breakdowns(frame),
-        **(analyses.summary() if analyses else {}),
     }
     summary["headline_note"] = headline_note(summary, frame)
     return summary

@@ -19,12 +19,12 @@ import dataclasses
 import multiprocessing
 import os
 import signal
-import sys
 from collections.abc import Mapping, Sequence
 
 # the submodule itself: `concurrent.futures` alone names it only once something imported it
 from concurrent.futures.process import BrokenProcessPool
 
+from rosetrain.core.cpus import can_fork
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.jsonio import jsonl_line
 from rosetrain.core.memo import clear_memos
@@ -38,6 +38,7 @@ from rosetrain.data.release import (
     split_fingerprint,
 )
 from rosetrain.scoring.batch import score_prediction
+from rosetrain.scoring.bridges import Prepared, prepare_row
 from rosetrain.scoring.frame import LABELS_OF, NUMBERS_OF, Frame, concat
 from rosetrain.scoring.gold import GOLD_FIELDS, Gold
 from rosetrain.scoring.official_files import Expected, expected_items
@@ -46,12 +47,15 @@ from rosetrain.scoring.official_files import Expected, expected_items
 @dataclasses.dataclass
 class ScoredSplit:
     """A split's scored rows: the expected items (every gold item), the
-    summary's columns of the scored rows and their JSON lines, in split order."""
+    summary's columns of the scored rows, their JSON lines and what the
+    bridge analyses read of them (``prepare_row``), in split order."""
 
     expected: Expected
     frame: Frame
     lines: list[bytes]
+    prepared: list[Prepared | None]
     fingerprint: str = ""  # split_fingerprint of the files scored
+    processes: int = 1  # how many processes scored it
 
 
 PARALLEL_BYTES = 16 << 20  # a smaller split is scored sooner than worker processes start
@@ -76,7 +80,7 @@ def score_split(
     take chunks of about ``chunk_bytes`` of the metadata files (in this process
     alone when the files hold less than ``PARALLEL_BYTES``)."""
     paths = split_files(root, split, bridges)
-    parallel = num_proc > 1 and _can_fork() and sum(p.stat().st_size for p in paths) >= PARALLEL_BYTES
+    parallel = num_proc > 1 and can_fork() and sum(p.stat().st_size for p in paths) >= PARALLEL_BYTES
     chunks = line_chunks(paths, chunk_bytes if parallel else None)
     try:
         scored = _score_chunks(chunks, predictions, model, num_proc, (root, split, bridges))
@@ -111,19 +115,22 @@ def _score_chunks(
     and a worker stalls until its result is read."""
     global _JOB
     _JOB = (predictions, model, split[1])
+    processes = min(num_proc, len(chunks))
     try:
-        if num_proc < 2 or len(chunks) < 2:
+        if processes < 2:
             parts = [_score_chunk(chunk) for chunk in chunks] or [_score_golds([], predictions, model)]
             fingerprint = split_fingerprint(*split)
         else:
-            parts, fingerprint = _in_workers(chunks, min(num_proc, len(chunks)), split)
+            parts, fingerprint = _in_workers(chunks, processes, split)
     finally:
         _JOB = None
     return ScoredSplit(
         expected={field: [v for part in parts for v in part.expected[field]] for field in parts[0].expected},
         frame=concat([part.frame for part in parts]),
         lines=[line for part in parts for line in part.lines],
+        prepared=[kept for part in parts for kept in part.prepared],
         fingerprint=fingerprint,
+        processes=max(processes, 1),
     )
 
 
@@ -143,12 +150,6 @@ def _in_workers(
         workers.shutdown(wait=True, cancel_futures=True)
 
 
-def _can_fork() -> bool:
-    # fork is fast and shares the predictions; elsewhere each process would
-    # get a pickled copy of them, which costs more than the work it splits
-    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
-
-
 def _leave_interrupts() -> None:
     # Ctrl-C reaches the whole process group: this process stops the workers
     # (the pool's exit terminates them), without a traceback from each
@@ -162,8 +163,9 @@ def _score_chunk(chunk: Chunk) -> ScoredSplit:
 
 
 def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], model: str | None) -> ScoredSplit:
-    """Score the golds that have a prediction, keeping each row's line and columns."""
-    lines, numbers, labels = [], [], []
+    """Score the golds that have a prediction, keeping each row's line, columns
+    and what the bridge analyses read of it."""
+    lines, numbers, labels, prepared = [], [], [], []
     for gold in golds:
         prediction = predictions.get(gold.item_id)
         if prediction is not None:
@@ -171,4 +173,5 @@ def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], mode
             lines.append(jsonl_line(row))
             numbers.append(NUMBERS_OF(row))
             labels.append(LABELS_OF(row))
-    return ScoredSplit(expected_items(golds), Frame.from_tuples(numbers, labels), lines)
+            prepared.append(prepare_row(row, gold.sources))
+    return ScoredSplit(expected_items(golds), Frame.from_tuples(numbers, labels), lines, prepared)

@@ -4,7 +4,7 @@ The prompt is ``rosetrain.core.messages.record_messages`` with the image loaded 
 ``rosetrain eval``'s transformers runner loads it, so a chat model in lmms-eval
 sees what ``rosetrain eval`` sends. Each answer is scored by
 ``rosetrain.scoring.batch.score_predictions`` and every aggregate is a figure of
-``rosetrain.scoring.metrics.summarize``: the code ``rosetrain score`` runs, so
+``rosetrain.scoring.summarize``: the code ``rosetrain score`` runs, so
 the numbers equal its ``evaluation_summary.json`` on the same answers.
 """
 
@@ -128,7 +128,7 @@ class RoseTask:
         keys = self.metrics[name]
 
         def aggregate(rows: Sequence[Mapping[str, Any]]) -> Any:
-            from rosetrain.scoring.metrics import summarize
+            from rosetrain.scoring.summaries import summarize
 
             golds = self.golds()
             value: Any = summarize([golds[str(r["item_id"])] for r in rows], rows)

@@ -6,6 +6,7 @@ figures, and the files each script writes (``global_click.py`` and
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -14,24 +15,78 @@ from typing import Any
 import numpy as np
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.jsonio import spaced_line
+from rosetrain.core.jsonio import spaced_head
 from rosetrain.core.protocol import T2B
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official import ROSE_SUBSETS
 from rosetrain.scoring.official_files import Expected, RunInfo, official_csv
 
-RowAt = Callable[[int], Mapping[str, Any]]  # frame position -> its per-item row
 REGION_CASE_ORDER = ("zero", "partial", "all")
+# What pairing reads of a bridge's main (source) row: a scoring worker keeps
+# only these of each T1 and T3 row, not the whole row.
+PAIRING_FIELDS = (
+    "item_id",
+    "pass",
+    "unified_soft",
+    "format_valid",
+    "invalid_coordinate_count",
+    "duplicate_click_count",
+    "gt_count",
+    "pred_click_count_unique",
+    "click_f1_strict",
+    "region_violation_count",
+)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """What the bridge analyses read of one scored row, made where the row was
+    scored (a scoring worker): a bridge row as its script writes it, before
+    pairing, with its JSON less the closing brace (``head``), or a main row's
+    ``PAIRING_FIELDS``."""
+
+    row: dict[str, Any]
+    head: str = ""
 
 
 @dataclasses.dataclass
 class Bridge:
-    """One bridge's official outputs: its paper-table row (in %) and its files."""
+    """One bridge's official figures, computed: its summary (the script's
+    ``<name>_summary.json``), its paper-table row (in %), its per-item lines;
+    ``files`` writes them as the script does."""
 
     name: str  # the files' prefix, also its key under ``bridges`` in the summary
+    template: str
+    model: str
+    summary: dict[str, Any]
     paper: dict[str, Any]
-    files: dict[str, str]
+    lines: list[str]  # the paired rows, encoded as the script writes them
+    failed: list[bool]  # each row's PASS is not 1
+    transfer_failed: list[bool]  # T2B: the count passed and the paired T3 click did not
+    case_rows: list[dict]  # T2B: the by-region-case table
+
+    def files(self) -> dict[str, str]:
+        """File name -> text, as the script names and writes them (an empty table
+        is no file, as there)."""
+        name, model = self.name, self.model
+        files = {
+            f"per_item_{name}_eval.jsonl": "".join(self.lines),
+            f"{name}_error_cases.jsonl": "".join(line for line, bad in zip(self.lines, self.failed) if bad),
+        }
+        if self.template == T2B:
+            files["mlcnt_correct_lclk_wrong.jsonl"] = "".join(
+                line for line, bad in zip(self.lines, self.transfer_failed) if bad
+            )
+        files[f"{name}_summary.json"] = _json(self.summary)
+        files[f"{name}_by_subset.csv"] = official_csv(
+            [{"model": model, "subset": s, **f} for s, f in self.summary["by_subset"].items()]
+        )
+        if self.template == T2B:
+            files[f"{name}_by_region_case.csv"] = official_csv(self.case_rows)
+        files[f"{name}_paper_table.csv"] = official_csv([self.paper])
+        files[f"{name}_paper_table.json"] = _json(self.paper)
+        return {file: text for file, text in files.items() if text or file.endswith(".jsonl")}
 
 
 def mean(values: Iterable[Any]) -> float | None:
@@ -72,7 +127,7 @@ class Kind:
     source: str
     source_fields: tuple[int, ...]  # which sources name the main item, in the order tried
     row: Callable[[Mapping, Sequence], dict]
-    pair: Callable[[dict, Mapping | None], Any]
+    pair: Callable[[dict, Mapping | None], Any]  # adds fields to the row, after its own
     figures: Callable[[Sequence[Mapping]], dict]
     paper: tuple[tuple[str, str], ...]  # the paper table's columns: (label, macro figure)
     notes: dict[str, str]
@@ -129,9 +184,15 @@ def _run_model(info: RunInfo, rows: Sequence[Mapping]) -> str:
 
 
 def analyze_kind(
-    kind: Kind, expected: Expected, frame: Frame, row_at: RowAt, info: RunInfo, main_eval: str | None
+    kind: Kind,
+    expected: Expected,
+    frame: Frame,
+    prepared: Sequence[Prepared | None],
+    info: RunInfo,
+    main_eval: str | None,
 ):
-    """One bridge's official outputs, or None when no row of it was scored."""
+    """One bridge's official outputs, or None when no row of it was scored
+    (``prepared[i]``: what ``prepare`` kept of the row at frame position ``i``)."""
     sources = {
         str(item): source
         for item, template, source in zip(expected["item_id"], expected["task_template"], expected["sources"])
@@ -145,17 +206,19 @@ def analyze_kind(
     ]
     if not scored:
         return None
-    bridge_rows = [row_at(i) for i in scored]
-    model = _run_model(info, bridge_rows)
-    rows = [kind.row(row, sources[str(row["item_id"])]) for row in bridge_rows]
+    rows = [dict(_kept(prepared, i).row) for i in scored]  # a copy: pairing adds to it
+    heads = [_kept(prepared, i).head for i in scored]
+    model = _run_model(info, rows)
     by_id, by_scene = _main_rows(frame, kind.source, model)
-    mismatched = 0
-    for row in rows:
+    mismatched, lines = 0, []
+    for row, head in zip(rows, heads):
         source = sources[str(row["item_id"])]
         found = next((by_id[str(source[k])] for k in kind.source_fields if str(source[k]) in by_id), None)
         if found is None:
             found = by_scene.get((str(row.get("rose_subset")), str(row.get("scene_id"))))
-        mismatched += kind.pair(row, None if found is None else row_at(found)) is False
+        own = len(row)
+        mismatched += kind.pair(row, None if found is None else _kept(prepared, found).row) is False
+        lines.append(_joined(head, dict(itertools.islice(row.items(), own, None))))
     if mismatched:
         raise RosetrainError(
             f"{mismatched} {kind.template} items count another target number than the "
@@ -164,10 +227,44 @@ def analyze_kind(
             f"give the split's own bridge file, or score without bridges",
             argument="bridges",
         )
-    return _outputs(kind, rows, model, len(sources), info, main_eval)
+    return _computed(kind, rows, lines, model, len(sources), info, main_eval)
 
 
-def _outputs(kind: Kind, rows: list[dict], model: str, expected: int, info: RunInfo, main_eval: str | None):
+def _kept(prepared: Sequence[Prepared | None], i: int) -> Prepared:
+    kept = prepared[i]
+    assert kept is not None, "prepare keeps every bridge row and every row a bridge pairs with"
+    return kept
+
+
+def prepare(kinds: Sequence[Kind], row: Mapping[str, Any], sources: Sequence | None) -> Prepared | None:
+    """What the analyses of ``kinds`` will read of a scored row (``sources``: its
+    gold's bridge sources), or None when they read nothing of it."""
+    template = row["task_template"]
+    for kind in kinds:
+        if template == kind.template and sources is not None:
+            own = kind.row(row, sources)
+            return Prepared(own, spaced_head(own))
+        if template == kind.source:
+            return Prepared({field: row[field] for field in PAIRING_FIELDS})
+    return None
+
+
+def _joined(head: str, added: Mapping[str, Any]) -> str:
+    """The line of a row whose own fields encode as ``head`` and to which pairing
+    added ``added``: encoding the two apart and joining them writes what
+    encoding the whole row writes (``json.dumps`` puts ", " between members)."""
+    return head + (", " + spaced_head(added)[1:] if added else "") + "}\n"
+
+
+def _computed(
+    kind: Kind,
+    rows: list[dict],
+    lines: list[str],
+    model: str,
+    expected: int,
+    info: RunInfo,
+    main_eval: str | None,
+) -> Bridge:
     buckets: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         buckets[str(row.get("rose_subset"))].append(row)
@@ -190,33 +287,23 @@ def _outputs(kind: Kind, rows: list[dict], model: str, expected: int, info: RunI
         micro_pooled=kind.figures(rows),
         by_subset=by_subset,
     )
-    name = kind.name
-    lines = [spaced_line(row) for row in rows]  # each row encoded once, whatever files hold it
-    files = {
-        f"per_item_{name}_eval.jsonl": "".join(lines),
-        f"{name}_error_cases.jsonl": "".join(line for line, r in zip(lines, rows) if r.get("pass") != 1),
-    }
+    case_rows: list[dict] = []
     if kind.template == T2B:
-        files["mlcnt_correct_lclk_wrong.jsonl"] = "".join(
-            line
-            for line, r in zip(lines, rows)
-            if r.get("pass") == 1 and r.get("base_lclk_matched") == 1 and r.get("base_lclk_pass") != 1
-        )
-        cases, case_rows = _by_region_case(kind, rows, model)
-        summary["by_region_case"] = cases
+        summary["by_region_case"], case_rows = _by_region_case(kind, rows, model)
     summary["metric_notes"] = kind.notes
-    files[f"{name}_summary.json"] = _json(summary)
-    files[f"{name}_by_subset.csv"] = official_csv(
-        [{"model": model, "subset": s, **f} for s, f in by_subset.items()]
-    )
-    if kind.template == T2B:
-        files[f"{name}_by_region_case.csv"] = official_csv(case_rows)
-    paper = {"Model": model, **{label: pct(macro.get(key)) for label, key in kind.paper}}
-    files[f"{name}_paper_table.csv"] = official_csv([paper])
-    files[f"{name}_paper_table.json"] = _json(paper)
-    # an empty table is no file, as there
     return Bridge(
-        name, paper, {file: text for file, text in files.items() if text or file.endswith(".jsonl")}
+        kind.name,
+        kind.template,
+        model,
+        summary,
+        {"Model": model, **{label: pct(macro.get(key)) for label, key in kind.paper}},
+        lines,
+        [r.get("pass") != 1 for r in rows],
+        [
+            r.get("pass") == 1 and r.get("base_lclk_matched") == 1 and r.get("base_lclk_pass") != 1
+            for r in rows
+        ],
+        case_rows,
     )
 
 

@@ -1,0 +1,98 @@
+"""Writing a scored run's folder: every file of the official evaluator
+(per_item_eval.jsonl, error_cases.jsonl, evaluation_summary.json,
+summary_by_subset.csv, summary_by_template.csv,
+coverage_by_subset_template.csv, table1_row.txt, table2_row.txt), of the
+official analysis scripts (bridges, scene consistency) and rosetrain's own
+(summary.md, CSV breakdowns), from the summaries ``summaries.py`` computed.
+Every file is written whole or not at all (``atomic_write``)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rosetrain.core.io import atomic_write
+from rosetrain.core.jsonio import json_text, jsonl_line
+from rosetrain.scoring.bridges import Prepared, prepare_row
+from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
+from rosetrain.scoring.frame import Frame
+from rosetrain.scoring.gold import Gold
+from rosetrain.scoring.official_files import (
+    ERROR_CASES_FILE,
+    Expected,
+    RunInfo,
+    expected_items,
+    official_files,
+)
+from rosetrain.scoring.summaries import RunSummaries, summarize_run
+from rosetrain.scoring.tables import csv_tables, summary_markdown
+
+
+def write_scored_run(
+    out_dir: str | os.PathLike,
+    golds: Sequence[Mapping[str, Any] | Gold],
+    rows: Sequence[Mapping[str, Any]],
+    run: RunInfo | None = None,
+    data_fingerprint: str | None = None,
+) -> dict[str, Any]:
+    """Summarize per-item rows held in memory and write every file of the run
+    (``write_scored_split``); return the summary."""
+    expected = expected_items(golds)
+    sources = dict(zip(expected["item_id"], expected["sources"]))
+    return write_scored_split(
+        out_dir,
+        expected,
+        Frame.from_rows(rows),
+        [jsonl_line(row) for row in rows],
+        [prepare_row(row, sources.get(row["item_id"])) for row in rows],
+        run,
+        data_fingerprint,
+    )
+
+
+def write_scored_split(
+    out_dir: str | os.PathLike,
+    expected: Expected,
+    frame: Frame,
+    lines: Sequence[bytes],
+    prepared: Sequence[Prepared | None],
+    run: RunInfo | None = None,
+    data_fingerprint: str | None = None,
+    fork: bool = False,
+) -> dict[str, Any]:
+    """Summarize scored rows given as a frame, their JSON lines and what the
+    bridge analyses read of them (``prepare_row``), in the frame's order, and
+    write every file of the run; return the summary. The per-item files (rows
+    sorted by item id, as the official files are) are written by a thread
+    while the summaries are computed: that writing is mostly the system's,
+    outside the interpreter lock. ``fork``: see ``summarize_run``."""
+    out = Path(out_dir)
+    frame.id_order()  # both threads use it: computed once, before they start
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        written = thread.submit(_write_rows, out, frame, lines)
+        summaries = summarize_run(
+            expected, frame, prepared, run, data_fingerprint, str((out / PER_ITEM_FILE).absolute()), fork
+        )
+        written.result()
+    write_summaries(out, summaries, run)
+    return summaries.summary
+
+
+def write_summaries(out: Path, summaries: RunSummaries, run: RunInfo | None = None) -> None:
+    """Every file of the run but the per-item ones, from its summaries."""
+    summary = summaries.summary
+    atomic_write(out / SUMMARY_FILE, json_text(summary))
+    for name, text in {**official_files(summary, run), **summaries.analyses.files()}.items():
+        atomic_write(out / name, text)
+    atomic_write(out / "summary.md", summary_markdown(summary))
+    for name, text in csv_tables(summary).items():
+        atomic_write(out / name, text)
+
+
+def _write_rows(out: Path, frame: Frame, lines: Sequence[bytes]) -> None:
+    order, failed = frame.id_order(), (frame["pass"] != 1).tolist()
+    atomic_write(out / PER_ITEM_FILE, b"".join([lines[i] for i in order]))
+    atomic_write(out / ERROR_CASES_FILE, b"".join([lines[i] for i in order if failed[i]]))
