@@ -320,3 +320,54 @@ def test_a_headline_of_generated_data_alone_has_no_note_of_empty_tables(smoke_sp
     summary = _score(split, predictions, tmp_path / "out")
     assert summary.get("headline_note") is None
     assert "Note:" not in (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+
+
+def test_compare_carries_every_analysis_figure_with_its_intervals(rose_split, tmp_path):
+    """Each bridge's paper columns and the consistency figures, each side with its
+    own interval and the paired one; on rows as they are (no failed request),
+    each side's value is the one its own run's files report."""
+    from rosetrain.reports.compare import compare_runs
+
+    data, runs, summaries = rose_split["data"], [], []
+    records = [r for path in sorted(data.glob("metadata_test*.jsonl")) for r in _rows(path)]
+    for seed in (1, 2):
+        rng = random.Random(seed)
+        answers = [{**_answer(record, rng), "error": None} for record in records]
+        predictions = _write_rows(tmp_path / f"predictions-{seed}.jsonl", answers)
+        summaries.append(_score(data, predictions, tmp_path / f"run-{seed}"))
+        runs.append(tmp_path / f"run-{seed}")
+    result = compare_runs(*runs, tmp_path / "compare", resamples=300, plots=False)
+    for name in ("global_click", "matched_count"):
+        figures = result["bridges"][name]["figures"]
+        assert list(figures) == [key for key in summaries[0]["bridges"][name] if key != "Model"]
+        for key, entry in figures.items():
+            for side, summary in zip(("before", "after"), summaries):
+                value = entry[side]
+                assert summary["bridges"][name][key] == (None if value is None else round(100 * value, 1)), (
+                    key
+                )
+                low, high = entry[f"ci95_{side}"]
+                assert value is None or low <= value <= high, (name, key, side)
+            assert entry["ci95"][0] is None or entry["ci95"][0] <= entry["delta"] <= entry["ci95"][1]
+    consistency = result["scene_consistency"]["figures"]
+    for side, summary in zip(("before", "after"), summaries):
+        own = summary["scene_consistency"][MODEL]
+        for key in ("T1", "L-Cnt|T1", "L-Clk|T1", "V-Clk|T1", "Excl-CS|T1", "Action Ret."):
+            assert consistency[key][side] == pytest.approx(own[key], abs=1e-12), key
+    report = (tmp_path / "compare" / "report.md").read_text(encoding="utf-8")
+    for title in ("## Global-click bridge", "## Matched-count bridge", "## Same-scene consistency"):
+        assert title in report
+    assert "| G-Clk where G-Cnt passed |" in report and "| Transfer failure (" in report
+
+
+def test_compare_leaves_out_an_analysis_one_run_lacks(rose_split, tmp_path):
+    import shutil
+
+    from rosetrain.reports.compare import compare_runs
+
+    other = tmp_path / "other"
+    shutil.copytree(rose_split["out"], other)
+    (other / "per_item_matched_count_eval.jsonl").unlink()
+    result = compare_runs(rose_split["out"], other, None, resamples=50, plots=False)
+    assert list(result["bridges"]) == ["global_click"]
+    assert result["bridges"]["global_click"]["figures"]["G-Clk"]["delta"] == 0

@@ -41,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rosetrain.core.formats import ci, pct
     from rosetrain.reports.compare import (
         HEADLINE_KEYS,
         HEADLINE_LABELS,
@@ -50,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         provenance_line,
         settings_note,
     )
+    from rosetrain.reports.compare_analyses import BRIDGE_TITLES
 
     result = compare_runs(
         args.before,
@@ -75,10 +75,23 @@ def run(args: argparse.Namespace) -> int:
     rows = [(e["short"], e) for e in result["templates"].values()]
     rows += [(HEADLINE_LABELS[key].split(" (")[0], result[key]) for key in HEADLINE_KEYS]
     rows += [(e["label"].split(" (")[0], e) for e in result["figures"].values()]
+    _print_rows(rows)
+    sections = {BRIDGE_TITLES[name]: section for name, section in result.get("bridges", {}).items()}
+    if result.get("scene_consistency"):
+        sections["Same-scene consistency (the scenes whose T1 count passed)"] = result["scene_consistency"]
+    for title, section in sections.items():
+        print(f"  {title}:")
+        _print_rows(list(section["figures"].items()), indent="    ")
+    return 0
+
+
+def _print_rows(rows, indent: str = "  ") -> None:
+    from rosetrain.core.formats import ci, pct
+
+    width = max([13, *(len(name) for name, _ in rows)])
     for name, e in rows:
         p = f"  McNemar p {e['mcnemar_p']:.3g}" if "mcnemar_p" in e else ""
         print(
-            f"  {name:13s} {pct(e['before']):>5s} -> {pct(e['after']):>5s}  "
+            f"{indent}{name:{width}s} {pct(e['before']):>5s} -> {pct(e['after']):>5s}  "
             f"delta {pct(e['delta'], True):>6s}  CI {ci(e['ci95'])}{p}"
         )
-    return 0

@@ -93,6 +93,17 @@ def run_fingerprint(run: str | os.PathLike) -> str | None:
     return fingerprint if isinstance(fingerprint, str) and fingerprint.strip() else None
 
 
+def _summary_of(run: str | os.PathLike) -> dict[str, Any]:
+    """The run's evaluation_summary.json, {} where it has none."""
+    path = Path(run)
+    summary = (path if path.is_dir() else path.parent) / SUMMARY_FILE
+    try:
+        found = json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
+    except (OSError, ValueError):
+        raise RosetrainError(f"{summary}: not a readable evaluation summary") from None
+    return found if isinstance(found, dict) else {}
+
+
 def run_record(run: str | os.PathLike) -> dict[str, Any]:
     """What a scored run says of itself: its model, its data (as given, the Hub
     repo and commit) and, for an eval run, the settings that change answers."""
@@ -208,7 +219,14 @@ class Column:
 class _SceneTable:
     """Per-scene sums and counts of each column, for vectorised resampling."""
 
-    def __init__(self, pairs: Sequence[tuple[Mapping, Mapping]], columns: Sequence[Column]):
+    def __init__(
+        self,
+        pairs: Sequence[tuple[Mapping, Mapping]],
+        columns: Sequence[Column],
+        derived: Mapping[str, tuple[str, Sequence[str]]] | None = None,
+    ):
+        """``derived``: name -> (label, column names): a figure that is, in each
+        subset, the mean of those columns' figures there (then over subsets)."""
         scene_index: dict[str, int] = {}
         scene_subset: list[str] = []
         for before, _ in pairs:
@@ -228,8 +246,12 @@ class _SceneTable:
                         self.counts[run][scene, k] += 1
         subsets = np.array(scene_subset)
         self.strata = [np.flatnonzero(subsets == s) for s in sorted(set(scene_subset))]
-        self.columns = list(columns)
-        self.macro = np.array([column.macro for column in columns])
+        names = [column.name for column in columns]
+        self.derived = [[names.index(part) for part in parts] for _, parts in (derived or {}).values()]
+        self.columns = list(columns) + [
+            Column(name, label, lambda row: None) for name, (label, _) in (derived or {}).items()
+        ]
+        self.macro = np.array([column.macro for column in self.columns])
 
     def rates(self, weights: Sequence[np.ndarray], run: str) -> np.ndarray:
         """(resamples, columns): per subset, then the mean over subsets (macro
@@ -245,7 +267,13 @@ class _SceneTable:
             sums, counts = sums + total, counts + items
             with np.errstate(invalid="ignore", divide="ignore"):
                 per_subset.append(np.where(items > 0, total / items, np.nan))
-        macro = _nanmean(np.stack(per_subset), axis=0)  # over (subsets, resamples, columns)
+        by_subset = np.stack(per_subset)  # (subsets, resamples, columns)
+        if self.derived:
+            means = [_nanmean(by_subset[:, :, parts], axis=2)[:, :, None] for parts in self.derived]
+            by_subset = np.concatenate([by_subset, *means], axis=2)
+            none = np.zeros((by_subset.shape[1], len(means)))  # derived figures are macro only
+            sums, counts = np.concatenate([sums, none], axis=1), np.concatenate([counts, none], axis=1)
+        macro = _nanmean(by_subset, axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
             pooled = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
         return np.where(self.macro, macro, pooled)
@@ -338,8 +366,9 @@ def bootstrap(
             rates = table.rates(weights, run)
             for k, column in enumerate(table.columns):
                 out[column.name][run].append(rates[:, k])
-            for name, values in _headline_arrays(rates[:, : len(templates)], templates).items():
-                out[name][run].append(values)
+            if templates:
+                for name, values in _headline_arrays(rates[:, : len(templates)], templates).items():
+                    out[name][run].append(values)
     return {name: {run: np.concatenate(chunks) for run, chunks in runs.items()} for name, runs in out.items()}
 
 
@@ -413,6 +442,27 @@ def _plain(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
     after = mean(a["pass"] for _, a in pairs)
     delta = None if before is None or after is None else after - before
     return {"n": len(pairs), "before": before, "after": after, "delta": delta}
+
+
+def paired_figures(
+    pairs: Sequence[tuple[Mapping, Mapping]],
+    columns: Sequence[Column],
+    resamples: int,
+    seed: int,
+    derived: Mapping[str, tuple[str, Sequence[str]]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Each column's (and derived figure's) value in each run with its own and
+    the paired 95% interval, by the same scene bootstrap as the main figures."""
+    table = _SceneTable(pairs, columns, derived)
+    samples = bootstrap(table, (), resamples, seed)
+    values = observed(table)
+    return {
+        c.name: {
+            "label": c.label,
+            **_entry(values[c.name]["before"], values[c.name]["after"], samples[c.name]),
+        }
+        for c in table.columns
+    }
 
 
 def compare_pairs(
@@ -502,6 +552,10 @@ def compare_runs(
         "errored_excluded": excluded,
         **compare_pairs(pairs, resamples, seed),
     }
+    from rosetrain.reports.compare_analyses import compare_analyses  # it builds on this module
+
+    summaries = (_summary_of(before_dir), _summary_of(after_dir))
+    result.update(compare_analyses(before_dir, after_dir, pairs, summaries, resamples, seed))
     if out_dir is not None:
         with output_lock(out_dir, "this comparison") as out:
             remove_atomic_temps(out)  # half-written files of a killed run
@@ -536,12 +590,14 @@ def _with_interval(value: float | None, interval: Sequence[float | None], signed
     return f"{pct(value, signed)} {ci(interval, signed)}" if value is not None else pct(value, signed)
 
 
-def figure_row(label: str, e: Mapping[str, Any], p: str = "") -> str:
-    """One Markdown row: each side's value with its own interval, the paired delta with its."""
-    return (
+def figure_row(label: str, e: Mapping[str, Any], p: str | None = "") -> str:
+    """One Markdown row: each side's value with its own interval, the paired delta
+    with its, and the McNemar p-value cell (none when ``p`` is None)."""
+    row = (
         f"| {label} | {_with_interval(e['before'], e['ci95_before'])} | "
-        f"{_with_interval(e['after'], e['ci95_after'])} | {_with_interval(e['delta'], e['ci95'], True)} | {p} |"
+        f"{_with_interval(e['after'], e['ci95_after'])} | {_with_interval(e['delta'], e['ci95'], True)} |"
     )
+    return row if p is None else f"{row} {p} |"
 
 
 def before_after_rows(result: Mapping[str, Any]) -> list[str]:
@@ -608,6 +664,8 @@ def data_unchecked_note(result: Mapping[str, Any]) -> str:
 
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
     """report.md: the figures in percentage points, then the plots."""
+    from rosetrain.reports.compare_analyses import analyses_markdown
+
     lines = [
         "# Before/after comparison\n",
         *([f"**{data_unchecked_note(result)}**\n"] if result.get("data_unchecked") else []),
@@ -624,6 +682,7 @@ def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> st
         "## Local tasks by region case (PASS, plain means over items)",
         "",
         *region_case_rows(result),
+        *analyses_markdown(result),
     ]
     lines.append("")
     lines += [f"![{Path(name).stem}]({name})\n" for name in images]
