@@ -21,7 +21,8 @@ from rosetrain.core.protocol import (
     cell_str,
     format_answer,
 )
-from rosetrain.reports.compare import _SceneTable, columns_of, compare_runs, figures, observed, pair_runs
+from rosetrain.reports.compare import columns_of, compare_runs, figures
+from rosetrain.reports.paired import SceneTable, observed, pair_runs
 from rosetrain.scoring import score_item, summarize, write_scored_run
 
 SUBSETS = ("ROSE-A", "ROSE-B", "ROSE-C")
@@ -159,7 +160,7 @@ def test_resampling_moves_whole_scenes_and_reproduces_the_summary(golds):
     rows = [score_item(g, g["answer"] if k % 3 else "nope") for k, g in enumerate(golds)]
     pairs = list(zip(rows, rows))
     columns = columns_of(pairs)
-    table = _SceneTable(pairs, columns)
+    table = SceneTable(pairs, columns)
     templates = list(MAIN_TEMPLATES)
     assert table.counts["before"].shape[0] == 90 and (table.counts["before"][:, :5] == 1).all()
     values = observed(table)

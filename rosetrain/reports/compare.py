@@ -19,7 +19,6 @@ failed in either run are left out of the pairs and counted in
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections import defaultdict
@@ -35,47 +34,29 @@ from rosetrain.core.io import atomic_write, output_lock, remove_atomic_temps
 from rosetrain.core.jsonio import json_text
 from rosetrain.core.protocol import (
     ACTION_TEMPLATES,
-    COUNTING_TEMPLATES,
     GLOBAL,
-    MAIN_TEMPLATES,
     REGION_CASES,
     SHORT_NAME,
 )
 from rosetrain.data.release import same_fingerprint, short_fingerprint
+from rosetrain.reports.compare_analyses import analyses_markdown, compare_analyses
 from rosetrain.reports.html import markdown_to_html
-from rosetrain.scoring.errored import is_errored
+from rosetrain.reports.paired import (
+    Column,
+    SceneTable,
+    bootstrap,
+    drop_errored,
+    figure_row,
+    observed,
+    pair_runs,
+    paired_entry,
+    with_interval,
+)
 from rosetrain.scoring.files import SUMMARY_FILE, read_scored_rows
 from rosetrain.scoring.gold import normalize_region_case
 from rosetrain.scoring.metrics import headline, mean, subset_macro, template_order
 
 HEADLINE_KEYS = ("counting_avg", "action_avg", "avg_pass", "gap")
-SHOWN_IDS = 5
-CHUNK = 250  # resamples per matrix product: bounds memory on large splits
-
-
-def pair_runs(before: Sequence[Mapping], after: Sequence[Mapping]) -> list[tuple[Mapping, Mapping]]:
-    """(before row, after row) per item, in the before run's order; a mismatch is an error."""
-    before_by_id = _by_id(before, "before")
-    after_by_id = _by_id(after, "after")
-    only_before = [i for i in before_by_id if i not in after_by_id]
-    only_after = [i for i in after_by_id if i not in before_by_id]
-    if only_before or only_after:
-        raise RosetrainError(
-            f"the runs cover different items: before has {len(before_by_id)}, after has "
-            f"{len(after_by_id)}; only in before: {len(only_before)} "
-            f"(first: {', '.join(only_before[:SHOWN_IDS]) or '-'}); only in after: "
-            f"{len(only_after)} (first: {', '.join(only_after[:SHOWN_IDS]) or '-'})"
-        )
-    pairs = []
-    for item_id, row in before_by_id.items():
-        other = after_by_id[item_id]
-        if row["task_template"] != other["task_template"]:
-            raise RosetrainError(
-                f"item {item_id!r} is {row['task_template']} in before but "
-                f"{other['task_template']} in after: not the same split"
-            )
-        pairs.append((row, other))
-    return pairs
 
 
 def run_fingerprint(run: str | os.PathLike) -> str | None:
@@ -170,31 +151,6 @@ def check_fingerprints_known(
     return unknown
 
 
-def drop_errored(
-    pairs: Sequence[tuple[Mapping, Mapping]],
-) -> tuple[list[tuple[Mapping, Mapping]], dict[str, int]]:
-    """The pairs where both runs have an answer, and how many errored items were left out.
-
-    An item whose request failed in either run says nothing about the model, so
-    it leaves the paired comparison (``rosetrain.scoring.errored``)."""
-    kept = [(b, a) for b, a in pairs if not is_errored(b) and not is_errored(a)]
-    excluded = {
-        "before": sum(is_errored(b) for b, _ in pairs),
-        "after": sum(is_errored(a) for _, a in pairs),
-        "pairs": len(pairs) - len(kept),
-    }
-    return kept, excluded
-
-
-def _by_id(rows: Sequence[Mapping], name: str) -> dict[str, Mapping]:
-    by_id: dict[str, Mapping] = {}
-    for row in rows:
-        if row["item_id"] in by_id:
-            raise RosetrainError(f"the {name} run lists item {row['item_id']!r} twice")
-        by_id[row["item_id"]] = row
-    return by_id
-
-
 def figures(rows: Sequence[Mapping]) -> dict[str, Any]:
     """Template PASS rates and the headline figures, as evaluation_summary computes them."""
     per_template = defaultdict(list)
@@ -202,81 +158,6 @@ def figures(rows: Sequence[Mapping]) -> dict[str, Any]:
         per_template[row["task_template"]].append(row)
     table = {t: {"pass": subset_macro(per_template[t], "pass")} for t in template_order(per_template)}
     return {"templates": {t: v["pass"] for t, v in table.items()}, **headline(table)}
-
-
-@dataclasses.dataclass(frozen=True)
-class Column:
-    """One figure the bootstrap recomputes: each row's value (None where the
-    figure does not count the row), averaged per subset and then over the
-    subsets (``macro``, as the official tables do), or over every row."""
-
-    name: str
-    label: str  # what a person reads
-    value: Callable[[Mapping], float | None]
-    macro: bool = True
-
-
-class _SceneTable:
-    """Per-scene sums and counts of each column, for vectorised resampling."""
-
-    def __init__(
-        self,
-        pairs: Sequence[tuple[Mapping, Mapping]],
-        columns: Sequence[Column],
-        derived: Mapping[str, tuple[str, Sequence[str]]] | None = None,
-    ):
-        """``derived``: name -> (label, column names): a figure that is, in each
-        subset, the mean of those columns' figures there (then over subsets)."""
-        scene_index: dict[str, int] = {}
-        scene_subset: list[str] = []
-        for before, _ in pairs:
-            if before["scene_id"] not in scene_index:
-                scene_index[before["scene_id"]] = len(scene_subset)
-                scene_subset.append(before["rose_subset"])
-        shape = (len(scene_subset), len(columns))
-        self.sums = {"before": np.zeros(shape), "after": np.zeros(shape)}
-        self.counts = {"before": np.zeros(shape), "after": np.zeros(shape)}
-        for pair in pairs:
-            scene = scene_index[pair[0]["scene_id"]]
-            for run, row in zip(("before", "after"), pair):
-                for k, column in enumerate(columns):
-                    value = column.value(row)
-                    if value is not None:
-                        self.sums[run][scene, k] += float(value)
-                        self.counts[run][scene, k] += 1
-        subsets = np.array(scene_subset)
-        self.strata = [np.flatnonzero(subsets == s) for s in sorted(set(scene_subset))]
-        names = [column.name for column in columns]
-        self.derived = [[names.index(part) for part in parts] for _, parts in (derived or {}).values()]
-        self.columns = list(columns) + [
-            Column(name, label, lambda row: None) for name, (label, _) in (derived or {}).items()
-        ]
-        self.macro = np.array([column.macro for column in self.columns])
-
-    def rates(self, weights: Sequence[np.ndarray], run: str) -> np.ndarray:
-        """(resamples, columns): per subset, then the mean over subsets (macro
-        columns), or the pooled mean (the others).
-
-        ``weights[k]`` holds, per resample, how often each scene of stratum k was drawn.
-        """
-        per_subset: list[np.ndarray] = []
-        sums: np.ndarray | float = 0.0
-        counts: np.ndarray | float = 0.0
-        for stratum, w in zip(self.strata, weights):
-            total, items = w @ self.sums[run][stratum], w @ self.counts[run][stratum]
-            sums, counts = sums + total, counts + items
-            with np.errstate(invalid="ignore", divide="ignore"):
-                per_subset.append(np.where(items > 0, total / items, np.nan))
-        by_subset = np.stack(per_subset)  # (subsets, resamples, columns)
-        if self.derived:
-            means = [_nanmean(by_subset[:, :, parts], axis=2)[:, :, None] for parts in self.derived]
-            by_subset = np.concatenate([by_subset, *means], axis=2)
-            none = np.zeros((by_subset.shape[1], len(means)))  # derived figures are macro only
-            sums, counts = np.concatenate([sums, none], axis=1), np.concatenate([counts, none], axis=1)
-        macro = _nanmean(by_subset, axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pooled = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        return np.where(self.macro, macro, pooled)
 
 
 def _pass_of(template: str) -> Callable[[Mapping], float | None]:
@@ -309,31 +190,6 @@ FIGURE_COLUMNS = (
 )
 
 
-def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
-    """Mean over ``axis`` ignoring NaN; NaN where nothing is defined (and no warning)."""
-    counted = np.sum(~np.isnan(values), axis=axis)
-    total = np.nansum(values, axis=axis)
-    return np.where(counted > 0, total / np.maximum(counted, 1), np.nan)
-
-
-def _headline_arrays(rates: np.ndarray, templates: Sequence[str]) -> dict[str, np.ndarray]:
-    """The headline figures per resample from (resamples, templates) rates."""
-
-    def avg(group):
-        cols = [templates.index(t) for t in group if t in templates]
-        if not cols:
-            return np.full(rates.shape[0], np.nan)
-        return _nanmean(rates[:, cols], axis=1)
-
-    counting, action = avg(COUNTING_TEMPLATES), avg(ACTION_TEMPLATES)
-    return {
-        "counting_avg": counting,
-        "action_avg": action,
-        "avg_pass": avg(MAIN_TEMPLATES),
-        "gap": counting - action,
-    }
-
-
 def columns_of(pairs: Sequence[tuple[Mapping, Mapping]]) -> list[Column]:
     """Every figure compared: each template's PASS, the official files' other
     figures, PASS and SOFT of each subset (Table 1), and the local tasks' PASS
@@ -348,53 +204,6 @@ def columns_of(pairs: Sequence[tuple[Mapping, Mapping]]) -> list[Column]:
     return columns
 
 
-def bootstrap(
-    table: _SceneTable, templates: Sequence[str], resamples: int = 2000, seed: int = 0
-) -> dict[str, dict[str, np.ndarray]]:
-    """Resampled values: name -> {"before", "after"} arrays of shape (resamples,),
-    for every column of ``table`` and the headline figures (``templates``: the
-    names of its leading columns, each template's PASS)."""
-    rng = np.random.default_rng(seed)
-    out: dict[str, dict[str, list]] = defaultdict(lambda: {"before": [], "after": []})
-    for start in range(0, resamples, CHUNK):
-        size = min(CHUNK, resamples - start)
-        weights = [
-            rng.multinomial(len(s), np.full(len(s), 1.0 / len(s)), size=size).astype(float)
-            for s in table.strata
-        ]
-        for run in ("before", "after"):
-            rates = table.rates(weights, run)
-            for k, column in enumerate(table.columns):
-                out[column.name][run].append(rates[:, k])
-            if templates:
-                for name, values in _headline_arrays(rates[:, : len(templates)], templates).items():
-                    out[name][run].append(values)
-    return {name: {run: np.concatenate(chunks) for run, chunks in runs.items()} for name, runs in out.items()}
-
-
-def observed(table: _SceneTable) -> dict[str, dict]:
-    """Each column's value in each run, on the pairs as they are (every scene once)."""
-    weights = [np.ones((1, len(s))) for s in table.strata]
-    found = {run: table.rates(weights, run)[0] for run in ("before", "after")}
-    return {
-        c.name: {run: (None if np.isnan(found[run][k]) else float(found[run][k])) for run in found}
-        for k, c in enumerate(table.columns)
-    }
-
-
-NO_INTERVAL = (None, None)
-
-
-def _interval(values: np.ndarray | None) -> list[float | None]:
-    """[low, high] over the resamples where the figure is defined; [None, None]
-    when it is defined in none. Always two entries: readers index it."""
-    values = np.array([]) if values is None else values[~np.isnan(values)]
-    if values.size == 0:
-        return list(NO_INTERVAL)
-    low, high = np.percentile(values, [2.5, 97.5])
-    return [float(low), float(high)]
-
-
 def mcnemar_p(pairs: Sequence[tuple[Mapping, Mapping]]) -> tuple[float, int, int]:
     """Exact McNemar p-value (two-sided binomial test on the discordant pairs)."""
     only_before = sum(1 for b, a in pairs if b["pass"] and not a["pass"])
@@ -405,18 +214,6 @@ def mcnemar_p(pairs: Sequence[tuple[Mapping, Mapping]]) -> tuple[float, int, int
 
     p = binomtest(only_after, only_before + only_after, 0.5).pvalue
     return float(p), only_before, only_after
-
-
-def _entry(before: float | None, after: float | None, samples: Mapping[str, np.ndarray]) -> dict:
-    delta = None if before is None or after is None else after - before
-    return {
-        "before": before,
-        "after": after,
-        "delta": delta,
-        "ci95": _interval(None if delta is None else samples["after"] - samples["before"]),
-        "ci95_before": _interval(samples["before"]),
-        "ci95_after": _interval(samples["after"]),
-    }
 
 
 def region_case_breakdown(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
@@ -444,27 +241,6 @@ def _plain(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
     return {"n": len(pairs), "before": before, "after": after, "delta": delta}
 
 
-def paired_figures(
-    pairs: Sequence[tuple[Mapping, Mapping]],
-    columns: Sequence[Column],
-    resamples: int,
-    seed: int,
-    derived: Mapping[str, tuple[str, Sequence[str]]] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """Each column's (and derived figure's) value in each run with its own and
-    the paired 95% interval, by the same scene bootstrap as the main figures."""
-    table = _SceneTable(pairs, columns, derived)
-    samples = bootstrap(table, (), resamples, seed)
-    values = observed(table)
-    return {
-        c.name: {
-            "label": c.label,
-            **_entry(values[c.name]["before"], values[c.name]["after"], samples[c.name]),
-        }
-        for c in table.columns
-    }
-
-
 def compare_pairs(
     pairs: Sequence[tuple[Mapping, Mapping]], resamples: int = 2000, seed: int = 0
 ) -> dict[str, Any]:
@@ -474,7 +250,7 @@ def compare_pairs(
     before = figures([b for b, _ in pairs])
     after = figures([a for _, a in pairs])
     # one table of every figure's per-scene sums: resampled, and read as it is
-    table = _SceneTable(pairs, columns_of(pairs))
+    table = SceneTable(pairs, columns_of(pairs))
     samples = bootstrap(table, list(before["templates"]), resamples, seed)
     templates = {}
     for template, value in before["templates"].items():
@@ -483,7 +259,7 @@ def compare_pairs(
         templates[template] = {
             "short": SHORT_NAME.get(template, template),
             "n": len(subset),
-            **_entry(value, after["templates"][template], samples[template]),
+            **paired_entry(value, after["templates"][template], samples[template]),
             "mcnemar_p": p,
             "pass_only_before": only_before,
             "pass_only_after": only_after,
@@ -496,13 +272,13 @@ def compare_pairs(
         "templates": templates,
     }
     for key in HEADLINE_KEYS:
-        result[key] = _entry(before[key], after[key], samples[key])
+        result[key] = paired_entry(before[key], after[key], samples[key])
     columns = [c for c in table.columns if c.name not in templates]
     values = observed(table)
     result["figures"] = {
         c.name: {
             "label": c.label,
-            **_entry(values[c.name]["before"], values[c.name]["after"], samples[c.name]),
+            **paired_entry(values[c.name]["before"], values[c.name]["after"], samples[c.name]),
         }
         for c in columns
         if not c.name.startswith("case:")
@@ -510,7 +286,7 @@ def compare_pairs(
     cases = region_case_breakdown(pairs)
     result["by_region_case"] = cases
     for case, entry in cases.items():
-        interval = _entry(entry["before"], entry["after"], samples[f"case:{case}"])
+        interval = paired_entry(entry["before"], entry["after"], samples[f"case:{case}"])
         entry.update({key: interval[key] for key in ("ci95", "ci95_before", "ci95_after")})
     return result
 
@@ -552,8 +328,6 @@ def compare_runs(
         "errored_excluded": excluded,
         **compare_pairs(pairs, resamples, seed),
     }
-    from rosetrain.reports.compare_analyses import compare_analyses  # it builds on this module
-
     summaries = (_summary_of(before_dir), _summary_of(after_dir))
     result.update(compare_analyses(before_dir, after_dir, pairs, summaries, resamples, seed))
     if out_dir is not None:
@@ -586,20 +360,6 @@ HEADLINE_LABELS = {
 }
 
 
-def _with_interval(value: float | None, interval: Sequence[float | None], signed: bool = False) -> str:
-    return f"{pct(value, signed)} {ci(interval, signed)}" if value is not None else pct(value, signed)
-
-
-def figure_row(label: str, e: Mapping[str, Any], p: str | None = "") -> str:
-    """One Markdown row: each side's value with its own interval, the paired delta
-    with its, and the McNemar p-value cell (none when ``p`` is None)."""
-    row = (
-        f"| {label} | {_with_interval(e['before'], e['ci95_before'])} | "
-        f"{_with_interval(e['after'], e['ci95_after'])} | {_with_interval(e['delta'], e['ci95'], True)} |"
-    )
-    return row if p is None else f"{row} {p} |"
-
-
 def before_after_rows(result: Mapping[str, Any]) -> list[str]:
     """The comparison as a Markdown table: each template, the headline figures,
     then every other figure of the official files, each side with its 95% CI."""
@@ -624,9 +384,9 @@ def region_case_rows(result: Mapping[str, Any]) -> list[str]:
     ]
     for case, e in result["by_region_case"].items():
         lines.append(
-            f"| {case} | {e['n']} | {_with_interval(e['before'], e.get('ci95_before', (None, None)))} | "
-            f"{_with_interval(e['after'], e.get('ci95_after', (None, None)))} | "
-            f"{_with_interval(e['delta'], e.get('ci95', (None, None)), True)} |"
+            f"| {case} | {e['n']} | {with_interval(e['before'], e.get('ci95_before', (None, None)))} | "
+            f"{with_interval(e['after'], e.get('ci95_after', (None, None)))} | "
+            f"{with_interval(e['delta'], e.get('ci95', (None, None)), True)} |"
         )
     return lines
 
@@ -664,7 +424,6 @@ def data_unchecked_note(result: Mapping[str, Any]) -> str:
 
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
     """report.md: the figures in percentage points, then the plots."""
-    from rosetrain.reports.compare_analyses import analyses_markdown
 
     lines = [
         "# Before/after comparison\n",

@@ -26,7 +26,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.protocol import MAIN_TEMPLATES
-from rosetrain.reports.compare import Column, drop_errored, figure_row, pair_runs, paired_figures
+from rosetrain.reports.paired import Column, drop_errored, figure_row, pair_runs, paired_figures
 from rosetrain.scoring.consistency import KEYS as CONSISTENCY_KEYS
 from rosetrain.scoring.files import read_scored_rows
 from rosetrain.scoring.official import ROSE_SUBSETS
