@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 
 
@@ -25,3 +26,10 @@ def can_fork() -> bool:
     at no cost; elsewhere each process would get a pickled copy of them, which
     costs more than the work it splits."""
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+
+
+def leave_interrupts() -> None:
+    """A forked worker's initializer: Ctrl-C reaches the whole process group, and
+    the parent stops its workers (its pool's exit ends them), without a
+    traceback from each."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

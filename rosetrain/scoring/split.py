@@ -18,13 +18,12 @@ import concurrent.futures
 import dataclasses
 import multiprocessing
 import os
-import signal
 from collections.abc import Mapping, Sequence
 
 # the submodule itself: `concurrent.futures` alone names it only once something imported it
 from concurrent.futures.process import BrokenProcessPool
 
-from rosetrain.core.cpus import can_fork
+from rosetrain.core.cpus import can_fork, leave_interrupts
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.jsonio import jsonl_line
 from rosetrain.core.memo import clear_memos
@@ -141,19 +140,13 @@ def _in_workers(
     split's fingerprint. A worker that dies (killed, out of memory) fails the
     run at once, and an interrupt cancels the chunks not yet begun."""
     context = multiprocessing.get_context("fork")
-    workers = concurrent.futures.ProcessPoolExecutor(processes, context, initializer=_leave_interrupts)
+    workers = concurrent.futures.ProcessPoolExecutor(processes, context, initializer=leave_interrupts)
     try:
         hashed = workers.submit(split_fingerprint, *split)
         parts = list(workers.map(_score_chunk, chunks))
         return parts, hashed.result()
     finally:
         workers.shutdown(wait=True, cancel_futures=True)
-
-
-def _leave_interrupts() -> None:
-    # Ctrl-C reaches the whole process group: this process stops the workers
-    # (the pool's exit terminates them), without a traceback from each
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _score_chunk(chunk: Chunk) -> ScoredSplit:

@@ -6,13 +6,14 @@ here writes; ``writer.py`` writes every file from what this returns."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import multiprocessing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from rosetrain.core.cpus import can_fork
+from rosetrain.core.cpus import can_fork, leave_interrupts
 from rosetrain.scoring.analyses import Analyses, analyze
 from rosetrain.scoring.bridges import Prepared, prepare_row
 from rosetrain.scoring.frame import Frame
@@ -68,36 +69,38 @@ def summarize(
     analyses'. ``golds`` only set the expected items (coverage, bridge
     pairing); every figure comes from ``results``."""
     expected = expected_items(golds)
+    return summarize_run(expected, Frame.from_rows(results), prepared_rows(expected, results), run).summary
+
+
+def prepared_rows(expected: Expected, rows: Sequence[Mapping[str, Any]]) -> list[Prepared | None]:
+    """``prepare_row`` of each row held in memory, with its gold's bridge sources."""
     sources = dict(zip(expected["item_id"], expected["sources"]))
-    prepared = [prepare_row(row, sources.get(row["item_id"])) for row in results]
-    return summarize_run(expected, Frame.from_rows(results), prepared, run).summary
+    return [prepare_row(row, sources.get(row["item_id"])) for row in rows]
 
 
 # The job a forked process runs: set before it forks, so that it inherits the
 # frame and rows instead of a pickled copy (only the result comes back).
-_JOB = None
+_JOB: Callable[[], Any] | None = None
 
 
-def _run_job():
+def _run_job() -> Any:
     assert _JOB is not None
     return _JOB()
 
 
-class _forked:
+@contextlib.contextmanager
+def _forked(job: Callable[[], Any]) -> Iterator[concurrent.futures.Future]:
     """``job()`` in one forked process, as a future; the process ends on exit."""
-
-    def __init__(self, job):
-        self.job = job
-
-    def __enter__(self) -> concurrent.futures.Future:
-        global _JOB
-        _JOB = self.job
-        self.pool = concurrent.futures.ProcessPoolExecutor(1, multiprocessing.get_context("fork"))
-        try:
-            future = self.pool.submit(_run_job)  # forks now, with _JOB set
-        finally:
-            _JOB = None
-        return future
-
-    def __exit__(self, *exc) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+    global _JOB
+    pool = concurrent.futures.ProcessPoolExecutor(
+        1, multiprocessing.get_context("fork"), initializer=leave_interrupts
+    )
+    _JOB = job
+    try:
+        future = pool.submit(_run_job)  # forks now, with _JOB set
+    finally:
+        _JOB = None
+    try:
+        yield future
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

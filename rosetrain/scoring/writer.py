@@ -16,7 +16,7 @@ from typing import Any
 
 from rosetrain.core.io import atomic_write
 from rosetrain.core.jsonio import json_text, jsonl_line
-from rosetrain.scoring.bridges import Prepared, prepare_row
+from rosetrain.scoring.bridges import Prepared
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
@@ -27,7 +27,7 @@ from rosetrain.scoring.official_files import (
     expected_items,
     official_files,
 )
-from rosetrain.scoring.summaries import RunSummaries, summarize_run
+from rosetrain.scoring.summaries import RunSummaries, prepared_rows, summarize_run
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 
 
@@ -41,15 +41,9 @@ def write_scored_run(
     """Summarize per-item rows held in memory and write every file of the run
     (``write_scored_split``); return the summary."""
     expected = expected_items(golds)
-    sources = dict(zip(expected["item_id"], expected["sources"]))
+    lines = [jsonl_line(row) for row in rows]
     return write_scored_split(
-        out_dir,
-        expected,
-        Frame.from_rows(rows),
-        [jsonl_line(row) for row in rows],
-        [prepare_row(row, sources.get(row["item_id"])) for row in rows],
-        run,
-        data_fingerprint,
+        out_dir, expected, Frame.from_rows(rows), lines, prepared_rows(expected, rows), run, data_fingerprint
     )
 
 
