@@ -132,8 +132,8 @@ def test_score_writes_every_file_of_the_analysis_scripts(rose_split):
 
 
 def test_processes_write_the_folder_one_process_writes(rose_split, monkeypatch, tmp_path):
-    """Chunks scored in workers and the analyses computed in a forked process
-    beside the main summary: every file holds the bytes of one process."""
+    """Chunks scored in workers: every file, the analyses' too, holds the bytes
+    of one process."""
     from rosetrain.scoring import split as split_module
 
     cut = split_module.line_chunks

@@ -140,10 +140,8 @@ def _run(args: argparse.Namespace) -> int:
                 scored.expected,
                 scored.frame,
                 scored.lines,
-                scored.prepared,
                 run_info,
                 scored.fingerprint,
-                fork=scored.processes > 1,  # a large split: its analyses in a process of their own
             )
         except OSError as err:  # a folder we may not write, a full disk
             raise RosetrainError(

@@ -38,12 +38,6 @@ def spaced_line(row: Mapping[str, Any]) -> str:
     return _SPACED.encode(row) + "\n"
 
 
-def spaced_head(row: Mapping[str, Any]) -> str:
-    """``spaced_line`` less its closing brace and newline: the start of a row
-    whose other members are added later (see ``bridges.common._joined``)."""
-    return _SPACED.encode(row)[:-1]
-
-
 def jsonl_text(rows: Iterable[Mapping[str, Any]]) -> str:
     """One JSON object per line (``json.dumps`` spacing, non-ASCII kept)."""
     return "".join(map(spaced_line, rows))

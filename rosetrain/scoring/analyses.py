@@ -5,10 +5,9 @@ computed once from the rows the one scorer wrote, for the summary and the files.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
-from rosetrain.scoring.bridges import Bridge, Prepared, bridge_outputs
+from rosetrain.scoring.bridges import Bridge, RowAt, bridge_outputs
 from rosetrain.scoring.consistency import consistency_files, scene_consistency
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official_files import Expected, RunInfo
@@ -43,13 +42,13 @@ class Analyses:
 def analyze(
     expected: Expected,
     frame: Frame,
-    prepared: Sequence[Prepared | None],
+    row_at: RowAt,
     run: RunInfo | None = None,
     main_eval: str | None = None,
 ) -> Analyses:
     run = run or RunInfo()
     return Analyses(
-        bridge_outputs(expected, frame, prepared, run, main_eval),
+        bridge_outputs(expected, frame, row_at, run, main_eval),
         scene_consistency(frame, run.split),
         run.digits,
     )

@@ -37,7 +37,6 @@ from rosetrain.data.release import (
     split_fingerprint,
 )
 from rosetrain.scoring.batch import score_prediction
-from rosetrain.scoring.bridges import Prepared, prepare_row
 from rosetrain.scoring.frame import LABELS_OF, NUMBERS_OF, Frame, concat
 from rosetrain.scoring.gold import GOLD_FIELDS, Gold
 from rosetrain.scoring.official_files import Expected, expected_items
@@ -46,15 +45,12 @@ from rosetrain.scoring.official_files import Expected, expected_items
 @dataclasses.dataclass
 class ScoredSplit:
     """A split's scored rows: the expected items (every gold item), the
-    summary's columns of the scored rows, their JSON lines and what the
-    bridge analyses read of them (``prepare_row``), in split order."""
+    summary's columns of the scored rows and their JSON lines, in split order."""
 
     expected: Expected
     frame: Frame
     lines: list[bytes]
-    prepared: list[Prepared | None]
     fingerprint: str = ""  # split_fingerprint of the files scored
-    processes: int = 1  # how many processes scored it
 
 
 PARALLEL_BYTES = 16 << 20  # a smaller split is scored sooner than worker processes start
@@ -127,9 +123,7 @@ def _score_chunks(
         expected={field: [v for part in parts for v in part.expected[field]] for field in parts[0].expected},
         frame=concat([part.frame for part in parts]),
         lines=[line for part in parts for line in part.lines],
-        prepared=[kept for part in parts for kept in part.prepared],
         fingerprint=fingerprint,
-        processes=max(processes, 1),
     )
 
 
@@ -156,9 +150,8 @@ def _score_chunk(chunk: Chunk) -> ScoredSplit:
 
 
 def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], model: str | None) -> ScoredSplit:
-    """Score the golds that have a prediction, keeping each row's line, columns
-    and what the bridge analyses read of it."""
-    lines, numbers, labels, prepared = [], [], [], []
+    """Score the golds that have a prediction, keeping each row's line and columns."""
+    lines, numbers, labels = [], [], []
     for gold in golds:
         prediction = predictions.get(gold.item_id)
         if prediction is not None:
@@ -166,5 +159,4 @@ def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], mode
             lines.append(jsonl_line(row))
             numbers.append(NUMBERS_OF(row))
             labels.append(LABELS_OF(row))
-            prepared.append(prepare_row(row, gold.sources))
-    return ScoredSplit(expected_items(golds), Frame.from_tuples(numbers, labels), lines, prepared)
+    return ScoredSplit(expected_items(golds), Frame.from_tuples(numbers, labels), lines)

@@ -5,17 +5,12 @@ here writes; ``writer.py`` writes every file from what this returns."""
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import dataclasses
-import multiprocessing
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rosetrain.core.cpus import can_fork, leave_interrupts
 from rosetrain.scoring.analyses import Analyses, analyze
-from rosetrain.scoring.bridges import Prepared, prepare_row
+from rosetrain.scoring.bridges import RowAt
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
 from rosetrain.scoring.metrics import summarize_frame
@@ -31,29 +26,18 @@ class RunSummaries:
 def summarize_run(
     expected: Expected,
     frame: Frame,
-    prepared: Sequence[Prepared | None],
+    row_at: RowAt,
     run: RunInfo | None = None,
     data_fingerprint: str | None = None,
     main_eval: str | None = None,
-    fork: bool = False,
 ) -> RunSummaries:
-    """The summaries of scored rows given as a frame and what the bridge analyses
-    read of them (``prepare_row``), in the frame's order. ``data_fingerprint``
+    """The summaries of scored rows given as a frame (``row_at(i)``: the row at
+    frame position ``i``, which the bridge analyses read). ``data_fingerprint``
     (of the split scored) goes into the summary, so that ``rosetrain compare``
     can refuse runs of different data; ``main_eval``: the path the analyses
-    name as the main per-item file. ``fork``: the analyses are computed in a
-    forked process while this one computes the main summary (on a second core
-    a large split's analyses then cost no wall time)."""
-    summary, analyses = None, None
-    if fork and can_fork():
-        with _forked(lambda: analyze(expected, frame, prepared, run, main_eval)) as analyses_later:
-            summary = summarize_frame(expected, frame, run)
-            try:
-                analyses = analyses_later.result()
-            except BrokenProcessPool:  # the process was killed: they are computed here instead
-                pass
-    summary = summary or summarize_frame(expected, frame, run)
-    analyses = analyses or analyze(expected, frame, prepared, run, main_eval)
+    name as the main per-item file."""
+    summary = summarize_frame(expected, frame, run)
+    analyses = analyze(expected, frame, row_at, run, main_eval)
     note = summary.pop("headline_note")  # it closes the summary's own figures
     summary.update(analyses.summary(), headline_note=note, data_fingerprint=data_fingerprint)
     if run is not None and run.data is not None:
@@ -69,38 +53,4 @@ def summarize(
     analyses'. ``golds`` only set the expected items (coverage, bridge
     pairing); every figure comes from ``results``."""
     expected = expected_items(golds)
-    return summarize_run(expected, Frame.from_rows(results), prepared_rows(expected, results), run).summary
-
-
-def prepared_rows(expected: Expected, rows: Sequence[Mapping[str, Any]]) -> list[Prepared | None]:
-    """``prepare_row`` of each row held in memory, with its gold's bridge sources."""
-    sources = dict(zip(expected["item_id"], expected["sources"]))
-    return [prepare_row(row, sources.get(row["item_id"])) for row in rows]
-
-
-# The job a forked process runs: set before it forks, so that it inherits the
-# frame and rows instead of a pickled copy (only the result comes back).
-_JOB: Callable[[], Any] | None = None
-
-
-def _run_job() -> Any:
-    assert _JOB is not None
-    return _JOB()
-
-
-@contextlib.contextmanager
-def _forked(job: Callable[[], Any]) -> Iterator[concurrent.futures.Future]:
-    """``job()`` in one forked process, as a future; the process ends on exit."""
-    global _JOB
-    pool = concurrent.futures.ProcessPoolExecutor(
-        1, multiprocessing.get_context("fork"), initializer=leave_interrupts
-    )
-    _JOB = job
-    try:
-        future = pool.submit(_run_job)  # forks now, with _JOB set
-    finally:
-        _JOB = None
-    try:
-        yield future
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    return summarize_run(expected, Frame.from_rows(results), results.__getitem__, run).summary

@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from rosetrain.core.io import atomic_write
 from rosetrain.core.jsonio import json_text, jsonl_line
-from rosetrain.scoring.bridges import Prepared
+from rosetrain.scoring.bridges import RowAt
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
@@ -27,7 +29,7 @@ from rosetrain.scoring.official_files import (
     expected_items,
     official_files,
 )
-from rosetrain.scoring.summaries import RunSummaries, prepared_rows, summarize_run
+from rosetrain.scoring.summaries import RunSummaries, summarize_run
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 
 
@@ -40,10 +42,9 @@ def write_scored_run(
 ) -> dict[str, Any]:
     """Summarize per-item rows held in memory and write every file of the run
     (``write_scored_split``); return the summary."""
-    expected = expected_items(golds)
     lines = [jsonl_line(row) for row in rows]
     return write_scored_split(
-        out_dir, expected, Frame.from_rows(rows), lines, prepared_rows(expected, rows), run, data_fingerprint
+        out_dir, expected_items(golds), Frame.from_rows(rows), lines, run, data_fingerprint, rows.__getitem__
     )
 
 
@@ -52,23 +53,28 @@ def write_scored_split(
     expected: Expected,
     frame: Frame,
     lines: Sequence[bytes],
-    prepared: Sequence[Prepared | None],
     run: RunInfo | None = None,
     data_fingerprint: str | None = None,
-    fork: bool = False,
+    row_at: RowAt | None = None,
 ) -> dict[str, Any]:
-    """Summarize scored rows given as a frame, their JSON lines and what the
-    bridge analyses read of them (``prepare_row``), in the frame's order, and
-    write every file of the run; return the summary. The per-item files (rows
+    """Summarize scored rows given as a frame and their JSON lines, in the
+    frame's order (``row_at(i)``: row ``i`` itself, else its line is read
+    back: the bridge analyses read only their rows and the rows they pair
+    with), and write every file of the run; return the summary. The per-item files (rows
     sorted by item id, as the official files are) are written by a thread
     while the summaries are computed: that writing is mostly the system's,
-    outside the interpreter lock. ``fork``: see ``summarize_run``."""
+    outside the interpreter lock."""
     out = Path(out_dir)
     frame.id_order()  # both threads use it: computed once, before they start
     with concurrent.futures.ThreadPoolExecutor(1) as thread:
         written = thread.submit(_write_rows, out, frame, lines)
         summaries = summarize_run(
-            expected, frame, prepared, run, data_fingerprint, str((out / PER_ITEM_FILE).absolute()), fork
+            expected,
+            frame,
+            row_at or (lambda i: orjson.loads(lines[i])),
+            run,
+            data_fingerprint,
+            str((out / PER_ITEM_FILE).absolute()),
         )
         written.result()
     write_summaries(out, summaries, run)

@@ -16,36 +16,26 @@ same subset and scene, of the same model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 from rosetrain.scoring.bridges import global_click, matched_count
-from rosetrain.scoring.bridges.common import Bridge, Prepared, analyze_kind, prepare
+from rosetrain.scoring.bridges.common import Bridge, RowAt, analyze_kind
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official_files import Expected, RunInfo
 
-__all__ = ["Bridge", "Prepared", "bridge_outputs", "prepare_row"]
+__all__ = ["Bridge", "RowAt", "bridge_outputs"]
 
 KINDS = (global_click.KIND, matched_count.KIND)
-
-
-def prepare_row(row: Mapping[str, Any], sources: Sequence | None) -> Prepared | None:
-    """What the bridge analyses will read of a scored row (``sources``: its gold's
-    bridge sources), made where the row is scored: a scoring worker sends back
-    this, not the row."""
-    return prepare(KINDS, row, sources)
 
 
 def bridge_outputs(
     expected: Expected,
     frame: Frame,
-    prepared: Sequence[Prepared | None],
+    row_at: RowAt,
     info: RunInfo | None = None,
     main_eval: str | None = None,
 ) -> list[Bridge]:
-    """The official outputs of each bridge the run scored rows of (``prepared[i]``:
-    ``prepare_row`` of the row at frame position ``i``; ``main_eval``: the path
-    the summaries name as the main run's per-item file)."""
+    """The official figures of each bridge the run scored rows of (``row_at(i)``:
+    the per-item row at frame position ``i``; ``main_eval``: the path the
+    summaries name as the main run's per-item file)."""
     info = info or RunInfo()
-    found = (analyze_kind(kind, expected, frame, prepared, info, main_eval) for kind in KINDS)
+    found = (analyze_kind(kind, expected, frame, row_at, info, main_eval) for kind in KINDS)
     return [bridge for bridge in found if bridge is not None]

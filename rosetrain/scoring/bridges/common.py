@@ -6,7 +6,6 @@ figures, and the files each script writes (``global_click.py`` and
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.jsonio import spaced_head
+from rosetrain.core.jsonio import spaced_line
 from rosetrain.core.protocol import T2B
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS
 from rosetrain.scoring.frame import Frame
@@ -23,31 +22,7 @@ from rosetrain.scoring.official import ROSE_SUBSETS
 from rosetrain.scoring.official_files import Expected, RunInfo, official_csv
 
 REGION_CASE_ORDER = ("zero", "partial", "all")
-# What pairing reads of a bridge's main (source) row: a scoring worker keeps
-# only these of each T1 and T3 row, not the whole row.
-PAIRING_FIELDS = (
-    "item_id",
-    "pass",
-    "unified_soft",
-    "format_valid",
-    "invalid_coordinate_count",
-    "duplicate_click_count",
-    "gt_count",
-    "pred_click_count_unique",
-    "click_f1_strict",
-    "region_violation_count",
-)
-
-
-@dataclasses.dataclass
-class Prepared:
-    """What the bridge analyses read of one scored row, made where the row was
-    scored (a scoring worker): a bridge row as its script writes it, before
-    pairing, with its JSON less the closing brace (``head``), or a main row's
-    ``PAIRING_FIELDS``."""
-
-    row: dict[str, Any]
-    head: str = ""
+RowAt = Callable[[int], Mapping[str, Any]]  # frame position -> its per-item row
 
 
 @dataclasses.dataclass
@@ -127,7 +102,7 @@ class Kind:
     source: str
     source_fields: tuple[int, ...]  # which sources name the main item, in the order tried
     row: Callable[[Mapping, Sequence], dict]
-    pair: Callable[[dict, Mapping | None], Any]  # adds fields to the row, after its own
+    pair: Callable[[dict, Mapping | None], Any]
     figures: Callable[[Sequence[Mapping]], dict]
     paper: tuple[tuple[str, str], ...]  # the paper table's columns: (label, macro figure)
     notes: dict[str, str]
@@ -184,15 +159,10 @@ def _run_model(info: RunInfo, rows: Sequence[Mapping]) -> str:
 
 
 def analyze_kind(
-    kind: Kind,
-    expected: Expected,
-    frame: Frame,
-    prepared: Sequence[Prepared | None],
-    info: RunInfo,
-    main_eval: str | None,
-):
-    """One bridge's official outputs, or None when no row of it was scored
-    (``prepared[i]``: what ``prepare`` kept of the row at frame position ``i``)."""
+    kind: Kind, expected: Expected, frame: Frame, row_at: RowAt, info: RunInfo, main_eval: str | None
+) -> Bridge | None:
+    """One bridge's official figures, or None when no row of it was scored
+    (``row_at(i)``: the per-item row at frame position ``i``)."""
     sources = {
         str(item): source
         for item, template, source in zip(expected["item_id"], expected["task_template"], expected["sources"])
@@ -206,19 +176,17 @@ def analyze_kind(
     ]
     if not scored:
         return None
-    rows = [dict(_kept(prepared, i).row) for i in scored]  # a copy: pairing adds to it
-    heads = [_kept(prepared, i).head for i in scored]
-    model = _run_model(info, rows)
+    bridge_rows = [row_at(i) for i in scored]
+    model = _run_model(info, bridge_rows)
+    rows = [kind.row(row, sources[str(row["item_id"])]) for row in bridge_rows]
     by_id, by_scene = _main_rows(frame, kind.source, model)
-    mismatched, lines = 0, []
-    for row, head in zip(rows, heads):
+    mismatched = 0
+    for row in rows:
         source = sources[str(row["item_id"])]
         found = next((by_id[str(source[k])] for k in kind.source_fields if str(source[k]) in by_id), None)
         if found is None:
             found = by_scene.get((str(row.get("rose_subset")), str(row.get("scene_id"))))
-        own = len(row)
-        mismatched += kind.pair(row, None if found is None else _kept(prepared, found).row) is False
-        lines.append(_joined(head, dict(itertools.islice(row.items(), own, None))))
+        mismatched += kind.pair(row, None if found is None else row_at(found)) is False
     if mismatched:
         raise RosetrainError(
             f"{mismatched} {kind.template} items count another target number than the "
@@ -227,33 +195,8 @@ def analyze_kind(
             f"give the split's own bridge file, or score without bridges",
             argument="bridges",
         )
+    lines = [spaced_line(row) for row in rows]  # each row encoded once, whatever files hold it
     return _computed(kind, rows, lines, model, len(sources), info, main_eval)
-
-
-def _kept(prepared: Sequence[Prepared | None], i: int) -> Prepared:
-    kept = prepared[i]
-    assert kept is not None, "prepare keeps every bridge row and every row a bridge pairs with"
-    return kept
-
-
-def prepare(kinds: Sequence[Kind], row: Mapping[str, Any], sources: Sequence | None) -> Prepared | None:
-    """What the analyses of ``kinds`` will read of a scored row (``sources``: its
-    gold's bridge sources), or None when they read nothing of it."""
-    template = row["task_template"]
-    for kind in kinds:
-        if template == kind.template and sources is not None:
-            own = kind.row(row, sources)
-            return Prepared(own, spaced_head(own))
-        if template == kind.source:
-            return Prepared({field: row[field] for field in PAIRING_FIELDS})
-    return None
-
-
-def _joined(head: str, added: Mapping[str, Any]) -> str:
-    """The line of a row whose own fields encode as ``head`` and to which pairing
-    added ``added``: encoding the two apart and joining them writes what
-    encoding the whole row writes (``json.dumps`` puts ", " between members)."""
-    return head + (", " + spaced_head(added)[1:] if added else "") + "}\n"
 
 
 def _computed(
