@@ -14,11 +14,17 @@ From the demo's SFT model (``--sft``, e.g. ``runs/demo/sft/checkpoint-final``):
    curriculum never reads) and pair them item by item with ``compare``'s
    scene bootstrap: the difference in Action Avg and its 95% CI.
 
+``--design transfer`` measures the demo's transfer design instead: round 2 on
+its GRPO-stage mixture (``rl-transfer.yaml``: varied palettes outside the
+held-out band) with its SFT recipe (``demo-sft-transfer.yaml``), the probe made
+from ``heldout-varied.yaml`` (the action data's own distribution, never the
+band) and the held-out split the band (``heldout-palette.yaml``).
+
 Prints the per-seed table and writes it to OUT/round2.md and OUT/round2.json.
 Everything is resumable (rerun the same command); outputs go under ``--out``.
 
     nice -n 10 python benchmarks/curriculum_round2.py --sft runs/demo/sft/checkpoint-final \\
-        [--seeds 0-4] [--steps 300] [--mode failures] [--out runs/curriculum-round2]
+        [--design palette|transfer] [--seeds 0-4] [--steps 300] [--mode failures] [--out runs/curriculum-round2]
 """
 
 from __future__ import annotations
@@ -41,6 +47,13 @@ from rosetrain.demo.pipeline import GENERATORS, RECIPES  # noqa: E402
 CI_TARGET = 3  # of 5 seeds: positive difference with its CI above 0
 
 
+# design -> (round-2 spec, SFT recipe, the spec the probe copies, the held-out spec)
+DESIGNS = {
+    "palette": ("rl.yaml", "demo-sft.yaml", "heldout.yaml", "heldout.yaml"),
+    "transfer": ("rl-transfer.yaml", "demo-sft-transfer.yaml", "heldout-varied.yaml", "heldout-palette.yaml"),
+}
+
+
 def parse_seeds(text: str) -> list[int]:
     if "-" in text:
         low, high = text.split("-")
@@ -52,16 +65,16 @@ def log(message: str) -> None:
     print(f"[round2 {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def probe_spec(out: Path) -> Path:
-    """The held-out spec's settings in a namespace of its own: same kind of items,
+def probe_spec(out: Path, source: str = "heldout.yaml", round2: str = "rl.yaml") -> Path:
+    """The ``source`` spec's settings in a namespace of its own: same kind of items,
     other scenes. The curriculum reads this split, never the held-out one."""
-    raw = yaml.safe_load((GENERATORS / "heldout.yaml").read_text())
+    raw = yaml.safe_load((GENERATORS / source).read_text())
     for key in ("heldout_family_name", "heldout_scenes"):
         raw.pop(key, None)
     raw.update(name="demo-probe", role="eval", namespace="probe", seed=15)
     # every template the round-2 spec trains, bridges too: a template the probe
     # does not hold could only be weighted by the pooled failure rate
-    raw["tasks"] = yaml.safe_load((GENERATORS / "rl.yaml").read_text())["tasks"]
+    raw["tasks"] = yaml.safe_load((GENERATORS / round2).read_text())["tasks"]
     path = out / "specs" / "probe.yaml"
     atomic_write(path, yaml.safe_dump(raw, sort_keys=False))
     return path
@@ -82,7 +95,9 @@ def evaluate(model: Path, data: Path, out: Path) -> dict:
     return run_eval(str(model), data, "test", out, batch_size=32, max_new_tokens=40, progress=False)
 
 
-def train_round(sft: Path, spec: Path, out: Path, seed: int, steps: int) -> tuple[Path, float]:
+def train_round(
+    sft: Path, spec: Path, out: Path, seed: int, steps: int, recipe: str = "demo-sft.yaml"
+) -> tuple[Path, float]:
     from rosetrain.train import train
     from rosetrain.train.recipe import load_recipe
 
@@ -101,19 +116,22 @@ def train_round(sft: Path, spec: Path, out: Path, seed: int, steps: int) -> tupl
         "logging_steps=100",
         f"save_steps={steps}",
     ]
-    result = train(load_recipe(RECIPES / "demo-sft.yaml", overrides))
+    result = train(load_recipe(RECIPES / recipe, overrides))
     return Path(result["final"]), time.perf_counter() - start
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sft", required=True, help="the demo's SFT model (round 1)")
+    parser.add_argument("--design", default="palette", choices=sorted(DESIGNS))
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--mode", default="failures", choices=("failures", "balanced"))
     parser.add_argument("--axes", default=None, help="comma list of axes to weight (default: all)")
     parser.add_argument("--probe-scenes", type=int, default=200)
-    parser.add_argument("--heldout-scenes", type=int, default=80, help="the demo's held-out size")
+    parser.add_argument(
+        "--heldout-scenes", type=int, default=None, help="default: the demo's (80; the band 100)"
+    )
     parser.add_argument("--out", default=str(ROOT / "runs" / "curriculum-round2"))
     args = parser.parse_args()
 
@@ -126,9 +144,11 @@ def main() -> int:
 
     out = Path(args.out).absolute()
     sft = Path(args.sft).absolute()
-    uniform = GENERATORS / "rl.yaml"
-    probe = generate(probe_spec(out), out / "data" / "probe", args.probe_scenes)
-    heldout = generate(GENERATORS / "heldout.yaml", out / "data" / "heldout", args.heldout_scenes)
+    round2, recipe, probe_source, heldout_spec = DESIGNS[args.design]
+    heldout_scenes = args.heldout_scenes or (100 if args.design == "transfer" else 80)
+    uniform = GENERATORS / round2
+    probe = generate(probe_spec(out, probe_source, round2), out / "data" / "probe", args.probe_scenes)
+    heldout = generate(GENERATORS / heldout_spec, out / "data" / "heldout", heldout_scenes)
     start = time.perf_counter()
     evaluate(sft, probe, out / "eval" / "sft-probe")
     log(f"probe eval of the SFT model: {time.perf_counter() - start:.1f} s")
@@ -143,7 +163,9 @@ def main() -> int:
     for seed in parse_seeds(args.seeds):
         arms = {}
         for arm, spec in (("uniform", uniform), (f"curriculum-{label}", curriculum)):
-            final, seconds = train_round(sft, spec, out / "train" / f"seed-{seed}" / arm, seed, args.steps)
+            final, seconds = train_round(
+                sft, spec, out / "train" / f"seed-{seed}" / arm, seed, args.steps, recipe
+            )
             if seconds == seconds:
                 log(
                     f"seed {seed} {arm}: {args.steps} steps in {seconds:.0f} s ({seconds / args.steps:.2f} s/step)"
@@ -174,9 +196,10 @@ def main() -> int:
         )
 
     lines = [
-        f"Round 2 from {sft}: {args.steps} SFT steps on the uniform spec (rl.yaml) vs the "
-        f"curriculum ({label}) made from the SFT model's probe errors; held-out split "
-        f"({args.heldout_scenes} scenes x 5 templates). SFT model on held-out: Action "
+        f"Round 2 from {sft} (design {args.design}): {args.steps} SFT steps on the uniform spec "
+        f"({round2}) vs the curriculum ({label}) made from the SFT model's probe errors "
+        f"({probe_source} settings); held-out split {heldout_spec} "
+        f"({heldout_scenes} scenes x 5 templates). SFT model on held-out: Action "
         f"{pct(sft_heldout['action_avg'])}, Counting {pct(sft_heldout['counting_avg'])}.",
         "",
         "| seed | uniform Action | curriculum Action | delta [95% CI] | CI above 0 | uniform Counting "
