@@ -96,7 +96,13 @@ def evaluate(model: Path, data: Path, out: Path) -> dict:
 
 
 def train_round(
-    sft: Path, spec: Path, out: Path, seed: int, steps: int, recipe: str = "demo-sft.yaml"
+    sft: Path,
+    spec: Path,
+    out: Path,
+    seed: int,
+    steps: int,
+    recipe: str = "demo-sft.yaml",
+    learning_rate: float | None = None,
 ) -> tuple[Path, float]:
     from rosetrain.train import train
     from rosetrain.train.recipe import load_recipe
@@ -115,6 +121,7 @@ def train_round(
         "cpu_threads=1",
         "logging_steps=100",
         f"save_steps={steps}",
+        *([f"learning_rate={learning_rate}"] if learning_rate is not None else []),
     ]
     result = train(load_recipe(RECIPES / recipe, overrides))
     return Path(result["final"]), time.perf_counter() - start
@@ -127,6 +134,9 @@ def main() -> int:
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--mode", default="failures", choices=("failures", "balanced"))
+    parser.add_argument(
+        "--learning-rate", type=float, default=None, help="round 2's (default: the SFT recipe's)"
+    )
     parser.add_argument("--axes", default=None, help="comma list of axes to weight (default: all)")
     parser.add_argument("--probe-scenes", type=int, default=200)
     parser.add_argument(
@@ -164,7 +174,7 @@ def main() -> int:
         arms = {}
         for arm, spec in (("uniform", uniform), (f"curriculum-{label}", curriculum)):
             final, seconds = train_round(
-                sft, spec, out / "train" / f"seed-{seed}" / arm, seed, args.steps, recipe
+                sft, spec, out / "train" / f"seed-{seed}" / arm, seed, args.steps, recipe, args.learning_rate
             )
             if seconds == seconds:
                 log(
@@ -196,7 +206,8 @@ def main() -> int:
         )
 
     lines = [
-        f"Round 2 from {sft} (design {args.design}): {args.steps} SFT steps on the uniform spec "
+        f"Round 2 from {sft} (design {args.design}): {args.steps} SFT steps "
+        f"(lr {args.learning_rate or 'of ' + recipe}) on the uniform spec "
         f"({round2}) vs the curriculum ({label}) made from the SFT model's probe errors "
         f"({probe_source} settings); held-out split {heldout_spec} "
         f"({heldout_scenes} scenes x 5 templates). SFT model on held-out: Action "
