@@ -136,12 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
             summary = write_scored_split(
-                args.out,
-                scored.expected,
-                scored.frame,
-                scored.lines,
-                run_info,
-                scored.fingerprint,
+                args.out, scored.expected, scored.frame, scored.lines, run_info, scored.fingerprint
             )
         except OSError as err:  # a folder we may not write, a full disk
             raise RosetrainError(

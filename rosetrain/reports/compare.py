@@ -62,14 +62,7 @@ HEADLINE_KEYS = ("counting_avg", "action_avg", "avg_pass", "gap")
 def run_fingerprint(run: str | os.PathLike) -> str | None:
     """The data fingerprint a scored run records in its evaluation_summary.json
     (beside per_item_eval.jsonl); None for runs scored by an older rosetrain."""
-    path = Path(run)
-    summary = (path if path.is_dir() else path.parent) / SUMMARY_FILE
-    if not summary.is_file():
-        return None
-    try:
-        fingerprint = json.loads(summary.read_text(encoding="utf-8")).get("data_fingerprint")
-    except (OSError, ValueError, AttributeError):
-        raise RosetrainError(f"{summary}: not a readable evaluation summary") from None
+    fingerprint = _summary_of(run).get("data_fingerprint")
     # "" or blanks name no data either: unknown, not a match for anything
     return fingerprint if isinstance(fingerprint, str) and fingerprint.strip() else None
 
@@ -78,11 +71,15 @@ def _summary_of(run: str | os.PathLike) -> dict[str, Any]:
     """The run's evaluation_summary.json, {} where it has none."""
     path = Path(run)
     summary = (path if path.is_dir() else path.parent) / SUMMARY_FILE
+    if not summary.is_file():
+        return {}
     try:
-        found = json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
+        found = json.loads(summary.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise RosetrainError(f"{summary}: not a readable evaluation summary") from None
-    return found if isinstance(found, dict) else {}
+        found = None
+    if not isinstance(found, dict):
+        raise RosetrainError(f"{summary}: not a readable evaluation summary")
+    return found
 
 
 def run_record(run: str | os.PathLike) -> dict[str, Any]:
@@ -424,7 +421,6 @@ def data_unchecked_note(result: Mapping[str, Any]) -> str:
 
 def report_markdown(result: Mapping[str, Any], images: Sequence[str] = ()) -> str:
     """report.md: the figures in percentage points, then the plots."""
-
     lines = [
         "# Before/after comparison\n",
         *([f"**{data_unchecked_note(result)}**\n"] if result.get("data_unchecked") else []),

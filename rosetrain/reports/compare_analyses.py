@@ -6,7 +6,7 @@ them.
 Every figure is the one the official script reports, written as a mean of one
 value per row (a bridge row, or a scene for consistency) over the rows where
 the script's condition holds, per ROSE subset and then over the subsets. So
-the scene bootstrap of the main figures (``compare.paired_figures``)
+the scene bootstrap of the main figures (``paired.paired_figures``)
 resamples them too, and its value on the rows as they are is the script's.
 
 - Bridges: the rows of ``per_item_<bridge>_eval.jsonl``, paired by item id.

@@ -40,11 +40,7 @@ class Analyses:
 
 
 def analyze(
-    expected: Expected,
-    frame: Frame,
-    row_at: RowAt,
-    run: RunInfo | None = None,
-    main_eval: str | None = None,
+    expected: Expected, frame: Frame, row_at: RowAt, run: RunInfo | None = None, main_eval: str | None = None
 ) -> Analyses:
     run = run or RunInfo()
     return Analyses(

@@ -27,11 +27,7 @@ KINDS = (global_click.KIND, matched_count.KIND)
 
 
 def bridge_outputs(
-    expected: Expected,
-    frame: Frame,
-    row_at: RowAt,
-    info: RunInfo | None = None,
-    main_eval: str | None = None,
+    expected: Expected, frame: Frame, row_at: RowAt, info: RunInfo | None = None, main_eval: str | None = None
 ) -> list[Bridge]:
     """The official figures of each bridge the run scored rows of (``row_at(i)``:
     the per-item row at frame position ``i``; ``main_eval``: the path the

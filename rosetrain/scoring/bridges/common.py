@@ -21,8 +21,8 @@ from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official import ROSE_SUBSETS
 from rosetrain.scoring.official_files import Expected, RunInfo, official_csv
 
-REGION_CASE_ORDER = ("zero", "partial", "all")
 RowAt = Callable[[int], Mapping[str, Any]]  # frame position -> its per-item row
+REGION_CASE_ORDER = ("zero", "partial", "all")
 
 
 @dataclasses.dataclass
