@@ -81,15 +81,15 @@ def checkpoints(run: Path) -> dict[int, Path]:
     return found
 
 
-def evaluate_one(job: tuple[str, str, str, int]) -> dict:
-    model, data, out, batch = job
+def evaluate_one(job: tuple[str, str, str, int, int]) -> dict:
+    model, data, out, batch, max_new_tokens = job
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
     torch.set_num_threads(1)
     from rosetrain.evaluation.evaluate import evaluate
 
-    summary = evaluate(model, data, "test", out, batch_size=batch, max_new_tokens=40, progress=False)
+    summary = evaluate(model, data, "test", out, batch_size=batch, max_new_tokens=max_new_tokens, progress=False)
     return {
         "counting": 100 * summary["counting_avg"],
         "action": 100 * summary["action_avg"],
@@ -125,6 +125,12 @@ def main() -> None:
     parser.add_argument("--eval-jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--eval-every", type=int, help="evaluate every Nth step only (default: --every)")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=40,
+        help="greedy answer length (a 3x3 answer fits 40; with data.reasoning=true, 96)",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/curves"))
     args = parser.parse_args()
 
@@ -161,10 +167,10 @@ def main() -> None:
                 continue
             for split, data in args.split:
                 out = args.out / "eval" / f"{name}-seed{seed}-{step}-{split}"
-                jobs.append((str(checkpoint), data, str(out), args.batch_size))
+                jobs.append((str(checkpoint), data, str(out), args.batch_size, args.max_new_tokens))
                 where.append((name, seed, step, split))
     for split, data in args.split:  # the base as step 0
-        jobs.append((args.base, data, str(args.out / "eval" / f"base-{split}"), args.batch_size))
+        jobs.append((args.base, data, str(args.out / "eval" / f"base-{split}"), args.batch_size, args.max_new_tokens))
         where.append(("base", -1, 0, split))
     with ProcessPoolExecutor(args.eval_jobs) as pool:
         results = list(pool.map(evaluate_one, jobs))

@@ -1,6 +1,8 @@
 """The predictions format: ``predictions.jsonl``, one row per item,
 ``{"item_id", "raw_text", "model", "error"}`` (the official evaluator's four
-fields) plus rosetrain's ``data_fingerprint``. This module owns it: the row
+fields) plus rosetrain's ``data_fingerprint`` and, for a model that thinks
+first, its ``reasoning`` (``raw_text`` is then the answer after it:
+``rosetrain.core.reasoning``). This module owns it: the row
 (:func:`prediction_row`), the strict reader the scorer and a resumed run share
 (:func:`read_predictions`), the model a run is named after
 (:func:`predictions_model`), the data check (:func:`check_same_data`) and the
@@ -36,7 +38,7 @@ from rosetrain.core.io import atomic_write, iter_jsonl
 from rosetrain.core.jsonio import jsonl_text
 from rosetrain.data.release import IMAGES_PART, same_fingerprint, short_fingerprint
 
-PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint")
+PREDICTION_FIELDS = ("item_id", "raw_text", "model", "error", "data_fingerprint", "reasoning")
 SYNC_SECONDS = 1.0  # fsync a predictions file at most this often (and on close)
 
 
@@ -46,10 +48,13 @@ def prediction_row(
     model: str | None,
     error: str | None = None,
     data_fingerprint: str | None = None,
+    reasoning: str | None = None,
 ) -> dict[str, Any]:
     row = {"item_id": item_id, "raw_text": raw_text, "model": model, "error": error}
     if data_fingerprint is not None:  # without one, exactly the official four fields
         row["data_fingerprint"] = data_fingerprint
+    if reasoning is not None:
+        row["reasoning"] = reasoning
     return row
 
 
@@ -192,6 +197,7 @@ class PredictionWriter:
             row.get("model"),
             row.get("error"),
             row.get("data_fingerprint") or self.data_fingerprint,
+            row.get("reasoning"),
         )
         if row["item_id"] in self.rows:  # a second row would make the file unreadable
             raise ValueError(f"item {row['item_id']!r} already has a prediction")

@@ -21,6 +21,7 @@ from rosetrain.core import config
 from rosetrain.core.config import check_fields, setting
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.formats import pct
+from rosetrain.core.reasoning import split_reasoning
 from rosetrain.data.predictions import PredictionWriter, prediction_row
 from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
@@ -137,8 +138,9 @@ def run_model(
     )
     started, answered, failed, first_error = time.perf_counter(), 0, 0, None
     with bar:
-        for record, (raw_text, error) in answers_as_they_come(runner, todo, batch_size):
-            writer.write(prediction_row(record["item_id"], raw_text, runner.name, error))
+        for record, (text, error) in answers_as_they_come(runner, todo, batch_size):
+            reasoning, raw_text = split_reasoning(text)  # the answer is scored, the thinking kept
+            writer.write(prediction_row(record["item_id"], raw_text, runner.name, error, reasoning=reasoning))
             answered, failed = answered + 1, failed + bool(error)
             first_error = first_error or error
             if answered == check_after and failed == answered:

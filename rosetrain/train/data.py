@@ -160,11 +160,25 @@ def train_dataset(data: DataConfig, exclude_fingerprints: Iterable[str] = (), se
         dataset = load_hf_split(folder_path(data), data.split)
         if data.max_rows is not None:
             dataset = dataset.select(range(min(data.max_rows, len(dataset))))
-        return dataset
-    dataset = _stream(data, exclude_fingerprints)
-    if data.shuffle_buffer > 1:
-        dataset = dataset.shuffle(seed=seed, buffer_size=data.shuffle_buffer)
+    else:
+        dataset = _stream(data, exclude_fingerprints)
+        if data.shuffle_buffer > 1:
+            dataset = dataset.shuffle(seed=seed, buffer_size=data.shuffle_buffer)
+    if data.reasoning:  # only these columns are read: no image is decoded again
+        dataset = dataset.map(reasoned_completion, input_columns=list(REASONING_COLUMNS))
     return dataset
+
+
+REASONING_COLUMNS = ("all_target_cells", "region_target_cells", "answer")
+
+
+def reasoned_completion(all_cells: list[str], region_cells: list[str], answer: str) -> dict[str, Any]:
+    """The row's SFT target thinking first (``data.reasoning``)."""
+    from rosetrain.core.messages import assistant_messages
+    from rosetrain.core.reasoning import reasoned_answer
+
+    target = reasoned_answer(dict(zip(REASONING_COLUMNS, (all_cells, region_cells, answer))))
+    return {"completion": assistant_messages(target)}
 
 
 def folder_fingerprints(data: DataConfig) -> set[str]:

@@ -100,6 +100,11 @@ class DataConfig:
         256, "rows mixed before training (a scene's tasks arrive together)", low=0, high=1_000_000
     )
     max_rows: int | None = key(None, "use only the first N rows of a folder", low=1, high=10**12)
+    reasoning: bool = key(
+        False,
+        "SFT targets think first: <think>odd: every exception cell; region: those the "
+        "task is about</think> before the answer (evaluation scores the answer after it)",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "data.")

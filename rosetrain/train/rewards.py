@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
+from rosetrain.core.reasoning import split_reasoning
 from rosetrain.core.registry import Registry
 
 # Columns of an HF row the scorer reads (the rest of the row is not gold).
@@ -43,17 +44,21 @@ REWARDS: Registry[str] = Registry(
 
 
 def completion_text(completion: Any) -> str:
-    """TRL gives a conversational completion as ``[{"role": "assistant", "content": ...}]``."""
+    """The answer a completion gives: TRL's conversational form
+    (``[{"role": "assistant", "content": ...}]``) or a string, read as
+    evaluation reads a response (the text after a ``<think>`` block)."""
     if isinstance(completion, str):
-        return completion
-    parts = []
-    for message in completion:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        else:
-            parts.extend(p.get("text") or "" for p in content or () if p.get("type") == "text")
-    return "".join(parts)
+        text = completion
+    else:
+        parts = []
+        for message in completion:
+            content = message.get("content")
+            if isinstance(content, str):
+                parts.append(content)
+            else:
+                parts.extend(p.get("text") or "" for p in content or () if p.get("type") == "text")
+        text = "".join(parts)
+    return split_reasoning(text)[1] or ""
 
 
 class ScoreCache:
