@@ -1,0 +1,92 @@
+"""The reasoning channel: targets that think first, and a scored answer without the thinking."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rosetrain.core.reasoning import rationale, reasoned_answer, split_reasoning
+from rosetrain.evaluation.evaluate import evaluate
+from rosetrain.train.rewards import make_reward
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("CLICK(R1,C2); DONE", (None, "CLICK(R1,C2); DONE")),
+        ("<think>odd: R1,C2; region: none</think>DONE", ("odd: R1,C2; region: none", "DONE")),
+        ("<think>a</think> <think>b</think>\nCOUNT(2) ", ("a</think> <think>b", "COUNT(2)")),
+        ("no open tag</think>COUNT(1)", ("no open tag", "COUNT(1)")),
+        ("<think>odd: R1,C2; reg", ("odd: R1,C2; reg", "")),  # cut off while thinking: no answer
+        ("", (None, "")),
+        (None, (None, None)),
+    ],
+)
+def test_split_reasoning_keeps_the_answer_after_the_last_close(text, expected):
+    assert split_reasoning(text) == expected
+
+
+def test_the_rationale_lists_every_odd_cell_then_the_regions_in_reading_order():
+    assert rationale(["R3,C1", "R1,C12", "R1,C2"], ["R3,C1"]) == "odd: R1,C2 R1,C12 R3,C1; region: R3,C1"
+    assert rationale([], []) == "odd: none; region: none"
+    row = {"all_target_cells": ["R2,C2"], "region_target_cells": [], "answer": "COUNT(0)"}
+    assert reasoned_answer(row) == "<think>odd: R2,C2; region: none</think>COUNT(0)"
+
+
+class ThinkingOracle:
+    """Thinks first, then gives the gold answer."""
+
+    name = "thinking-oracle"
+
+    def generate(self, records):
+        return [(reasoned_answer(r), None) for r in records]
+
+
+def test_evaluation_scores_the_answer_and_keeps_the_reasoning(smoke_split, tmp_path):
+    split = smoke_split(tmp_path / "smoke", scenes=2)
+    summary = evaluate("x", split, "test", tmp_path / "run", runner=ThinkingOracle(), progress=False)
+    assert summary["avg_pass"] == 1.0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert all(not r["raw_text"].startswith("<think>") and r["reasoning"].startswith("odd: ") for r in rows)
+
+
+def test_rewards_score_the_answer_after_the_thinking():
+    gold = {
+        "item_id": "a-T3",
+        "task_template": "T3_CLICK_LOCAL_NUMERIC",
+        "task_mode": "CLICK",
+        "rows": 3,
+        "cols": 3,
+        "ground_truth_count": 1,
+        "ground_truth_clicks": ["R1,C2"],
+        "all_target_cells": ["R1,C2", "R3,C1"],
+        "region_target_cells": ["R1,C2"],
+        "region_type": "ROW_RANGE",
+        "region_params_json": json.dumps({"r1": 1, "r2": 1}),
+    }
+    reward = make_reward("pass")
+    columns = {k: [v] * 3 for k, v in gold.items()}
+    completions = [
+        "<think>odd: R1,C2 R3,C1; region: R1,C2</think>CLICK(R1,C2); DONE",
+        "CLICK(R1,C2); DONE",
+        "<think>odd: R1,C2 R3,C1; region: R1,C2",  # never closed: no answer
+    ]
+    assert reward(completions, **columns) == [1.0, 1.0, 0.0]
+
+
+def test_training_rows_think_first_when_the_recipe_asks(tmp_path, train_split, tiny_train_spec):
+    from rosetrain.train.data import train_dataset
+    from rosetrain.train.recipe import DataConfig
+
+    folder = train_split(tmp_path, tiny_train_spec("reasoning-rows"), 2)
+    spec = tmp_path / "train.yaml"
+    for data in (DataConfig(folder=str(folder), reasoning=True), DataConfig(spec=str(spec), reasoning=True)):
+        rows = list(train_dataset(data).take(5))
+        for row in rows:
+            (message,) = row["completion"]
+            text = message["content"][0]["text"]
+            assert text == reasoned_answer(row) and text.endswith(row["answer"])
+            assert row["images"]  # the image columns travel untouched
+    plain = next(iter(train_dataset(DataConfig(folder=str(folder)))))
+    assert plain["completion"][0]["content"][0]["text"] == plain["answer"]
