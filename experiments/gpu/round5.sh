@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine (16 CPU cores, one H100/H200, no network):
+# round 8's reasoning design (docs/experiments.md) for more seeds. From the px4
+# base (runs/base-px4/checkpoint-final, carried), the transfer design with
+# data.reasoning=true, SFT seeds ${SEEDS:-1 2} side by side, 5,000 steps, a
+# checkpoint every 1,000; then steps 2,500 and 5,000 evaluated on the four dim
+# splits, regenerated here from their specs and seeds (the same scenes and
+# images as data/*-dim; only the dataset_version name differs).
+# A run the deadline stops leaves its last checkpoint (optimizer state too) in
+# $OUT as tar parts, to resume on the CPU with the same transfer_curves command.
+# The packages the image lacks travel as wheels in .whl/ (docs/experiments.md says how).
+source "$(dirname "$0")/setup.sh"
+
+G=rosetrain/assets/demo/generators
+gen() { python3 -m rosetrain generate --formats release --quiet "$@" >/dev/null || exit 1; }
+gen --spec $G/heldout-palette.yaml --out data/r-dim --split test --scenes 100
+gen --spec $G/heldout-palette.yaml --out data/rdev-dim --split test --scenes 200 --seed 99 --exclude data/r-dim/metadata_test.jsonl
+gen --spec $G/heldout-varied.yaml --out data/vdev-dim --split test --scenes 100 --seed 99
+gen --spec $G/heldout.yaml --out data/id-dim --split test --scenes 100
+echo "splits made: $(date +%T)"
+
+python3 benchmarks/transfer_curves.py --base runs/base-px4/checkpoint-final \
+  --recipe $G/../recipes/demo-sft-transfer.yaml \
+  --design think=$G/transfer.yaml --set data.reasoning=true --max-new-tokens 96 \
+  --seeds ${SEEDS:-1 2} --workers 3 --steps 5000 --every 1000 --eval-every 2500 \
+  --deadline "${DEADLINE:-6.5}" --eval-jobs 12 --batch-size 128 \
+  --split rdev=data/rdev-dim --split vdev=data/vdev-dim --split id=data/id-dim --split r=data/r-dim \
+  --out runs/gpu-think 2>&1 | grep -v "it/s\]" | tail -40
+cp runs/gpu-think/curves.md runs/gpu-think/curves.json "$OUT"/ 2>/dev/null
+for run in runs/gpu-think/think-seed*/; do
+  name=$(basename "$run")
+  tail -c 300 "runs/gpu-think/$name.log" | tr '\r' '\n' | tail -1
+  [ -d "$run/checkpoint-5000" ] && continue
+  last=$(ls -d "$run"/checkpoint-[0-9]* 2>/dev/null | sort -t- -k2 -n | tail -1)
+  [ -n "$last" ] && tar -C "$(dirname "$run")" -cf - "$name/$(basename "$last")" | split -b 15M - "$OUT/$name-$(basename "$last").tar."
+done
+ls -la "$OUT"
+echo "done: $(date +%T)"
