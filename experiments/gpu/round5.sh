@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (16 CPU cores, one H100/H200, no network):
-# round 8's reasoning design (docs/experiments.md) for more seeds. From the px4
-# base (runs/base-px4/checkpoint-final, carried), the transfer design with
-# data.reasoning=true, SFT seeds ${SEEDS:-1 2} side by side, 5,000 steps, a
-# checkpoint every 1,000; then steps 2,500 and 5,000 evaluated on the four dim
-# splits, regenerated here from their specs and seeds (the same scenes and
-# images as data/*-dim; only the dataset_version name differs).
+# round 8's reasoning design (docs/experiments.md): the transfer design with
+# data.reasoning=true, from the px4 base (runs/base-px4/checkpoint-final,
+# carried) and from the shipped every-palette base (one vision token a cell),
+# side by side, 5,000 steps, a checkpoint every 1,000; then steps 2,500 and
+# 5,000 evaluated on the four dim splits, regenerated here from their specs and
+# seeds (the same scenes and images as data/*-dim; only the dataset_version
+# name differs).
 # A run the deadline stops leaves its last checkpoint (optimizer state too) in
 # $OUT as tar parts, to resume on the CPU with the same transfer_curves command.
 # The packages the image lacks travel as wheels in .whl/ (docs/experiments.md says how).
@@ -19,20 +20,30 @@ gen --spec $G/heldout-varied.yaml --out data/vdev-dim --split test --scenes 100 
 gen --spec $G/heldout.yaml --out data/id-dim --split test --scenes 100
 echo "splits made: $(date +%T)"
 
-python3 benchmarks/transfer_curves.py --base runs/base-px4/checkpoint-final \
-  --recipe $G/../recipes/demo-sft-transfer.yaml \
-  --design think=$G/transfer.yaml --set data.reasoning=true --max-new-tokens 96 \
-  --seeds ${SEEDS:-1 2} --workers 3 --steps 5000 --every 1000 --eval-every 2500 \
-  --deadline "${DEADLINE:-6.5}" --eval-jobs 12 --batch-size 128 \
-  --split rdev=data/rdev-dim --split vdev=data/vdev-dim --split id=data/id-dim --split r=data/r-dim \
-  --out runs/gpu-think 2>&1 | grep -v "it/s\]" | tail -40
-cp runs/gpu-think/curves.md runs/gpu-think/curves.json "$OUT"/ 2>/dev/null
-for run in runs/gpu-think/think-seed*/; do
-  name=$(basename "$run")
-  tail -c 300 "runs/gpu-think/$name.log" | tr '\r' '\n' | tail -1
-  [ -d "$run/checkpoint-5000" ] && continue
-  last=$(ls -d "$run"/checkpoint-[0-9]* 2>/dev/null | sort -t- -k2 -n | tail -1)
-  [ -n "$last" ] && tar -C "$(dirname "$run")" -cf - "$name/$(basename "$last")" | split -b 15M - "$OUT/$name-$(basename "$last").tar."
-done
+# curves NAME BASE SEEDS: one transfer_curves run, the transfer design thinking first
+curves() {
+  python3 benchmarks/transfer_curves.py --base "$2" \
+    --recipe $G/../recipes/demo-sft-transfer.yaml \
+    --design "$1"=$G/transfer.yaml --set data.reasoning=true --max-new-tokens 96 \
+    --seeds $3 --workers 3 --steps 5000 --every 1000 --eval-every 2500 \
+    --deadline "${DEADLINE:-6.5}" --eval-jobs 6 --batch-size 128 \
+    --split rdev=data/rdev-dim --split vdev=data/vdev-dim --split id=data/id-dim --split r=data/r-dim \
+    --out "runs/gpu-$1" > "runs/gpu-$1.txt" 2>&1
+  grep -v "it/s\]" "runs/gpu-$1.txt" | tail -20
+  for run in runs/gpu-$1/$1-seed*/; do
+    name=$(basename "$run")
+    tail -c 300 "runs/gpu-$1/$name.log" | tr '\r' '\n' | tail -1
+    [ -d "$run/checkpoint-5000" ] && continue
+    last=$(ls -d "$run"/checkpoint-[0-9]* 2>/dev/null | sort -t- -k2 -n | tail -1)
+    [ -n "$last" ] && tar -C "$(dirname "$run")" -cf - "$name/$(basename "$last")" | split -b 15M - "$OUT/$name-$(basename "$last").tar."
+  done
+}
+# px4 thinking, seed 1 (seed 0 runs on the CPU), beside the one-token-a-cell
+# (dim) design thinking, seed 0, from the shipped every-palette base: the design
+# that would fit the demo's 20 minutes if thinking carries it as far
+curves think ${PX4_BASE:-runs/base-px4/checkpoint-final} "${PX4_SEEDS:-1}" &
+curves thinkdim rosetrain/assets/demo-base-palettes "${DIM_SEEDS:-0}" &
+wait
+tar -cf "$OUT/curves.tar" runs/gpu-*/curves.md runs/gpu-*/curves.json runs/gpu-*/eval/*/evaluation_summary.json runs/gpu-*/eval/*/by_region_case.csv runs/gpu-*/eval/*/predictions.jsonl 2>/dev/null
 ls -la "$OUT"
 echo "done: $(date +%T)"
