@@ -129,7 +129,7 @@ def main() -> None:
         "--max-new-tokens",
         type=int,
         default=40,
-        help="greedy answer length (a 3x3 answer fits 40; with data.reasoning=true, 96)",
+        help="greedy answer length (a 3x3 answer fits 40; with data.reasoning set, 96)",
     )
     parser.add_argument("--out", type=Path, default=Path("runs/curves"))
     args = parser.parse_args()

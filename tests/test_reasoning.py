@@ -27,11 +27,39 @@ def test_split_reasoning_keeps_the_answer_after_the_last_close(text, expected):
     assert split_reasoning(text) == expected
 
 
-def test_the_rationale_lists_every_odd_cell_then_the_regions_in_reading_order():
-    assert rationale(["R3,C1", "R1,C12", "R1,C2"], ["R3,C1"]) == "odd: R1,C2 R1,C12 R3,C1; region: R3,C1"
-    assert rationale([], []) == "odd: none; region: none"
-    row = {"all_target_cells": ["R2,C2"], "region_target_cells": [], "answer": "COUNT(0)"}
-    assert reasoned_answer(row) == "<think>odd: R2,C2; region: none</think>COUNT(0)"
+def row(odd, inside, region_type="ROW_RANGE", params=None, answer="COUNT(0)", **more):
+    return {
+        "all_target_cells": odd,
+        "region_target_cells": inside,
+        "region_type": region_type,
+        "region_params_json": json.dumps(params or {"r1": 3, "r2": 3}),
+        "rows": 3,
+        "cols": 3,
+        "answer": answer,
+        **more,
+    }
+
+
+def test_the_odd_rationale_lists_every_odd_cell_then_the_regions_in_reading_order():
+    odd = rationale("odd", row(["R3,C1", "R1,C12", "R1,C2"], ["R3,C1"]))
+    assert odd == "odd: R1,C2 R1,C12 R3,C1; region: R3,C1"
+    assert rationale("odd", row([], [])) == "odd: none; region: none"
+    assert reasoned_answer("odd", row(["R2,C2"], [])) == "<think>odd: R2,C2; region: none</think>COUNT(0)"
+
+
+def test_the_cells_rationale_names_the_regions_cells_first():
+    think = rationale("cells", row(["R1,C2", "R3,C1"], ["R3,C1"]))
+    assert think == "region: R3,C1 R3,C2 R3,C3; odd: R1,C2 R3,C1; inside: R3,C1"
+    outside = row(
+        ["R1,C1"],
+        ["R1,C1"],
+        "EXCLUSION",
+        region_params={"exclude_type": "COL_RANGE", "exclude_params": {"c1": 2, "c2": 3}},
+    )
+    assert rationale("cells", outside) == "region: R1,C1 R2,C1 R3,C1; odd: R1,C1; inside: R1,C1"
+    assert rationale("cells", row([], [], "GLOBAL", {})) == "region: all; odd: none; inside: none"
+    with pytest.raises(ValueError, match="unknown reasoning style 'steps'"):
+        rationale("steps", row([], []))
 
 
 class ThinkingOracle:
@@ -40,7 +68,7 @@ class ThinkingOracle:
     name = "thinking-oracle"
 
     def generate(self, records):
-        return [(reasoned_answer(r), None) for r in records]
+        return [(reasoned_answer("cells", r), None) for r in records]
 
 
 def test_evaluation_scores_the_answer_and_keeps_the_reasoning(smoke_split, tmp_path):
@@ -48,7 +76,9 @@ def test_evaluation_scores_the_answer_and_keeps_the_reasoning(smoke_split, tmp_p
     summary = evaluate("x", split, "test", tmp_path / "run", runner=ThinkingOracle(), progress=False)
     assert summary["avg_pass"] == 1.0
     rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
-    assert all(not r["raw_text"].startswith("<think>") and r["reasoning"].startswith("odd: ") for r in rows)
+    assert all(
+        not r["raw_text"].startswith("<think>") and r["reasoning"].startswith("region: ") for r in rows
+    )
 
 
 def test_rewards_score_the_answer_after_the_thinking():
@@ -81,12 +111,14 @@ def test_training_rows_think_first_when_the_recipe_asks(tmp_path, train_split, t
 
     folder = train_split(tmp_path, tiny_train_spec("reasoning-rows"), 2)
     spec = tmp_path / "train.yaml"
-    for data in (DataConfig(folder=str(folder), reasoning=True), DataConfig(spec=str(spec), reasoning=True)):
-        rows = list(train_dataset(data).take(5))
-        for row in rows:
-            (message,) = row["completion"]
+    for data in (
+        DataConfig(folder=str(folder), reasoning="cells"),
+        DataConfig(spec=str(spec), reasoning="odd"),
+    ):
+        for example in train_dataset(data).take(8):
+            (message,) = example["completion"]
             text = message["content"][0]["text"]
-            assert text == reasoned_answer(row) and text.endswith(row["answer"])
-            assert row["images"]  # the image columns travel untouched
+            assert text == reasoned_answer(data.reasoning, example) and text.endswith(example["answer"])
+            assert example["images"]  # the image columns travel untouched
     plain = next(iter(train_dataset(DataConfig(folder=str(folder)))))
     assert plain["completion"][0]["content"][0]["text"] == plain["answer"]

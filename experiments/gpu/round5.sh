@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (16 CPU cores, one H100/H200, no network):
 # round 8's reasoning design (docs/experiments.md): the transfer design with
-# data.reasoning=true, from the px4 base (runs/base-px4/checkpoint-final,
+# data.reasoning=odd, from the px4 base (runs/base-px4/checkpoint-final,
 # carried) and from the shipped every-palette base (one vision token a cell),
 # side by side, 5,000 steps, a checkpoint every 500; then steps 2,500 and
 # 5,000 evaluated on the four dim splits, regenerated here from their specs and
@@ -24,7 +24,7 @@ echo "splits made: $(date +%T)"
 curves() {
   python3 benchmarks/transfer_curves.py --base "$2" \
     --recipe $G/../recipes/demo-sft-transfer.yaml \
-    --design "$1"=$G/transfer.yaml --set data.reasoning=true --max-new-tokens 96 \
+    --design "$1"=$G/transfer.yaml --set data.reasoning=odd --max-new-tokens 96 \
     --seeds $3 --workers 3 --steps 5000 --every 500 --eval-every 2500 \
     --deadline "${DEADLINE:-6.5}" --eval-jobs 6 --batch-size 128 \
     --split rdev=data/rdev-dim --split vdev=data/vdev-dim --split id=data/id-dim --split r=data/r-dim \

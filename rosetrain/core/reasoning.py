@@ -8,15 +8,17 @@ last ``</think>`` is the answer that is scored, the block before it is kept
 beside the prediction as ``reasoning`` (:func:`split_reasoning`).
 
 Training can then teach a step the strict grammar has no room for
-(:func:`reasoned_answer`, the recipe key ``data.reasoning``): first every
-exception cell of the grid, then those in the task's region. The region test
-("which of these cells lie in rows 2 to 3?") becomes a comparison of cell
-names in text, where the answer alone asks for it inside one token's
-forward pass (docs/experiments.md, round 8).
+(:func:`reasoned_answer`, the recipe key ``data.reasoning``, one of
+:data:`STYLES`): every exception cell of the grid, then those in the task's
+region. The region test ("which of these cells lie in rows 2 to 3?") then
+happens in text, over cell names the model has written, where the answer
+alone asks for it inside one token's forward pass (docs/experiments.md,
+round 8).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -49,21 +51,45 @@ def _without_open(head: str) -> str:
     return (head[opened + len(OPEN) :] if opened >= 0 else head).strip()
 
 
-def rationale(all_cells: Iterable[str], region_cells: Iterable[str]) -> str:
-    """``odd: R1,C2 R3,C1; region: R3,C1``: every exception cell of the grid,
-    then those the task is about (its region; for an exclusion, outside it)."""
-    return f"odd: {_cells(all_cells)}; region: {_cells(region_cells)}"
+def rationale(style: str, row: Mapping[str, Any]) -> str:
+    """The thinking of a release record or an HF row, in ``style`` (:data:`STYLES`)."""
+    odd, inside = _cells(row["all_target_cells"] or ()), _cells(row["region_target_cells"] or ())
+    if style == "odd":
+        return f"odd: {odd}; region: {inside}"
+    if style == "cells":
+        return f"region: {_cells(_region_cells(row))}; odd: {odd}; inside: {inside}"
+    raise ValueError(f"unknown reasoning style {style!r} (one of {', '.join(STYLES)})")
+
+
+STYLES = {
+    "odd": "every exception cell of the grid, then those the task is about "
+    "(`odd: R1,C2 R3,C1; region: R3,C1`)",
+    "cells": "the task region's cells, every exception cell, then those in both "
+    "(`region: R2,C1 ... R3,C3; odd: R1,C2 R3,C1; inside: R3,C1`): the region test "
+    "becomes matching names in text",
+}
+
+
+def _region_cells(row: Mapping[str, Any]) -> list[str]:
+    from rosetrain.core import protocol as P
+    from rosetrain.core.regions import cells_in_region
+
+    if row["region_type"] == P.GLOBAL:
+        return ["all"]
+    params = row.get("region_params")
+    if params is None:  # an HF row keeps them as JSON
+        params = json.loads(row["region_params_json"])
+    return [P.cell_str(c) for c in cells_in_region(row["region_type"], params, row["rows"], row["cols"])]
 
 
 def _cells(cells: Iterable[str]) -> str:
     from rosetrain.core.protocol import parse_cell_str
 
-    ordered = sorted(cells, key=parse_cell_str)  # reading order, as the answer lists them
+    # reading order, as the answer lists them ("all" stands alone)
+    ordered = sorted(cells, key=lambda c: (0, 0) if c == "all" else parse_cell_str(c))
     return " ".join(ordered) or NONE
 
 
-def reasoned_answer(row: Mapping[str, Any]) -> str:
-    """The SFT target with reasoning: ``<think>rationale</think>answer``, from a
-    release record or an HF row (both carry the gold cells and the answer)."""
-    thought = rationale(row["all_target_cells"] or (), row["region_target_cells"] or ())
-    return f"{OPEN}{thought}{CLOSE}{row['answer']}"
+def reasoned_answer(style: str, row: Mapping[str, Any]) -> str:
+    """The SFT target with reasoning: ``<think>rationale</think>answer``."""
+    return f"{OPEN}{rationale(style, row)}{CLOSE}{row['answer']}"

@@ -11,6 +11,7 @@ the stream's own exclusion (``stream_dataset(exclude_fingerprints=...)``).
 from __future__ import annotations
 
 import collections
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -164,21 +165,29 @@ def train_dataset(data: DataConfig, exclude_fingerprints: Iterable[str] = (), se
         dataset = _stream(data, exclude_fingerprints)
         if data.shuffle_buffer > 1:
             dataset = dataset.shuffle(seed=seed, buffer_size=data.shuffle_buffer)
-    if data.reasoning:  # only these columns are read: no image is decoded again
-        dataset = dataset.map(reasoned_completion, input_columns=list(REASONING_COLUMNS))
+    if data.reasoning is not None:  # only these columns are read: no image is decoded again
+        think = functools.partial(reasoned_completion, data.reasoning)
+        dataset = dataset.map(think, input_columns=list(REASONING_COLUMNS))
     return dataset
 
 
-REASONING_COLUMNS = ("all_target_cells", "region_target_cells", "answer")
+REASONING_COLUMNS = (
+    "all_target_cells",
+    "region_target_cells",
+    "region_type",
+    "region_params_json",
+    "rows",
+    "cols",
+    "answer",
+)
 
 
-def reasoned_completion(all_cells: list[str], region_cells: list[str], answer: str) -> dict[str, Any]:
+def reasoned_completion(style: str, *values: Any) -> dict[str, Any]:
     """The row's SFT target thinking first (``data.reasoning``)."""
     from rosetrain.core.messages import assistant_messages
     from rosetrain.core.reasoning import reasoned_answer
 
-    target = reasoned_answer(dict(zip(REASONING_COLUMNS, (all_cells, region_cells, answer))))
-    return {"completion": assistant_messages(target)}
+    return {"completion": assistant_messages(reasoned_answer(style, dict(zip(REASONING_COLUMNS, values))))}
 
 
 def folder_fingerprints(data: DataConfig) -> set[str]:

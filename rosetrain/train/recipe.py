@@ -24,6 +24,7 @@ from rosetrain.core import config
 from rosetrain.core.config import SEED_32, check_fields, setting
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import read_yaml_mapping
+from rosetrain.core.reasoning import STYLES as REASONING_STYLES
 from rosetrain.core.registry import Registry
 from rosetrain.core.resources import shipped as shipped_config
 from rosetrain.train.rewards import REWARDS
@@ -100,10 +101,12 @@ class DataConfig:
         256, "rows mixed before training (a scene's tasks arrive together)", low=0, high=1_000_000
     )
     max_rows: int | None = key(None, "use only the first N rows of a folder", low=1, high=10**12)
-    reasoning: bool = key(
-        False,
-        "SFT targets think first: <think>odd: every exception cell; region: those the "
-        "task is about</think> before the answer (evaluation scores the answer after it)",
+    reasoning: str | None = key(
+        None,
+        "SFT targets think first, <think>...</think> before the answer (evaluation scores "
+        "the answer after it): `odd` lists every exception cell, then those the task is "
+        "about; `cells` lists the region's cells first",
+        choices=(None, *REASONING_STYLES),
     )
 
     def __post_init__(self) -> None:
