@@ -1,0 +1,109 @@
+"""Where a model that thinks first goes wrong: perception or the region test.
+
+Reads an evaluation run of a model trained with ``data.reasoning`` (its
+``predictions.jsonl`` keeps each answer's reasoning) beside the split's
+metadata, and prints per template, in % of items:
+
+- **odd right**: the listed exception cells are the scene's (perception);
+- **region right** (``cells`` style only): the listed region cells are the task's;
+- **test right**: the cells listed as in the region are exactly those of the
+  model's *own* odd list that lie in the task's region (the region test alone,
+  whatever the perception; numeric regions only, a visual one is seen, not read);
+- **inside right**: the listed in-region cells are the gold ones.
+
+    python experiments/transfer/reasoning_check.py data/rdev-dim runs/eval-think-rdev
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from rosetrain.core import protocol as P  # noqa: E402
+from rosetrain.core.regions import cells_in_region  # noqa: E402
+
+
+def parse(reasoning: str | None) -> dict[str, list[str]] | None:
+    """``{"odd": [...], "inside": [...], "region": [...]?}`` or None if unreadable."""
+    if not reasoning:
+        return None
+    fields = {}
+    for part in reasoning.split(";"):
+        name, sep, cells = part.strip().partition(": ")
+        if not sep:
+            return None
+        fields[name] = [] if cells.strip() == "none" else cells.split()
+    if "inside" not in fields:  # the `odd` style names the in-region cells `region`
+        fields["inside"] = fields.pop("region", [])
+    return fields if {"odd", "inside"} <= fields.keys() else None
+
+
+def check(split: Path, run: Path) -> dict[str, dict[str, float]]:
+    records = {}
+    for line in (split / "metadata_test.jsonl").open(encoding="utf-8"):
+        record = json.loads(line)
+        records[record["item_id"]] = record
+    counts: dict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for line in (run / "predictions.jsonl").open(encoding="utf-8"):
+        prediction = json.loads(line)
+        record = records[prediction["item_id"]]
+        c = counts[P.SHORT_NAME[record["task_template"]]]
+        c["n"] += 1
+        thought = parse(prediction.get("reasoning"))
+        if thought is None:
+            continue
+        c["readable"] += 1
+        region = cells_in_region(
+            record["region_type"], record["region_params"], record["rows"], record["cols"]
+        )
+        c["odd right"] += set(thought["odd"]) == set(record["all_target_cells"])
+        c["inside right"] += set(thought["inside"]) == set(record["region_target_cells"])
+        if "region" in thought and record["region_type"] != P.GLOBAL:
+            c["region n"] += 1
+            c["region right"] += set(thought["region"]) == {P.cell_str(cell) for cell in region}
+        if record["region_type"] not in (P.VISUAL_REGION, P.GLOBAL):
+            own = {cell for cell in thought["odd"] if _cell(cell) in region}
+            c["test n"] += 1
+            c["test right"] += own == set(thought["inside"])
+    table = {}
+    for template, c in counts.items():
+        row = {"n": c["n"], "readable": 100 * c["readable"] / c["n"]}
+        row["odd right"] = 100 * c["odd right"] / c["n"]
+        if c["region n"]:
+            row["region right"] = 100 * c["region right"] / c["region n"]
+        if c["test n"]:
+            row["test right"] = 100 * c["test right"] / c["test n"]
+        row["inside right"] = 100 * c["inside right"] / c["n"]
+        table[template] = row
+    return table
+
+
+def _cell(text: str):
+    try:
+        return P.parse_cell_str(text)
+    except ValueError:
+        return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("split", type=Path, help="the split folder (release format)")
+    parser.add_argument("run", type=Path, help="an evaluation run folder of that split")
+    args = parser.parse_args()
+    table = check(args.split, args.run)
+    columns = ["n", "readable", "odd right", "region right", "test right", "inside right"]
+    print("| template | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for template in sorted(table, key=list(P.SHORT_NAME.values()).index):
+        row = table[template]
+        cells = [str(row["n"])] + [f"{row[c]:.1f}" if c in row else "" for c in columns[1:]]
+        print(f"| {template} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
