@@ -47,17 +47,17 @@ def test_the_odd_rationale_lists_every_odd_cell_then_the_regions_in_reading_orde
     assert reasoned_answer("odd", row(["R2,C2"], [])) == "<think>odd: R2,C2; region: none</think>COUNT(0)"
 
 
-def test_the_cells_rationale_names_the_regions_cells_first():
+def test_the_cells_rationale_names_the_regions_cells_between_the_odd_and_the_inside_cells():
     think = rationale("cells", row(["R1,C2", "R3,C1"], ["R3,C1"]))
-    assert think == "region: R3,C1 R3,C2 R3,C3; odd: R1,C2 R3,C1; inside: R3,C1"
+    assert think == "odd: R1,C2 R3,C1; region: R3,C1 R3,C2 R3,C3; inside: R3,C1"
     outside = row(
         ["R1,C1"],
         ["R1,C1"],
         "EXCLUSION",
         region_params={"exclude_type": "COL_RANGE", "exclude_params": {"c1": 2, "c2": 3}},
     )
-    assert rationale("cells", outside) == "region: R1,C1 R2,C1 R3,C1; odd: R1,C1; inside: R1,C1"
-    assert rationale("cells", row([], [], "GLOBAL", {})) == "region: all; odd: none; inside: none"
+    assert rationale("cells", outside) == "odd: R1,C1; region: R1,C1 R2,C1 R3,C1; inside: R1,C1"
+    assert rationale("cells", row([], [], "GLOBAL", {})) == "odd: none; region: all; inside: none"
     with pytest.raises(ValueError, match="unknown reasoning style 'steps'"):
         rationale("steps", row([], []))
 
@@ -77,7 +77,7 @@ def test_evaluation_scores_the_answer_and_keeps_the_reasoning(smoke_split, tmp_p
     assert summary["avg_pass"] == 1.0
     rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
     assert all(
-        not r["raw_text"].startswith("<think>") and r["reasoning"].startswith("region: ") for r in rows
+        not r["raw_text"].startswith("<think>") and r["reasoning"].startswith("odd: ") for r in rows
     )
 
 

@@ -57,15 +57,17 @@ def rationale(style: str, row: Mapping[str, Any]) -> str:
     if style == "odd":
         return f"odd: {odd}; region: {inside}"
     if style == "cells":
-        return f"region: {_cells(_region_cells(row))}; odd: {odd}; inside: {inside}"
+        return f"odd: {odd}; region: {_cells(_region_cells(row))}; inside: {inside}"
     raise ValueError(f"unknown reasoning style {style!r} (one of {', '.join(STYLES)})")
 
 
 STYLES = {
     "odd": "every exception cell of the grid, then those the task is about "
     "(`odd: R1,C2 R3,C1; region: R3,C1`)",
-    "cells": "the task region's cells, every exception cell, then those in both "
-    "(`region: R2,C1 ... R3,C3; odd: R1,C2 R3,C1; inside: R3,C1`): the region test "
+    # Perception first: written after the region's cells, the odd list drifted
+    # towards them (docs/experiments.md, round 8).
+    "cells": "every exception cell, the task region's cells, then those in both "
+    "(`odd: R1,C2 R3,C1; region: R3,C1 R3,C2 R3,C3; inside: R3,C1`): the region test "
     "becomes matching names in text",
 }
 

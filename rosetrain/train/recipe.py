@@ -105,7 +105,7 @@ class DataConfig:
         None,
         "SFT targets think first, <think>...</think> before the answer (evaluation scores "
         "the answer after it): `odd` lists every exception cell, then those the task is "
-        "about; `cells` lists the region's cells first",
+        "about; `cells` lists the region's cells between the two",
         choices=(None, *REASONING_STYLES),
     )
 
