@@ -76,9 +76,7 @@ def test_evaluation_scores_the_answer_and_keeps_the_reasoning(smoke_split, tmp_p
     summary = evaluate("x", split, "test", tmp_path / "run", runner=ThinkingOracle(), progress=False)
     assert summary["avg_pass"] == 1.0
     rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
-    assert all(
-        not r["raw_text"].startswith("<think>") and r["reasoning"].startswith("odd: ") for r in rows
-    )
+    assert all(not r["raw_text"].startswith("<think>") and r["reasoning"].startswith("odd: ") for r in rows)
 
 
 def test_rewards_score_the_answer_after_the_thinking():
@@ -122,3 +120,27 @@ def test_training_rows_think_first_when_the_recipe_asks(tmp_path, train_split, t
             assert example["images"]  # the image columns travel untouched
     plain = next(iter(train_dataset(DataConfig(folder=str(folder)))))
     assert plain["completion"][0]["content"][0]["text"] == plain["answer"]
+
+
+class CutOffThinker:
+    """Stops inside its thinking, as a too-small token limit makes a model stop."""
+
+    name = "cut-off"
+
+    def generate(self, records):
+        return [("<think>odd: R1,C2 R3,C1; reg", None) for _ in records]
+
+
+def test_answers_cut_off_while_thinking_score_empty_and_are_said(smoke_split, tmp_path, capsys):
+    from rosetrain.commands.evaluate import say_if_nothing_ran
+
+    split = smoke_split(tmp_path / "smoke", scenes=1)
+    out = tmp_path / "run"
+    summary = evaluate("x", split, "test", out, runner=CutOffThinker(), max_new_tokens=12, progress=False)
+    assert summary["avg_pass"] == 0.0
+    capsys.readouterr()
+    say_if_nothing_ran(out)
+    assert capsys.readouterr().out.startswith(
+        f"{summary['n']} answers were cut off while thinking (<think> without </think>, scored as "
+        "empty): raise --max-new-tokens (this run: 12)"
+    )

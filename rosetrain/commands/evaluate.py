@@ -197,7 +197,8 @@ def eval_threads(args: argparse.Namespace) -> int | None:
 
 def say_if_nothing_ran(out: Path) -> None:
     """A rerun of a finished eval asks the model nothing: say so, or "scored 100
-    items" would read as 100 items answered again."""
+    items" would read as 100 items answered again. Answers the token limit cut
+    off while thinking are said too: they score as empty."""
     import json
 
     from rosetrain.evaluation.evaluate import PREDICTIONS_FILE, RUN_FILE
@@ -206,7 +207,14 @@ def say_if_nothing_ran(out: Path) -> None:
         stats = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
-    if not isinstance(stats, dict) or stats.get("items_run") != 0 or stats.get("items_failed"):
+    if not isinstance(stats, dict):
+        return
+    if stats.get("items_cut_thinking"):
+        print(
+            f"{stats['items_cut_thinking']} answers were cut off while thinking (<think> without "
+            f"</think>, scored as empty): raise --max-new-tokens (this run: {stats.get('max_new_tokens')})"
+        )
+    if stats.get("items_run") != 0 or stats.get("items_failed"):
         return  # the model was asked something this time
     if stats.get("items_skipped"):
         print(

@@ -21,7 +21,7 @@ from rosetrain.core import config
 from rosetrain.core.config import check_fields, setting
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.formats import pct
-from rosetrain.core.reasoning import split_reasoning
+from rosetrain.core.reasoning import CLOSE, split_reasoning
 from rosetrain.data.predictions import PredictionWriter, prediction_row
 from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
@@ -136,11 +136,12 @@ def run_model(
         dynamic_ncols=True,
         file=sys.stderr,
     )
-    started, answered, failed, first_error = time.perf_counter(), 0, 0, None
+    started, answered, failed, first_error, cut = time.perf_counter(), 0, 0, None, 0
     with bar:
         for record, (text, error) in answers_as_they_come(runner, todo, batch_size):
             reasoning, raw_text = split_reasoning(text)  # the answer is scored, the thinking kept
             writer.write(prediction_row(record["item_id"], raw_text, runner.name, error, reasoning=reasoning))
+            cut += reasoning is not None and CLOSE not in text  # the token limit stopped its thinking
             answered, failed = answered + 1, failed + bool(error)
             first_error = first_error or error
             if answered == check_after and failed == answered:
@@ -153,6 +154,7 @@ def run_model(
         "items_run": answered,
         "items_failed": failed,
         "items_skipped": len(records) - len(todo),
+        "items_cut_thinking": cut,
         "seconds": round(seconds, 3),
         "items_per_s": round(answered / seconds, 3) if answered and seconds > 0 else None,
     }
