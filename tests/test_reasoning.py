@@ -144,3 +144,13 @@ def test_answers_cut_off_while_thinking_score_empty_and_are_said(smoke_split, tm
         f"{summary['n']} answers were cut off while thinking (<think> without </think>, scored as "
         "empty): raise --max-new-tokens (this run: 12)"
     )
+
+
+def test_a_grpo_recipe_refuses_reasoning_targets(tmp_path):
+    from rosetrain.train.recipe import RecipeError, load_recipe
+
+    with pytest.raises(RecipeError, match="demo-grpo.yaml: data.reasoning: shapes SFT targets"):
+        load_recipe(
+            "rosetrain/assets/demo/recipes/demo-grpo.yaml",
+            overrides=["data.reasoning=cells", f"output_dir={tmp_path}"],
+        )

@@ -323,6 +323,11 @@ class Recipe:
         self.rewards = {name: float(self.rewards.get(name, 0.0)) for name in REWARDS}
         if self.method == "grpo" and not any(self.rewards.values()):
             raise ValueError("rewards: every weight is 0; give at least one of pass, soft, format a weight")
+        if self.method == "grpo" and self.data.reasoning is not None:
+            raise ValueError(
+                "data.reasoning: shapes SFT targets; GRPO samples its own completions, and its rewards "
+                "score the answer after any <think> block (SFT a model with data.reasoning first)"
+            )
         if self.max_steps == 0:
             raise ValueError(f"max_steps: must be > 0, or -1 to train num_train_epochs; got {self.max_steps}")
         if self.data.spec is not None and self.max_steps <= 0:
