@@ -89,7 +89,9 @@ def evaluate_one(job: tuple[str, str, str, int, int]) -> dict:
     torch.set_num_threads(1)
     from rosetrain.evaluation.evaluate import evaluate
 
-    summary = evaluate(model, data, "test", out, batch_size=batch, max_new_tokens=max_new_tokens, progress=False)
+    summary = evaluate(
+        model, data, "test", out, batch_size=batch, max_new_tokens=max_new_tokens, progress=False
+    )
     return {
         "counting": 100 * summary["counting_avg"],
         "action": 100 * summary["action_avg"],
@@ -170,7 +172,9 @@ def main() -> None:
                 jobs.append((str(checkpoint), data, str(out), args.batch_size, args.max_new_tokens))
                 where.append((name, seed, step, split))
     for split, data in args.split:  # the base as step 0
-        jobs.append((args.base, data, str(args.out / "eval" / f"base-{split}"), args.batch_size, args.max_new_tokens))
+        jobs.append(
+            (args.base, data, str(args.out / "eval" / f"base-{split}"), args.batch_size, args.max_new_tokens)
+        )
         where.append(("base", -1, 0, split))
     with ProcessPoolExecutor(args.eval_jobs) as pool:
         results = list(pool.map(evaluate_one, jobs))
