@@ -145,6 +145,8 @@ def test_the_task_folder_runs_after_moving_alone_or_with_its_data(split_dir, tmp
     shutil.move(tmp_path / "b", tmp_path / "a")  # the data where it was at export, the task elsewhere
     utils = load_utils(tmp_path / "alone")
     assert utils.process_results(doc, [doc["answer"]])["Avg"]["pass"] == 1
+    # a model that thinks first is scored on its answer, as `rosetrain eval` scores it
+    assert utils.process_results(doc, ["<think>odd: none</think>" + doc["answer"]])["Avg"]["pass"] == 1
 
 
 def test_export_and_scoring_import_neither_torch_nor_lmms_eval(split_dir, tmp_path):

@@ -26,17 +26,18 @@ OPEN, CLOSE = "<think>", "</think>"
 NONE = "none"
 
 
-def split_reasoning(text: str | None) -> tuple[str | None, str | None]:
+def split_reasoning(text: Any) -> tuple[str | None, Any]:
     """``(reasoning, answer)`` of a response.
 
+    - Not a string (None, a caller's object): no reasoning, the answer as it is.
     - No ``</think>``: no reasoning, the whole text is the answer.
     - Otherwise the answer is what follows the last ``</think>`` (stripped)
       and the reasoning what precedes it, without its ``<think>``.
     - An unclosed ``<think>`` (generation stopped while thinking) has
       reasoning and an empty answer, which scores as the official ``empty``.
     """
-    if text is None:
-        return None, None
+    if not isinstance(text, str):
+        return None, text
     head, close, answer = text.rpartition(CLOSE)
     if close:
         return _without_open(head), answer.strip()

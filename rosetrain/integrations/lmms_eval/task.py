@@ -112,13 +112,15 @@ class RoseTask:
 
     def process_results(self, doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
         """The item's scored row (``rosetrain score``'s per-item row), under every metric."""
+        from rosetrain.core.reasoning import split_reasoning
         from rosetrain.scoring.batch import score_predictions
 
         item_id = str(doc["item_id"])
         gold = self.golds().get(item_id)
         if gold is None:
             raise RosetrainError(f"item {item_id!r} is not in {self.data} (split {self.split})")
-        raw_text = results[0] if results else None
+        # the answer after any <think> block, as `rosetrain eval` scores it
+        raw_text = split_reasoning(results[0])[1] if results else None
         prediction = {"item_id": item_id, "raw_text": raw_text, "error": None}
         [row] = score_predictions([gold], {item_id: prediction})
         return {name: row for name in self.metrics}
