@@ -132,14 +132,14 @@ class CutOffThinker:
 
 
 def test_answers_cut_off_while_thinking_score_empty_and_are_said(smoke_split, tmp_path, capsys):
-    from rosetrain.commands.evaluate import say_if_nothing_ran
+    from rosetrain.commands.evaluate import say_how_the_run_went
 
     split = smoke_split(tmp_path / "smoke", scenes=1)
     out = tmp_path / "run"
     summary = evaluate("x", split, "test", out, runner=CutOffThinker(), max_new_tokens=12, progress=False)
     assert summary["avg_pass"] == 0.0
     capsys.readouterr()
-    say_if_nothing_ran(out)
+    say_how_the_run_went(out)
     assert capsys.readouterr().out.startswith(
         f"{summary['n']} answers were cut off while thinking (<think> without </think>, scored as "
         "empty): raise --max-new-tokens (this run: 12)"

@@ -195,10 +195,10 @@ def eval_threads(args: argparse.Namespace) -> int | None:
     return None if torch.cuda.is_available() else 1
 
 
-def say_if_nothing_ran(out: Path) -> None:
-    """A rerun of a finished eval asks the model nothing: say so, or "scored 100
-    items" would read as 100 items answered again. Answers the token limit cut
-    off while thinking are said too: they score as empty."""
+def say_how_the_run_went(out: Path) -> None:
+    """What the scores alone would hide: answers the token limit cut off while
+    thinking (they score as empty), and a rerun of a finished eval that asked
+    the model nothing ("scored 100 items" would read as 100 answered again)."""
     import json
 
     from rosetrain.evaluation.evaluate import PREDICTIONS_FILE, RUN_FILE
@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         runner_options=options,
         max_error_rate=1.0,
     )  # checked after printing
-    say_if_nothing_ran(Path(args.out))
+    say_how_the_run_went(Path(args.out))
     print_summary(summary, args.out)  # the same table `rosetrain score` prints
     check_error_rate(summary, args.max_error_rate, Path(args.out))
     return 0
