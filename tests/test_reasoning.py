@@ -154,3 +154,43 @@ def test_a_grpo_recipe_refuses_reasoning_targets(tmp_path):
             "rosetrain/assets/demo/recipes/demo-grpo.yaml",
             overrides=["data.reasoning=cells", f"output_dir={tmp_path}"],
         )
+
+
+def test_the_frontier_filter_and_the_signal_check_grade_the_answer_after_the_thinking(tmp_path):
+    """Both sample a thinking policy before GRPO; scoring the raw text would fail
+    every sample (`<think>` does not parse), read every group as dead and drop the
+    frontier. Round 8's GRPO after the thinking SFT hit exactly that."""
+    from rosetrain.curriculum.signal import signal_check
+    from rosetrain.train.frontier import FrontierFilter
+
+    gold = {
+        "item_id": "a-T1",
+        "task_template": "T1_COUNT_GLOBAL",
+        "task_mode": "COUNT",
+        "rows": 3,
+        "cols": 3,
+        "ground_truth_count": 2,
+        "ground_truth_clicks": ["R1,C2", "R3,C1"],
+        "all_target_cells": ["R1,C2", "R3,C1"],
+        "region_target_cells": ["R1,C2", "R3,C1"],
+        "region_type": "GLOBAL",
+        "region_params_json": "{}",
+    }
+    right, wrong = "<think>odd: R1,C2 R3,C1</think>COUNT(2)", "<think>odd: R1,C2</think>COUNT(1)"
+    group = [right, wrong, right, wrong]
+
+    class Sampler:
+        def greedy(self, records):
+            return [right]
+
+        def sample(self, records, k):
+            return [group]
+
+    summary = signal_check([gold], Sampler(), k=4)["all"]
+    assert summary["pass@1"] == 1.0 and summary["sample_pass"] == 0.5 and summary["no_signal"] == 0.0
+
+    keep = FrontierFilter(
+        processor=None, samples=4, temperature=1.0, top_p=1.0, max_new_tokens=8, output_dir=str(tmp_path)
+    )
+    keep.sample = lambda rows: group
+    assert keep.pass_counts([gold]) == [2]

@@ -76,7 +76,10 @@ class ScoreCache:
 
         return score_item(self._golds[item_id], text)
 
-    def score(self, gold_row: Mapping[str, Any], text: str) -> dict[str, Any]:
+    def score(self, gold_row: Mapping[str, Any], completion: Any) -> dict[str, Any]:
+        """The scorer's row for a completion (a string or TRL's conversational
+        form), read as evaluation reads a response: only the answer after any
+        ``<think>`` block is scored, so a thinking model is graded on its answer."""
         from rosetrain.scoring import prepare_gold
 
         item_id = str(gold_row["item_id"])
@@ -85,7 +88,7 @@ class ScoreCache:
                 self._golds.clear()
                 self._scored.cache_clear()
             self._golds[item_id] = prepare_gold(gold_row)
-        return self._scored(item_id, text)
+        return self._scored(item_id, completion_text(completion))
 
 
 def gold_rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
@@ -100,7 +103,7 @@ def make_reward(name: str, cache: ScoreCache | None = None, log_templates: bool 
 
     def reward(completions: list, log_metric: Callable | None = None, **columns: Any) -> list[float]:
         golds = gold_rows(columns, len(completions))
-        results = [cache.score(g, completion_text(c)) for g, c in zip(golds, completions)]
+        results = [cache.score(g, c) for g, c in zip(golds, completions)]
         if log_templates and log_metric is not None:
             log_template_pass(golds, results, log_metric)
         return [float(r[field]) for r in results]
