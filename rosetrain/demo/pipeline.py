@@ -121,7 +121,9 @@ class DemoConfig:
     # no-signal share read 51.6% against 39.8% for 128
     signal_prompts: int = 128
     eval_batch_size: int = 32
-    max_new_tokens: int = 40  # the longest demo answer is ~25 tokens
+    # the transfer design thinks before it answers: its longest completion measured 81 tokens
+    # (<think> and the answer, on its 3x3 grids); the palette design's answers end by ~25
+    max_new_tokens: int = 96
     # CPU cores: SFT trains on this many processes with the batch split (rosetrain.train.launch);
     # GRPO (a few minutes) and evaluation run in this process on one thread, which measured
     # faster than two for the tiny model. 2 on any machine, so that a seed gives the same
