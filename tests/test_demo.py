@@ -269,6 +269,64 @@ def test_designs_pick_their_base_recipe_and_specs(tmp_path):
         demo.DemoConfig(out=tmp_path, design="colour")
 
 
+def test_the_transfer_design_thinks_first_and_has_the_tokens_to(tmp_path):
+    from rosetrain.core.reasoning import reasoned_answer
+    from rosetrain.demo import pipeline as demo
+    from rosetrain.train.recipe import load_recipe
+
+    config = demo.DemoConfig(out=tmp_path)
+    sft = load_recipe(config.sft_recipe, [f"output_dir={tmp_path}"])
+    grpo = load_recipe(config.grpo_recipe, [f"output_dir={tmp_path}"])
+    assert (
+        sft.data.reasoning == "cells"
+        and load_recipe(demo.DESIGNS["palette"].sft_recipe).data.reasoning is None
+    )
+    # the longest completion the demo's specs allow: their most exception cells, all
+    # in a region of the whole grid, all clicked
+    from transformers import AutoTokenizer
+
+    from rosetrain.generators.spec import load_spec
+
+    levels = [
+        lv
+        for name in (
+            "transfer.yaml",
+            "rl-transfer.yaml",
+            "heldout.yaml",
+            "heldout-palette.yaml",
+            "heldout-family.yaml",
+        )
+        for lv in load_spec(demo.GENERATORS / name).levels
+    ]
+    rows, cols, most = (max(getattr(lv, k)[-1] for lv in levels) for k in ("rows", "cols", "exceptions"))
+    odd = [f"R{r},C{c}" for r in range(1, rows + 1) for c in range(1, cols + 1)][:most]
+    row = {
+        "all_target_cells": odd,
+        "region_target_cells": odd,
+        "region_type": "ROW_RANGE",
+        "region_params": {"r1": 1, "r2": rows},
+        "rows": rows,
+        "cols": cols,
+        "answer": "".join(f"CLICK({c}); " for c in odd) + "DONE",
+    }
+    tokenizer = AutoTokenizer.from_pretrained(config.base)
+    tokens = len(tokenizer(reasoned_answer("cells", row))["input_ids"]) + 1  # and the end of turn
+    assert config.max_new_tokens >= tokens and grpo.grpo.max_completion_length >= tokens
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_quiet_demo_trains_without_the_trainers_bar(tmp_path, monkeypatch, progress):
+    from rosetrain.demo import pipeline as demo
+
+    seen = {}
+    monkeypatch.setattr(
+        demo, "train_recipe", lambda recipe, overrides, cores: seen.setdefault("o", overrides)
+    )
+    config = demo.DemoConfig(out=tmp_path, progress=progress)
+    demo.train_stage(config, config.sft_recipe, config.base, tmp_path / "sft", None, 1, "transfer.yaml")
+    assert ("trl.disable_tqdm=true" in seen["o"]) is not progress
+
+
 def test_rebuild_base_never_replaces_a_folder_it_did_not_write(tmp_path):
     from rosetrain.core.errors import RosetrainError
     from rosetrain.demo.pipeline import rebuild_base

@@ -121,8 +121,8 @@ class DemoConfig:
     # no-signal share read 51.6% against 39.8% for 128
     signal_prompts: int = 128
     eval_batch_size: int = 32
-    # the transfer design thinks before it answers: its longest completion measured 81 tokens
-    # (<think> and the answer, on its 3x3 grids); the palette design's answers end by ~25
+    # the transfer design thinks before it answers: the longest completion its specs allow is
+    # 84 tokens (<think> and the answer; tests/test_demo.py); the palette design's end by ~25
     max_new_tokens: int = 96
     # CPU cores: SFT trains on this many processes with the batch split (rosetrain.train.launch);
     # GRPO (a few minutes) and evaluation run in this process on one thread, which measured
@@ -333,6 +333,8 @@ def train_stage(
     ]
     if steps is not None:
         overrides.append(f"max_steps={steps}")
+    if not config.progress:  # --quiet: the trainer logs lines instead of its bar
+        overrides.append("trl.disable_tqdm=true")
     return train_recipe(recipe_path, overrides, config.cores)
 
 
