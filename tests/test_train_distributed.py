@@ -170,6 +170,18 @@ def test_train_on_cores_runs_one_job_of_n_processes_with_the_batch_split(recipe,
     assert (tmp_path / "run" / "checkpoint-final" / "model.safetensors").is_file()
 
 
+def test_a_cpu_group_does_not_search_for_unused_parameters(monkeypatch):
+    """transformers' default made DDP walk the graph for unused parameters on every
+    step and warn that it found none; a recipe's trl section can still ask for it."""
+    from rosetrain.train.distributed import cpu_group_settings
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert cpu_group_settings(gpu=False)["ddp_find_unused_parameters"] is False
+    assert cpu_group_settings(gpu=True) == {}
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert cpu_group_settings(gpu=False) == {}
+
+
 def test_a_batch_that_does_not_split_over_the_cores_is_named():
     from rosetrain.train.launch import split_batch
 

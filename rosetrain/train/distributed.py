@@ -40,7 +40,11 @@ def cpu_group_settings(gpu: bool) -> dict[str, Any]:
     """TrainingArguments that put a CPU-only launch on the gloo process group."""
     if gpu or launched_world_size() == 1:
         return {}
-    return {"use_cpu": True, "ddp_backend": "gloo"}
+    # transformers asks DDP to look for unused parameters on every step unless
+    # gradient checkpointing is on; rosetrain's models use every trainable one, and
+    # DDP warned so on each run (same speed either way: docs/benchmarks.md). A model
+    # that leaves some unused: trl.ddp_find_unused_parameters=true in the recipe.
+    return {"use_cpu": True, "ddp_backend": "gloo", "ddp_find_unused_parameters": False}
 
 
 def fsdp_launched() -> bool:
