@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from rosetrain.core.formats import ci, pct  # noqa: E402
 from rosetrain.core.io import atomic_write  # noqa: E402
-from rosetrain.demo.pipeline import GENERATORS, RECIPES  # noqa: E402
+from rosetrain.demo.pipeline import GENERATORS, RECIPES, DemoConfig  # noqa: E402
 
 CI_TARGET = 3  # of 5 seeds: positive difference with its CI above 0
 
@@ -90,9 +90,12 @@ def generate(spec: Path, folder: Path, scenes: int) -> Path:
 
 
 def evaluate(model: Path, data: Path, out: Path) -> dict:
+    """As the demo evaluates: its token budget leaves a thinking model room to
+    finish (40 tokens, this script's budget before, cut the answers off)."""
     from rosetrain.evaluation.evaluate import evaluate as run_eval
 
-    return run_eval(str(model), data, "test", out, batch_size=32, max_new_tokens=40, progress=False)
+    budget = DemoConfig().max_new_tokens
+    return run_eval(str(model), data, "test", out, batch_size=32, max_new_tokens=budget, progress=False)
 
 
 def train_round(
