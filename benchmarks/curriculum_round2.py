@@ -94,7 +94,7 @@ def evaluate(model: Path, data: Path, out: Path) -> dict:
     finish (40 tokens, this script's budget before, cut the answers off)."""
     from rosetrain.evaluation.evaluate import evaluate as run_eval
 
-    budget = DemoConfig().max_new_tokens
+    budget = DemoConfig.max_new_tokens  # the field's default
     return run_eval(str(model), data, "test", out, batch_size=32, max_new_tokens=budget, progress=False)
 
 
