@@ -545,3 +545,76 @@ def test_the_guard_holds_for_a_spec_of_any_role_that_names_a_heldout_spec(tmp_pa
     spec = load_spec(write_spec(tmp_path, text, "e.yaml"))
     with pytest.raises(RosetrainError, match="hue band \\[50, 150\\] is held out"):
         check_training_spec(spec)
+
+
+CUE_SPEC = """
+name: cued
+role: train
+namespace: cued
+seed: 5
+rows: [3, 4]
+cols: [3, 4]
+cell_size: [28, 28]
+exceptions: [1, 3]
+negative_rate: 0.1
+cue: {style: dim, color: [0, 0, 0], width: 4}
+families: [attribute]
+tasks: {T1_COUNT_GLOBAL: 1, T2_COUNT_LOCAL_NUMERIC: 1, T4_CLICK_VISUAL_REGION: 1}
+"""
+
+
+def test_cue_on_shows_a_global_question_on_the_highlighted_image(tmp_path, write_spec):
+    """With cue_on, T1 is asked of T4's highlighted image: its question, answer and
+    every other record are those of the same spec without it."""
+    plain = generate(write_spec(tmp_path, CUE_SPEC, "plain.yaml"), tmp_path / "plain", scenes=8)
+    cued_spec = write_spec(tmp_path, CUE_SPEC + "cue_on: [T1_COUNT_GLOBAL]\n", "cued.yaml")
+    cued = generate(cued_spec, tmp_path / "cued", scenes=8)
+    assert len(plain) == len(cued)
+    for before, after in zip(plain, cued):
+        if after["task_template"] != P.T1:
+            assert after == before
+            continue
+        scene = after["scene_id"]
+        t4 = next(r for r in cued if r["scene_id"] == scene and r["task_template"] == P.T4)
+        assert after["image"] == t4["image"] and after["image_id"] == f"{scene}-cue"
+        assert after["cue_type"] == "VISUAL_HIGHLIGHT" and after["base_image"] == before["image"]
+        assert after["cue_region_params"] == t4["region_params"]
+        changed = {"image", "image_id", "cue_type", "base_image", "cue_region_params"}
+        assert {k: v for k, v in after.items() if k not in changed} == {
+            k: v for k, v in before.items() if k not in changed
+        }
+    # the highlighted image is drawn once, the same bytes as without cue_on
+    assert tree_digest(tmp_path / "plain" / "images") == tree_digest(tmp_path / "cued" / "images")
+
+
+def test_cue_on_without_t4_draws_t4s_region(tmp_path, write_spec):
+    text = CUE_SPEC.replace(", T4_CLICK_VISUAL_REGION: 1", "") + "cue_on: [T1_COUNT_GLOBAL]\n"
+    rows = generate(write_spec(tmp_path, text), tmp_path / "out", scenes=4)
+    for row in (r for r in rows if r["task_template"] == P.T1):
+        cue = Image.open(tmp_path / "out" / row["image"]).convert("RGB")
+        base = Image.open(tmp_path / "out" / row["base_image"]).convert("RGB")
+        params, side = row["cue_region_params"], 28
+        inside = ((params["c1"] - 1) * side + 6, (params["r1"] - 1) * side + 6)
+        outside = next(
+            (c * side + 6, r * side + 6)
+            for r in range(row["rows"])
+            for c in range(row["cols"])
+            if not (params["r1"] <= r + 1 <= params["r2"] and params["c1"] <= c + 1 <= params["c2"])
+        )
+        assert cue.getpixel(inside) == base.getpixel(inside)  # the region keeps its colours
+        assert sum(cue.getpixel(outside)) < sum(base.getpixel(outside))  # the rest is dimmed
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("cue_on: [T2_COUNT_LOCAL_NUMERIC]", "cue_on: only T1_COUNT_GLOBAL, T1B_CLICK_GLOBAL"),
+        ("cue_on: T1_COUNT_GLOBAL", "cue_on: expected a list of task templates"),
+        ("cue_on: [T1B_CLICK_GLOBAL]", "cue_on: T1B_CLICK_GLOBAL has no weight in this level's tasks"),
+        ("cue_on: [T1_COUNT_GLOBAL]\nrole: eval", "cue_on is a training augmentation"),
+    ],
+)
+def test_cue_on_refusals_name_the_key(tmp_path, write_spec, extra, message):
+    text = CUE_SPEC.replace("role: train\n", "") if "role:" in extra else CUE_SPEC
+    with pytest.raises(Exception, match=message):
+        load_spec(write_spec(tmp_path, text + extra + "\n"))

@@ -12,7 +12,6 @@ from typing import Any, Generic, TypeVar, overload
 
 from PIL import Image
 
-from rosetrain.core import protocol as P
 from rosetrain.generators.families import FAMILIES, family_class, get_family
 from rosetrain.generators.render import render_cue, render_scene
 from rosetrain.generators.scene import Scene, sample_scene
@@ -106,7 +105,7 @@ def build_records(
     for record in records:
         record.update(scene_fields)
         record["image"] = f"images/{subset}/{record['image_id']}.png"
-        if record["task_template"] == P.T4:
+        if record["cue_type"] != "NONE":  # T4, and a cue_on template
             record["base_image"] = f"images/{subset}/{scene.scene_id}.png"
     return SceneRecords(scene, level, images, records, spec.layout)
 
@@ -120,11 +119,15 @@ def _images(
     keep: Callable[[Image.Image], Any] = encode or (lambda image: image)  # PNG bytes, or the image itself
     base = render_scene(scene, level.noise)
     images = {scene.scene_id: keep(base)}
-    cues = [record for record in records if record["task_template"] == P.T4]
-    for number, record in enumerate(cues, 1):
+    # the highlighted image's region: T4's, which a cue_on record carries as cue_region_params
+    cues = {
+        record["image_id"]: record.get("cue_region_params", record["region_params"])
+        for record in records
+        if record["cue_type"] != "NONE"
+    }
+    for number, (image_id, params) in enumerate(cues.items(), 1):
         last = encode is not None and number == len(cues)  # the base image is not needed after it
-        cue = render_cue(base, record["region_params"], scene.cell_size, level.cue, in_place=last)
-        images[record["image_id"]] = keep(cue)
+        images[image_id] = keep(render_cue(base, params, scene.cell_size, level.cue, in_place=last))
     return images
 
 

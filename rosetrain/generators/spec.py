@@ -135,6 +135,21 @@ def _profiles(value: Any, field: str) -> dict[str, float]:
     return _weights(value, field, tuple(PROFILES))
 
 
+CUE_AUGMENTABLE = (P.T1, P.T1B)  # global questions: no region decides their answer
+
+
+def _cue_on(value: Any, field: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValueError(f"{field}: expected a list of task templates, got {value!r}")
+    wrong = [t for t in value if t not in CUE_AUGMENTABLE]
+    if wrong:
+        raise ValueError(
+            f"{field}: only {', '.join(CUE_AUGMENTABLE)} can be shown on the highlighted image "
+            f"(their answer does not depend on a region), got {wrong[0]!r}"
+        )
+    return tuple(dict.fromkeys(value))
+
+
 @dataclasses.dataclass(frozen=True)
 class LevelSpec:
     """Everything that decides what one scene and its tasks look like."""
@@ -177,6 +192,12 @@ class LevelSpec:
     tasks_per_scene: int | None = setting(None, "null: every task with weight > 0", low=1)
     prompt_style: str = setting("rose", "prompt wording", choices=PROMPT_STYLES)
     cue: CueSpec = setting(help="T4's drawn region", factory=CueSpec)
+    cue_on: tuple[str, ...] = setting(
+        (),
+        "role train: global templates (T1_COUNT_GLOBAL, T1B_CLICK_GLOBAL) shown on T4's highlighted "
+        "image too, their question unchanged: reading cells through the cue without a region task",
+        parse=_cue_on,
+    )
     image_multiple: int | None = setting(None, "e.g. 28: both image sides a multiple of it", low=1, high=64)
     noise: float = setting(0.0, "opt-in per-cell pixel noise amplitude", low=0, high=64)
 
@@ -212,6 +233,9 @@ class LevelSpec:
                 f"{smallest_grid // 2}); use fewer exceptions or larger grids"
             )
         n_tasks = sum(1 for w in self.tasks.values() if w > 0)
+        idle = [t for t in self.cue_on if self.tasks.get(t, 0) <= 0]
+        if idle:
+            raise ValueError(f"cue_on: {idle[0]} has no weight in this level's tasks, so nothing is shown")
         if self.tasks_per_scene is not None and not 1 <= self.tasks_per_scene <= n_tasks:
             raise ValueError(f"tasks_per_scene: expected 1..{n_tasks}, got {self.tasks_per_scene}")
 
@@ -389,6 +413,12 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
             raise ValueError("heldout_family_name: only a spec with role: heldout names a held-out family")
         if spec.heldout_family_name not in FAMILIES:
             raise ValueError(f"heldout_family_name: {FAMILIES.unknown(spec.heldout_family_name)}")
+    cued = next((level.name for level in spec.levels if level.cue_on), None)
+    if cued is not None and role != "train":
+        raise ValueError(
+            f"levels: {cued}: cue_on is a training augmentation (not a ROSE item); "
+            f"a spec with role {role!r} cannot use it"
+        )
     if spec.heldout_hue_band is not None and role != "heldout":
         raise ValueError("heldout_hue_band: only a spec with role: heldout names a held-out hue band")
     return spec

@@ -152,8 +152,11 @@ def _single(params: dict) -> dict:
     return out
 
 
-def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str, Region, str, str]]:
-    """(template, region, case, wanted case) for each task of the scene."""
+def _plan(
+    scene: Scene, level: LevelSpec, rng: random.Random
+) -> tuple[list[tuple[str, Region, str, str]], Region]:
+    """(template, region, case, wanted case) for each task of the scene, and T4's
+    region (the highlighted image's, drawn for T4 and ``cue_on``'s templates)."""
 
     def numeric(avoid=None, exclusion=False):
         want = weighted_choice(rng, level.region_cases)
@@ -187,7 +190,7 @@ def _plan(scene: Scene, level: LevelSpec, rng: random.Random) -> list[tuple[str,
             chosen.append(pick)
             del weights[pick]
         wanted = chosen
-    return [(t, *plan[t]) for t in P.TEMPLATES if t in wanted]
+    return [(t, *plan[t]) for t in P.TEMPLATES if t in wanted], t4[0]
 
 
 def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, Any]]:
@@ -196,13 +199,17 @@ def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, An
     targets = list(scene.targets)
     cue_image_id = f"{scene.scene_id}-cue"
     records = []
-    for template, region, case, want in _plan(scene, level, rng):
+    tasks, highlighted = _plan(scene, level, rng)
+    for template, region, case, want in tasks:
         mode = P.TASK_MODE[template]
         cells = region.cells(scene.rows, scene.cols)
         inside = [t for t in targets if t in cells]
         sentence = task_sentence(template, region.type, region.params, level.prompt_style, rng)
-        on_cue = template == P.T4
+        on_cue = template == P.T4 or template in level.cue_on
         image_id = cue_image_id if on_cue else scene.scene_id
+        # a global question on the highlighted image (cue_on) says which region is drawn;
+        # T4's own record holds it as its region, as in the release
+        cue_fields = {"cue_region_params": highlighted.params} if on_cue and template != P.T4 else {}
         records.append(
             {
                 "item_id": f"{scene.scene_id}-{template.split('_')[0]}",
@@ -235,6 +242,7 @@ def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, An
                 "region_ratio": round(len(cells) / (scene.rows * scene.cols), 6),
                 "bridge_task": template in P.BRIDGE_TEMPLATES,
                 "source_item_id": f"{scene.scene_id}-T3" if template == P.T2B else None,
+                **cue_fields,
             }
         )
     return records
