@@ -616,5 +616,5 @@ def test_cue_on_without_t4_draws_t4s_region(tmp_path, write_spec):
 )
 def test_cue_on_refusals_name_the_key(tmp_path, write_spec, extra, message):
     text = CUE_SPEC.replace("role: train\n", "") if "role:" in extra else CUE_SPEC
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(RosetrainError, match=message):
         load_spec(write_spec(tmp_path, text + extra + "\n"))

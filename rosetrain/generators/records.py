@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from PIL import Image
 
+from rosetrain.core import protocol as P
 from rosetrain.generators.families import FAMILIES, family_class, get_family
 from rosetrain.generators.render import render_cue, render_scene
 from rosetrain.generators.scene import Scene, sample_scene
@@ -105,7 +106,7 @@ def build_records(
     for record in records:
         record.update(scene_fields)
         record["image"] = f"images/{subset}/{record['image_id']}.png"
-        if record["cue_type"] != "NONE":  # T4, and a cue_on template
+        if record["cue_type"] != P.NO_CUE:  # T4, and a cue_on template
             record["base_image"] = f"images/{subset}/{scene.scene_id}.png"
     return SceneRecords(scene, level, images, records, spec.layout)
 
@@ -123,7 +124,7 @@ def _images(
     cues = {
         record["image_id"]: record.get("cue_region_params", record["region_params"])
         for record in records
-        if record["cue_type"] != "NONE"
+        if record["cue_type"] != P.NO_CUE
     }
     for number, (image_id, params) in enumerate(cues.items(), 1):
         last = encode is not None and number == len(cues)  # the base image is not needed after it

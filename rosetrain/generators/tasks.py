@@ -222,7 +222,7 @@ def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, An
                 "region_params": region.params,
                 "region_case": case,
                 "region_case_wanted": want,
-                "cue_type": "VISUAL_HIGHLIGHT" if on_cue else "NONE",
+                "cue_type": P.CUE_HIGHLIGHT if on_cue else P.NO_CUE,
                 "prompt_global": P.PROMPT_PREFIX,
                 "prompt_local": sentence,
                 "prompt": P.PROMPT_PREFIX + "\n" + sentence,
