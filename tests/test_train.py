@@ -588,6 +588,10 @@ def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, en
         (checkpoint / name).write_text("{}")
 
     check_resumable(load_recipe(tmp_path / "r.yaml", ["max_steps=8", "save_steps=1"]))  # longer: fine
+    # with or without a progress bar (--quiet) it is the same run; a trl key that trains is not
+    check_resumable(load_recipe(tmp_path / "r.yaml", ["trl.disable_tqdm=true"]))
+    with pytest.raises(RecipeError, match=r"checkpoint-2 .*trl: .*weight_decay"):
+        check_resumable(load_recipe(tmp_path / "r.yaml", ["trl.weight_decay=0.1"]))
     with pytest.raises(RecipeError, match=r"checkpoint-2 .*learning_rate: 0.01 -> 0.001"):
         check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3"]))
     check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3", "resume=never"]))

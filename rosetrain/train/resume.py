@@ -31,6 +31,19 @@ RESUMABLE_CHANGES = {
     "cpu_threads",
     "eval",
 }
+# The same inside the ``trl:`` passthrough: a resumed run may add or drop --quiet.
+RESUMABLE_TRL_CHANGES = {
+    "disable_tqdm",
+    "logging_steps",
+    "logging_first_step",
+    "logging_strategy",
+    "log_level",
+    "report_to",
+    "run_name",
+    "save_steps",
+    "save_strategy",
+    "save_total_limit",
+}
 
 
 def last_checkpoint(output_dir: str | Path) -> str | None:
@@ -78,9 +91,9 @@ def check_resumable(recipe: Recipe) -> str | None:
             f"so rosetrain cannot tell which recipe trained it; name it with resume: <checkpoint folder> "
             f"to continue from it anyway, set resume: never to start over, or use another output_dir"
         )
-    before = yaml.safe_load(record.read_text()) or {}
-    now = recipe_to_dict(recipe)
-    changed = sorted(k for k in now.keys() - RESUMABLE_CHANGES if before.get(k) != now[k])
+    before = _what_trains(yaml.safe_load(record.read_text()) or {})
+    now = _what_trains(recipe_to_dict(recipe))
+    changed = sorted(k for k in now.keys() | before.keys() if before.get(k) != now.get(k))
     if changed:
         detail = "; ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in changed[:4])
         raise RecipeError(
@@ -91,6 +104,14 @@ def check_resumable(recipe: Recipe) -> str | None:
     refuse_foreign_checkpoints(output_dir)  # the trainer would resume from them, or delete them
     _refuse_missing_training_state(Path(checkpoint))  # named by hand, a checkpoint resumes without them
     return checkpoint
+
+
+def _what_trains(recipe: dict) -> dict:
+    """A recipe record without the keys a resumed run may change."""
+    out = {k: v for k, v in recipe.items() if k not in RESUMABLE_CHANGES}
+    if isinstance(out.get("trl"), dict):
+        out["trl"] = {k: v for k, v in out["trl"].items() if k not in RESUMABLE_TRL_CHANGES}
+    return out
 
 
 def _named_checkpoint(resume: str) -> str | None:
