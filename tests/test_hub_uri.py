@@ -158,3 +158,30 @@ def test_a_revision_is_a_name_never_a_path(own_cache):
     for revision in ("../../outside", "/etc", "main/../../x"):
         with pytest.raises(RosetrainError, match="revision must be a branch, tag or commit"):
             hub_snapshot(REPO, revision, "data")
+
+
+def test_a_folder_in_the_hub_cache_names_its_dataset_like_the_uri(snapshot, tmp_path):
+    """The path hf://datasets/... resolves to names the same repo and commit: in a
+    result's provenance and in a model card's `datasets`; other folders name none."""
+    from huggingface_hub import ModelCard
+
+    from rosetrain.data.hub import cached_dataset, data_identity
+    from rosetrain.train.card import model_card_text
+    from rosetrain.train.recipe import recipe_from_dict
+
+    by_uri = data_identity(f"hf://datasets/{REPO}")
+    assert by_uri["repo_id"] == REPO and data_identity(snapshot) == {**by_uri, "data": str(snapshot)}
+    assert cached_dataset(snapshot / "images") == (REPO, by_uri["revision"])
+    assert cached_dataset(tmp_path) is None and data_identity(tmp_path)["repo_id"] is None
+
+    def card_datasets(folder: str) -> list[str] | None:
+        recipe = recipe_from_dict(
+            {"method": "sft", "model": "Qwen/Qwen2.5-VL-3B-Instruct", "output_dir": str(tmp_path / "run"),
+             "max_steps": 1, "data": {"folder": folder}, "lora": None}
+        )  # fmt: skip
+        (tmp_path / "README.md").write_text(model_card_text(recipe, {"global_step": 1}, adapter=False))
+        return ModelCard.load(tmp_path / "README.md").data.datasets
+
+    assert card_datasets(str(snapshot)) == [REPO]
+    assert card_datasets(f"hf://datasets/{REPO}@main/sub") == [REPO]  # the repo, not the path in it
+    assert card_datasets(str(tmp_path)) is None

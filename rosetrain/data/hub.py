@@ -62,7 +62,21 @@ def data_identity(text: str | os.PathLike) -> dict[str, str | None]:
 
         uri = parse_hf_uri(str(text))  # resolve_data has parsed it already: it is valid
         found.update(repo_id=uri.id, revision=hub_snapshot(uri.id, uri.revision, "data").name)
+    elif snapshot := cached_dataset(text):  # a path into the Hub cache names its repo too
+        found.update(repo_id=snapshot[0], revision=snapshot[1])
     return found
+
+
+# the Hub cache's layout: <cache>/datasets--OWNER--NAME/snapshots/<commit>/... (a repo
+# id never holds "--", so the folder name splits back into it)
+_CACHED = re.compile(r"(?:^|/)datasets--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})(?:/|$)")
+
+
+def cached_dataset(path: str | os.PathLike) -> tuple[str, str] | None:
+    """(repo id, commit) of a path inside a dataset's snapshot in the local Hub
+    cache (what ``hf://datasets/...`` resolves to), else None."""
+    found = _CACHED.search(Path(path).expanduser().absolute().as_posix())
+    return (f"{found[1]}/{found[2]}", found[3]) if found else None
 
 
 def resolve_split(text: str | os.PathLike, what: str = "data") -> Path:
