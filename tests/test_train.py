@@ -595,6 +595,12 @@ def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, en
     with pytest.raises(RecipeError, match=r"checkpoint-2 .*learning_rate: 0.01 -> 0.001"):
         check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3"]))
     check_resumable(load_recipe(tmp_path / "r.yaml", ["learning_rate=1e-3", "resume=never"]))
+    # a record edited by hand into no recipe at all is named, never a traceback
+    record = Path(recipe.output_dir) / "rosetrain_recipe.yaml"
+    for text in ("- a list\n", "a: [unclosed\n"):
+        record.write_text(text)
+        with pytest.raises(RecipeError, match=r"rosetrain_recipe.yaml: (expected the recipe|not valid YAML)"):
+            check_resumable(load_recipe(tmp_path / "r.yaml"))
 
 
 @pytest.mark.slow

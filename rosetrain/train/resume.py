@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from rosetrain.core.io import read_yaml_mapping
 from rosetrain.train.checkpoints import missing_training_state, refuse_foreign_checkpoints
 from rosetrain.train.recipe import Recipe, RecipeError, recipe_to_dict
 
@@ -91,7 +92,13 @@ def check_resumable(recipe: Recipe) -> str | None:
             f"so rosetrain cannot tell which recipe trained it; name it with resume: <checkpoint folder> "
             f"to continue from it anyway, set resume: never to start over, or use another output_dir"
         )
-    before = _what_trains(yaml.safe_load(record.read_text()) or {})
+    recorded = read_yaml_mapping(
+        record,
+        "recipe record",
+        RecipeError,
+        "the recipe a run trained with, as rosetrain writes it; set resume: never to start over",
+    )
+    before = _what_trains(recorded)
     now = _what_trains(recipe_to_dict(recipe))
     changed = sorted(k for k in now.keys() | before.keys() if before.get(k) != now.get(k))
     if changed:
