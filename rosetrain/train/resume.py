@@ -100,7 +100,7 @@ def check_resumable(recipe: Recipe) -> str | None:
     )
     before = _what_trains(recorded)
     now = _what_trains(recipe_to_dict(recipe))
-    changed = sorted(k for k in now.keys() | before.keys() if before.get(k) != now.get(k))
+    changed = sorted(k for k in now if before.get(k) != now[k])
     if changed:
         detail = "; ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in changed[:4])
         raise RecipeError(
