@@ -31,10 +31,8 @@ SHORT_NAME = {T1: "G-Cnt", T2: "L-Cnt", T3: "L-Clk", T4: "V-Clk", T5: "Excl-CS",
 
 ROW_RANGE, COL_RANGE, RECTANGLE = "ROW_RANGE", "COL_RANGE", "RECTANGLE"
 VISUAL_REGION, EXCLUSION, GLOBAL = "VISUAL_REGION", "EXCLUSION", "GLOBAL"
-CUE_HIGHLIGHT, NO_CUE = (
-    "VISUAL_HIGHLIGHT",
-    "NONE",
-)  # a record's cue_type: asked of the highlighted image or not
+# a record's cue_type: asked of the highlighted image, or of the plain one
+CUE_HIGHLIGHT, NO_CUE = "VISUAL_HIGHLIGHT", "NONE"
 NUMERIC_REGIONS = (ROW_RANGE, COL_RANGE, RECTANGLE)
 REGION_CASES = ("zero", "partial", "all")
 

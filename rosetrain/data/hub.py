@@ -72,6 +72,20 @@ def data_identity(text: str | os.PathLike) -> dict[str, str | None]:
 _CACHED = re.compile(r"(?:^|/)datasets--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})(?:/|$)")
 
 
+def dataset_repo(text: str | os.PathLike | None) -> str | None:
+    """The Hub dataset repo a folder as a user gives it names, without reading
+    anything: ``hf://datasets/OWNER/NAME[@REV][/PATH]``, or a folder inside
+    its snapshot in the local Hub cache; else None."""
+    if not text:
+        return None
+    if is_hub_uri(text):
+        from huggingface_hub import parse_hf_uri
+
+        return parse_hf_uri(str(text)).id  # a recipe's or command's check has parsed it: it is valid
+    snapshot = cached_dataset(text)
+    return snapshot[0] if snapshot else None
+
+
 def cached_dataset(path: str | os.PathLike) -> tuple[str, str] | None:
     """(repo id, commit) of a path inside a dataset's snapshot in the local Hub
     cache (what ``hf://datasets/...`` resolves to), else None."""

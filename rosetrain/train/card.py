@@ -25,6 +25,7 @@ import yaml
 
 from rosetrain import __version__
 from rosetrain.core.io import atomic_write
+from rosetrain.data.hub import dataset_repo
 from rosetrain.train.recipe import Recipe, recipe_to_dict
 from rosetrain.train.resume import RECIPE_RECORD
 
@@ -124,21 +125,6 @@ def _eval_results(recipe: Recipe, results: Mapping[str, Any] | None) -> list[Any
     ] or None
 
 
-def _hub_dataset(folder: str | None) -> str | None:
-    """The Hub dataset a run trained on: ``hf://datasets/OWNER/NAME[@REV][/PATH]``,
-    or a folder inside its snapshot in the local Hub cache."""
-    from rosetrain.data.hub import cached_dataset, is_hub_uri
-
-    if not folder:
-        return None
-    if is_hub_uri(folder):
-        from huggingface_hub import parse_hf_uri
-
-        return parse_hf_uri(folder).id  # the recipe's check parsed it: it is valid
-    snapshot = cached_dataset(folder)
-    return snapshot[0] if snapshot else None
-
-
 def method_description(recipe: Recipe) -> str:
     method = recipe.method.upper()
     if recipe.lora is None:
@@ -156,7 +142,7 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
     tags = ["rosetrain", "trl", recipe.method, "rose"] + (["lora"] if recipe.lora is not None else [])
     chain = lineage(recipe.model)
     hub_base = next((m for m in chain if not _is_local(m)), None)  # the Hub takes only a repo id
-    hub_data = _hub_dataset(recipe.data.folder)
+    hub_data = dataset_repo(recipe.data.folder)
     results = _eval_results(recipe, heldout_results(recipe.output_dir))
     card_data = ModelCardData(
         base_model=hub_base,
