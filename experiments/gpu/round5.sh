@@ -34,7 +34,7 @@ curves() {
     name=$(basename "$run")
     tail -c 300 "runs/gpu-$1/$name.log" | tr '\r' '\n' | tail -1
     [ -d "$run/checkpoint-5000" ] && continue
-    last=$(ls -d "$run"/checkpoint-[0-9]* 2>/dev/null | sort -t- -k2 -n | tail -1)
+    last=$(ls -d "$run"/checkpoint-[0-9]* 2>/dev/null | sort -V | tail -1)
     # with the run folder's recipe and ownership marker, so the trainer here resumes it
     [ -n "$last" ] && tar -C "$(dirname "$run")" -cf - "$name/$(basename "$last")" \
       "$name/rosetrain_recipe.yaml" "$name/.rosetrain.json" | split -b 15M - "$OUT/$name-$(basename "$last").tar."
