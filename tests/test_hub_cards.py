@@ -232,6 +232,39 @@ def test_push_uploads_the_finished_splits_and_the_card_only(tmp_path, hub_standi
     assert set(commit["files"]) == expected and len(commit["files"]) == len(expected)
 
 
+def test_a_pushed_folder_names_its_hub_dataset_while_unchanged(tmp_path, hub_standin):
+    """After --push-to-hub, results and model cards made from the local copy name
+    the repo and commit; a split regenerated or edited since names none."""
+    from huggingface_hub import CommitInfo
+
+    from rosetrain.data.hub import data_identity, dataset_repo
+
+    def create_commit(self, repo_id, operations, **kwargs):
+        return CommitInfo(
+            commit_url=f"https://huggingface.co/datasets/{repo_id}/commit/{'ab' * 20}",
+            commit_message="", commit_description="", oid="ab" * 20,
+        )  # fmt: skip
+
+    from huggingface_hub import HfApi
+
+    out = tmp_path / "data"
+    assert _generate(out, "test", 2) == 0
+    assert _generate(out, "dev", 2) == 0
+    assert dataset_repo(out, "test") is None and data_identity(out, "test")["repo_id"] is None
+    with pytest.MonkeyPatch.context() as patch:  # the fixture's stand-in, returning a commit as the Hub does
+        patch.setattr(HfApi, "create_commit", create_commit)
+        assert _generate(out, "test", 2, "--push-to-hub", "me/rose-copy") == 0
+    assert data_identity(out, "test") == {"data": str(out), "repo_id": "me/rose-copy", "revision": "ab" * 20}
+    assert dataset_repo(str(out), "dev") == "me/rose-copy"  # every finished split went up
+    assert dataset_repo(out) is None  # which split was used must be known
+    # the user edits a split afterwards: it is no longer what the Hub holds
+    metadata = out / "metadata_dev.jsonl"
+    metadata.write_text(metadata.read_text().splitlines(keepends=True)[0])
+    assert dataset_repo(out, "dev") is None and dataset_repo(out, "test") == "me/rose-copy"
+    (out / ".parts" / "hub.json").write_text("{not json")  # a damaged record claims nothing
+    assert dataset_repo(out, "test") is None
+
+
 def test_push_refuses_a_damaged_folder_before_uploading(tmp_path, hub_standin):
     from rosetrain.core.errors import RosetrainError
     from rosetrain.data.publish import push_folder

@@ -5,13 +5,17 @@ Runs on test_hub_release's offline stand-in of the Hub cache."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from test_hub_release import BRIDGES, REPO, ROWS_PER_FILE, hf_home, offline_cache  # noqa: F401 (fixtures)
 
 from rosetrain.core.errors import RosetrainError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -174,14 +178,19 @@ def test_a_folder_in_the_hub_cache_names_its_dataset_like_the_uri(snapshot, tmp_
     assert cached_dataset(snapshot / "images") == (REPO, by_uri["revision"])
     assert cached_dataset(tmp_path) is None and data_identity(tmp_path)["repo_id"] is None
 
-    def card_datasets(folder: str) -> list[str] | None:
+    def card_datasets(folder: str, **data: object) -> list[str] | None:
         recipe = recipe_from_dict(
             {"method": "sft", "model": "Qwen/Qwen2.5-VL-3B-Instruct", "output_dir": str(tmp_path / "run"),
-             "max_steps": 1, "data": {"folder": folder}, "lora": None}
+             "max_steps": 1, "data": data or {"folder": folder}, "lora": None}
         )  # fmt: skip
         (tmp_path / "README.md").write_text(model_card_text(recipe, {"global_step": 1}, adapter=False))
         return ModelCard.load(tmp_path / "README.md").data.datasets
 
     assert card_datasets(str(snapshot)) == [REPO]
     assert card_datasets(f"hf://datasets/{REPO}@main/sub") == [REPO]  # the repo, not the path in it
-    assert card_datasets(str(tmp_path)) is None
+    # data on no Hub repo: its identity, never nothing (a folder without a manifest: its name)
+    assert card_datasets(str(tmp_path)) == [f"{tmp_path.name} (split train)"]
+    spec = tmp_path / "mine.yaml"
+    spec.write_bytes((ROOT / "rosetrain" / "resources" / "generators" / "rose-protocol.yaml").read_bytes())
+    digest = hashlib.sha256(spec.read_bytes()).hexdigest()[:12]
+    assert card_datasets("", spec=str(spec), seed=7) == [f"mine.yaml@sha256:{digest} (seed 7)"]

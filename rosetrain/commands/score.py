@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         allow_partial=args.allow_partial,
         num_prediction_rows=len(predictions),
         digits=args.digits,
-        data=data_identity(args.data),
+        data=data_identity(args.data, args.split),
     )
     with output_lock(args.out, "this scored run"):
         remove_atomic_temps(args.out)  # half-written files of a killed run

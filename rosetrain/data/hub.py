@@ -13,6 +13,8 @@ Only huggingface_hub (no torch) is imported, and only when a Hub name is given.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -52,17 +54,19 @@ def resolve_data(text: str | os.PathLike, what: str = "--data") -> Path:
     return confined_path(snapshot, uri.path_in_repo.rstrip("/"), f"{what}: {text}")
 
 
-def data_identity(text: str | os.PathLike) -> dict[str, str | None]:
+def data_identity(text: str | os.PathLike, split: str | None = None) -> dict[str, str | None]:
     """What a result says it was computed on: the data as given, and for
     ``hf://datasets/OWNER/NAME[@REVISION]`` the repo id and the commit of the
-    local snapshot read (a branch name moves; the commit does not)."""
+    local snapshot read (a branch name moves; the commit does not); likewise for
+    a folder inside the Hub cache, and for a split of a folder that
+    ``generate --push-to-hub`` pushed, as long as it is unchanged since."""
     found: dict[str, str | None] = {"data": str(text), "repo_id": None, "revision": None}
     if is_hub_uri(text):
         from huggingface_hub import parse_hf_uri
 
         uri = parse_hf_uri(str(text))  # resolve_data has parsed it already: it is valid
         found.update(repo_id=uri.id, revision=hub_snapshot(uri.id, uri.revision, "data").name)
-    elif snapshot := cached_dataset(text):  # a path into the Hub cache names its repo too
+    elif snapshot := cached_dataset(text) or pushed_dataset(text, split):
         found.update(repo_id=snapshot[0], revision=snapshot[1])
     return found
 
@@ -72,17 +76,18 @@ def data_identity(text: str | os.PathLike) -> dict[str, str | None]:
 _CACHED = re.compile(r"(?:^|/)datasets--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})(?:/|$)")
 
 
-def dataset_repo(text: str | os.PathLike | None) -> str | None:
-    """The Hub dataset repo a folder as a user gives it names, without reading
-    anything: ``hf://datasets/OWNER/NAME[@REV][/PATH]``, or a folder inside
-    its snapshot in the local Hub cache; else None."""
+def dataset_repo(text: str | os.PathLike | None, split: str | None = None) -> str | None:
+    """The Hub dataset repo a folder as a user gives it names, without
+    downloading anything: ``hf://datasets/OWNER/NAME[@REV][/PATH]``, a folder
+    inside its snapshot in the local Hub cache, or a folder whose ``split`` was
+    pushed there unchanged; else None."""
     if not text:
         return None
     if is_hub_uri(text):
         from huggingface_hub import parse_hf_uri
 
         return parse_hf_uri(str(text)).id  # a recipe's or command's check has parsed it: it is valid
-    snapshot = cached_dataset(text)
+    snapshot = cached_dataset(text) or pushed_dataset(text, split)
     return snapshot[0] if snapshot else None
 
 
@@ -91,6 +96,55 @@ def cached_dataset(path: str | os.PathLike) -> tuple[str, str] | None:
     cache (what ``hf://datasets/...`` resolves to), else None."""
     found = _CACHED.search(Path(path).expanduser().absolute().as_posix())
     return (f"{found[1]}/{found[2]}", found[3]) if found else None
+
+
+# what `generate --push-to-hub` left in the folder it pushed (rosetrain's own .parts/):
+# the repo, branch and commit, and a digest of each split as it went up
+PUSH_RECORD = ".parts/hub.json"
+
+
+def split_digest(folder: Path, split: str) -> str:
+    """sha256 over the split's manifest and main metadata file (either may be
+    missing): a split regenerated or edited since the push digests otherwise."""
+    from rosetrain.data.manifest import manifest_path, metadata_name
+
+    digest = hashlib.sha256()
+    for path in (manifest_path(folder, split), folder / metadata_name(split)):
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            digest.update(b"-")
+    return digest.hexdigest()
+
+
+def record_push(
+    folder: Path, repo_id: str, branch: str | None, commit: str | None, splits: list[str]
+) -> None:
+    """After a successful upload: the folder remembers where its splits went,
+    so a run trained or evaluated on the local copy names the Hub dataset."""
+    from rosetrain.core.io import atomic_write
+    from rosetrain.core.jsonio import json_text
+
+    digests = {split: split_digest(folder, split) for split in splits}
+    record = {"repo_id": repo_id, "branch": branch or "main", "commit": commit, "splits": digests}
+    atomic_write(folder / PUSH_RECORD, json_text(record))
+
+
+def pushed_dataset(text: str | os.PathLike, split: str | None) -> tuple[str, str] | None:
+    """(repo id, commit or branch) where ``generate --push-to-hub`` put this
+    folder's ``split``, when the split is what went up (its digest unchanged); else None."""
+    folder = Path(text).expanduser()
+    if split is None or not (folder / PUSH_RECORD).is_file():
+        return None
+    try:
+        record = json.loads((folder / PUSH_RECORD).read_text(encoding="utf-8"))
+        repo_id, pushed = record["repo_id"], record["splits"][split]
+    except (OSError, ValueError, KeyError, TypeError):  # a record we cannot read claims nothing
+        return None
+    if not isinstance(repo_id, str) or pushed != split_digest(folder, split):
+        return None
+    revision = record.get("commit") or record.get("branch") or "main"
+    return repo_id, str(revision)
 
 
 def resolve_split(text: str | os.PathLike, what: str = "data") -> Path:

@@ -12,7 +12,10 @@ Before any work (:func:`check_push`): the repo id must be ``OWNER/NAME``, the
 Hub reachable (``HF_HUB_OFFLINE`` unset) and a token known (``HF_TOKEN`` or
 ``hf auth login``). Before the upload (:func:`push_folder`): every file the
 manifests list is on disk, every gold record of the release files passes the
-checks ``rosetrain score`` makes, and the card is there.
+checks ``rosetrain score`` makes, and the card is there. After it: the
+folder remembers the repo and commit of each split it pushed
+(``rosetrain.data.hub.record_push``), so results and model cards made from
+the local copy name the Hub dataset.
 
 huggingface_hub only (no torch, no datasets).
 """
@@ -27,6 +30,7 @@ from rosetrain.core.errors import RosetrainError, first_line
 from rosetrain.core.io import output_lock
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS, split_names
 from rosetrain.data.card import CARD_NAME, finished_splits
+from rosetrain.data.hub import record_push
 from rosetrain.data.manifest import manifest_path, metadata_name, read_manifest
 from rosetrain.data.release import load_split
 
@@ -151,4 +155,5 @@ def push_folder(
             raise RosetrainError(
                 f"{OPTION} {repo_id}: the upload to {constants.ENDPOINT} failed: {first_line(err)}"
             ) from None
+        record_push(out_dir, repo_id, revision, getattr(commit, "oid", None), splits)
     return {"repo": repo_id, "splits": splits, "url": str(getattr(commit, "commit_url", "") or "")}

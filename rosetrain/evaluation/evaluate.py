@@ -252,7 +252,7 @@ def evaluate(
         )
 
     name = model if isinstance(runner, str) else runner.name
-    identity = data_identity(data_dir)
+    identity = data_identity(data_dir, split)
     settings = {
         "model": name,
         "runner": kind,

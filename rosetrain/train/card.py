@@ -41,26 +41,35 @@ def _is_local(model: str) -> bool:
     return Path(model).expanduser().exists()
 
 
-def data_description(recipe: Recipe) -> tuple[str, str]:
-    """(one line for the card's table, the data's name for its tags)."""
+def data_description(recipe: Recipe) -> tuple[str, str, str]:
+    """(one line for the card's table, the data's name for its tags, its identity
+    for the header's ``datasets`` where no Hub repo holds it: the spec's file,
+    sha256 and seed, and for a folder its scenes and split)."""
     data = recipe.data
     if data.spec is not None:
         spec = Path(data.spec)
         digest = hashlib.sha256(spec.read_bytes()).hexdigest()[:12] if spec.is_file() else "unknown"
-        return f"stream of spec `{_shown(data.spec)}` (sha256 `{digest}`), seed {data.seed}", spec.stem
+        return (
+            f"stream of spec `{_shown(data.spec)}` (sha256 `{digest}`), seed {data.seed}",
+            spec.stem,
+            f"{spec.name}@sha256:{digest} (seed {data.seed})",
+        )
     from rosetrain.data.manifest import manifest_path
 
     line = f"folder `{_shown(str(data.folder))}`, split `{data.split}`"
+    name = Path(str(data.folder)).name
     try:
         manifest = json.loads(manifest_path(Path(str(data.folder)), data.split).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return line + " (no rosetrain manifest)", Path(str(data.folder)).name
+        return line + " (no rosetrain manifest)", name, f"{name} (split {data.split})"
     spec = Path(str(manifest.get("spec")))
-    line += (
-        f": spec `{spec.name}` (sha256 `{str(manifest.get('spec_sha256'))[:12]}`), "
-        f"seed {manifest.get('seed')}, {manifest.get('scenes')} scenes"
+    digest = str(manifest.get("spec_sha256"))[:12]
+    line += f": spec `{spec.name}` (sha256 `{digest}`), seed {manifest.get('seed')}, {manifest.get('scenes')} scenes"
+    identity = (
+        f"{spec.name}@sha256:{digest} (seed {manifest.get('seed')}, {manifest.get('scenes')} scenes, "
+        f"split {data.split})"
     )
-    return line + (f", max {data.max_rows} rows" if data.max_rows else ""), spec.stem
+    return line + (f", max {data.max_rows} rows" if data.max_rows else ""), spec.stem, identity
 
 
 MAX_LINEAGE = 16
@@ -138,15 +147,16 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
     from huggingface_hub import ModelCard, ModelCardData
     from trl import __version__ as trl_version
 
-    data_line, data_name = data_description(recipe)
+    data_line, data_name, data_identity = data_description(recipe)
     tags = ["rosetrain", "trl", recipe.method, "rose"] + (["lora"] if recipe.lora is not None else [])
     chain = lineage(recipe.model)
     hub_base = next((m for m in chain if not _is_local(m)), None)  # the Hub takes only a repo id
-    hub_data = dataset_repo(recipe.data.folder)
+    # the Hub repo that holds the data (hf://, the Hub cache, or a folder pushed as it is), else the spec's identity
+    hub_data = dataset_repo(recipe.data.folder, recipe.data.split) if recipe.data.folder else None
     results = _eval_results(recipe, heldout_results(recipe.output_dir))
     card_data = ModelCardData(
         base_model=hub_base,
-        datasets=[hub_data] if hub_data else None,
+        datasets=[hub_data or data_identity],
         library_name="peft" if adapter else "transformers",
         pipeline_tag="image-text-to-text",
         tags=tags,
