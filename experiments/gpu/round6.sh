@@ -6,32 +6,35 @@
 # carried, with data.reasoning=cells), a checkpoint every 500 steps, stopped
 # at the deadline. RESUME=STEP continues both runs from that checkpoint (a
 # second call on the same warm machine). Each run's last checkpoint (optimizer
-# state too) comes back in $OUT as tar parts, to finish on the CPU with the same
-# command and `--set resume=CHECKPOINT`; the evaluations run there, on the
+# state too) comes back in $OUT as tar parts (untar into runs/curves-NAME-sSEED),
+# to finish on the CPU with the same command and `--set resume=CHECKPOINT`; the evaluations run there, on the
 # three dim splits. On 2026-11-28 (H200): DEADLINE=6.5 reached step 3,000 at
 # 9.1 steps/s a run, then RESUME=3000 DEADLINE=4 reached 4,500.
+# Another rung-2 lever: FAMILY_BASE=<carried base> DESIGN=<name>=<spec> SEEDS="0 1".
 # The packages the image lacks travel as wheels in .whl/ (docs/experiments.md says how).
 source "$(dirname "$0")/setup.sh"
 
 BASE=${FAMILY_BASE:-runs/base-family/checkpoint-final}
+DESIGN=${DESIGN:-fambase=experiments/transfer/family.yaml}
+NAME=${DESIGN%%=*}
 train() {  # train SEED: one run, stopped at the deadline
   python3 benchmarks/transfer_curves.py --base "$BASE" \
     --recipe rosetrain/assets/demo/recipes/demo-sft-transfer.yaml \
-    --design fambase=experiments/transfer/family.yaml --seeds "$1" \
-    --set data.reasoning=cells --max-new-tokens 96 ${RESUME:+--set resume=runs/gpu-fambase/fambase-seed$1/checkpoint-$RESUME} \
+    --design "$DESIGN" --seeds "$1" \
+    --set data.reasoning=cells --max-new-tokens 96 ${RESUME:+--set resume=runs/gpu-$NAME-s$1/$NAME-seed$1/checkpoint-$RESUME} \
     --split fdev=data/fdev-dim --workers 3 --steps 5000 --every 500 --eval-every 5000 \
     --deadline "${DEADLINE:-6}" --eval-jobs 2 --batch-size 128 \
-    --out runs/gpu-fambase > "runs/gpu-fambase-$1.txt" 2>&1
+    --out "runs/gpu-$NAME-s$1" > "runs/gpu-$NAME-s$1.txt" 2>&1  # a folder a seed, as on the CPU
 }
-train 3 & three=$!
-train 4 & four=$!
-wait $three $four  # not a bare `wait`: it would wait for setup.sh's tee too, for ever
-for seed in 3 4; do
-  name=fambase-seed$seed
-  grep -v "it/s\]" "runs/gpu-fambase-$seed.txt" | tail -3
-  last=$(ls -d "runs/gpu-fambase/$name"/checkpoint-[0-9]* 2>/dev/null | sort -V | tail -1)
+pids=()
+for seed in ${SEEDS:-3 4}; do train "$seed" & pids+=($!); done
+wait "${pids[@]}"  # not a bare `wait`: it would wait for setup.sh's tee too, for ever
+for seed in ${SEEDS:-3 4}; do
+  name=$NAME-seed$seed
+  grep -v "it/s\]" "runs/gpu-$NAME-s$seed.txt" | tail -3
+  last=$(ls -d "runs/gpu-$NAME-s$seed/$name"/checkpoint-[0-9]* 2>/dev/null | sort -V | tail -1)
   # with the run folder's recipe and ownership marker, so the trainer on the CPU resumes it
-  [ -n "$last" ] && tar -C runs/gpu-fambase -cf - "$name/$(basename "$last")" \
+  [ -n "$last" ] && tar -C "runs/gpu-$NAME-s$seed" -cf - "$name/$(basename "$last")" \
     "$name/rosetrain_recipe.yaml" "$name/.rosetrain.json" | split -b 15M - "$OUT/$name-$(basename "$last").tar."
 done
 ls -la "$OUT"
