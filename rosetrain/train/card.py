@@ -152,7 +152,7 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
     chain = lineage(recipe.model)
     hub_base = next((m for m in chain if not _is_local(m)), None)  # the Hub takes only a repo id
     # the Hub repo that holds the data (hf://, the Hub cache, or a folder pushed as it is), else the spec's identity
-    hub_data = dataset_repo(recipe.data.folder, recipe.data.split) if recipe.data.folder else None
+    hub_data = dataset_repo(recipe.data.folder, recipe.data.split)
     results = _eval_results(recipe, heldout_results(recipe.output_dir))
     card_data = ModelCardData(
         base_model=hub_base,
