@@ -255,6 +255,15 @@ def test_a_pushed_folder_names_its_hub_dataset_while_unchanged(tmp_path, hub_sta
         patch.setattr(HfApi, "create_commit", create_commit)
         assert _generate(out, "test", 2, "--push-to-hub", "me/rose-copy") == 0
     assert data_identity(out, "test") == {"data": str(out), "repo_id": "me/rose-copy", "revision": "ab" * 20}
+    rows = [json.loads(line) for line in (out / "metadata_test.jsonl").read_text().splitlines()]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        "".join(json.dumps({"item_id": r["item_id"], "raw_text": r["answer"]}) + "\n" for r in rows)
+    )
+    scored = tmp_path / "scored"
+    assert cli_main(["score", "--data", str(out), "--predictions", str(gold), "--out", str(scored)]) == 0
+    summary = json.loads((scored / "evaluation_summary.json").read_text())
+    assert summary["dataset_repo_id"] == "me/rose-copy" and summary["data"]["revision"] == "ab" * 20
     assert dataset_repo(str(out), "dev") == "me/rose-copy"  # every finished split went up
     assert dataset_repo(out) is None  # which split was used must be known
     # the user edits a split afterwards: it is no longer what the Hub holds
