@@ -117,10 +117,16 @@ def test_tiny_qwen2_5_vl_loads_through_auto_classes_with_windowed_vision(tiny_mo
 
 
 def cpu_overrides(path: Path, model: Path, out: Path, heldout: Path) -> list[str]:
-    """The only changes a CPU run needs; the held-out folder only where the recipe evaluates."""
+    """The only changes a CPU run needs; the held-out folder only where the recipe evaluates.
+    A GRPO recipe's completions are cut to 16 tokens: the random stand-in never
+    stops early, and its 96-128-token groups (refilled again and again by the
+    frontier filter, which the random model never passes) cost a minute a recipe."""
+    recipe = load_recipe(path)
     overrides = [f"model={model}", "max_steps=2", f"output_dir={out}", "data.shuffle_buffer=8"]
-    if load_recipe(path).eval.folder is not None:
+    if recipe.eval.folder is not None:
         overrides.append(f"eval.folder={heldout}")
+    if recipe.method == "grpo":
+        overrides.append("grpo.max_completion_length=16")
     return overrides
 
 
