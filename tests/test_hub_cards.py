@@ -479,3 +479,28 @@ def test_release_metadata_without_one_type_per_field_gets_a_card_without_feature
     info = _card(out).data.to_dict().get("dataset_info", {})
     assert "features" not in info
     assert "metadata_test.jsonl" in (out / "README.md").read_text()
+
+
+def test_a_resumed_runs_card_gives_the_command_that_trains_it_in_one_go(tmp_path):
+    """`--set resume=CHECKPOINT` is how a run went on, not what it trains: the card's
+    command leaves it out (the checkpoint is not there on another machine) and says so."""
+    from rosetrain.train.card import model_card_text
+    from rosetrain.train.recipe import load_recipe
+
+    checkpoint = tmp_path / "run" / "checkpoint-2500"
+    checkpoint.mkdir(parents=True)
+    (tmp_path / "r.yaml").write_text(
+        "method: sft\nmodel: Qwen/Qwen2.5-VL-3B-Instruct\ndata: {spec: generators/curriculum.yaml}\nlora: null\n"
+    )
+    overrides = ["max_steps=3000", f"output_dir={tmp_path / 'run'}", f"resume={checkpoint}"]
+    recipe = load_recipe(tmp_path / "r.yaml", overrides)
+    card = model_card_text(recipe, {"global_step": 3000}, adapter=False)
+    command = next(line for line in card.splitlines() if line.startswith("rosetrain train sft"))
+    assert "--set max_steps=3000" in command and "output_dir=" in command
+    assert "--set resume" not in command and "checkpoint-2500" not in command
+    assert "went on from `checkpoint-2500`" in card
+
+    fresh = model_card_text(
+        load_recipe(tmp_path / "r.yaml", overrides[:2]), {"global_step": 3000}, adapter=False
+    )
+    assert "went on from" not in fresh

@@ -201,6 +201,7 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
         shlex.join(["rosetrain", "train", recipe.method, "--recipe", source, *_sets(recipe.overrides)]),
         "```",
         "",
+        *_resumed_note(recipe),
         "The recipe as it ran (`--set` overrides applied; also `rosetrain_recipe.yaml` in the "
         "output folder):",
         "",
@@ -213,7 +214,23 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
 
 
 def _sets(overrides: tuple[str, ...]) -> list[str]:
-    return [part for item in overrides for part in ("--set", item)]
+    """The overrides as ``--set`` flags, less ``resume=CHECKPOINT``: a checkpoint is
+    where this run went on from, not what it trains, and elsewhere it is not there."""
+    return [part for item in overrides if not _is_resume(item) for part in ("--set", item)]
+
+
+def _is_resume(override: str) -> bool:
+    return override.partition("=")[0].strip() == "resume"
+
+
+def _resumed_note(recipe: Recipe) -> list[str]:
+    if recipe.resume in ("auto", "never") or not any(map(_is_resume, recipe.overrides)):
+        return []
+    return [
+        f"This run went on from `{_shown(recipe.resume)}` (`--set resume=...`, left out above): the "
+        "trainer resumes exactly, so the command above trains the same weights in one go.",
+        "",
+    ]
 
 
 def claim_card(recipe: Recipe) -> None:
