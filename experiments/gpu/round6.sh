@@ -10,7 +10,8 @@
 # to finish on the CPU with the same command and `--set resume=CHECKPOINT`; the evaluations run there, on the
 # three dim splits. On 2026-11-28 (H200): DEADLINE=6.5 reached step 3,000 at
 # 9.1 steps/s a run, then RESUME=3000 DEADLINE=4 reached 4,500.
-# Another rung-2 lever: FAMILY_BASE=<carried base> DESIGN=<name>=<spec> SEEDS="0 1".
+# Another rung-2 lever: FAMILY_BASE=<carried base> DESIGN=<name>=<spec> SEEDS="0 1"; the cells
+# base is tracked, so it travels without carry: FAMILY_BASE=experiments/transfer/bases/family-cells.
 # The packages the image lacks travel as wheels in .whl/ (docs/experiments.md says how).
 source "$(dirname "$0")/setup.sh"
 
