@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rosetrain.commands import SEED_NUMPY, path, seed
+from rosetrain.commands import SEED_NUMPY, check_out_folder, path, seed
 from rosetrain.models.tiny import MODEL_FAMILIES, SIZES  # no torch at import: the CLI starts fast
 
 
@@ -37,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rosetrain.models.tiny import build_tiny_model, describe
 
+    check_out_folder(args.out, "--out")  # before the build: a folder it cannot write is refused at once
     path = build_tiny_model(args.out, size=args.size, seed=args.seed, family=args.family)
     counts = describe(path)
     print(
