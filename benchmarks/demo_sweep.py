@@ -41,7 +41,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--jobs", type=int, default=1, help="seeds at once (each on --cores 2)")
-    parser.add_argument("--out", default=str(ROOT / "runs" / "bench-demo-sweep"))
+    # absolute: the demo runs in this checkout's root, the caller's --out means their own folder
+    parser.add_argument(
+        "--out", type=lambda p: str(Path(p).absolute()), default=str(ROOT / "runs" / "bench-demo-sweep")
+    )
     parser.add_argument("--runs", nargs="+", type=Path, help="finished demo runs to summarize (no training)")
     args = parser.parse_args()
     if args.runs:

@@ -54,7 +54,12 @@ def scenes_done(out: Path, split: str, shard_size: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", default=str(ROOT / "generators" / "rose-protocol.yaml"))
+    # absolute: generate runs in this checkout's root, the caller's --spec is relative to them
+    parser.add_argument(
+        "--spec",
+        type=lambda p: str(Path(p).absolute()),
+        default=str(ROOT / "generators" / "rose-protocol.yaml"),
+    )
     parser.add_argument("--scenes", type=int, default=100_000)
     parser.add_argument("--checkpoints", default="10000,50000,100000")
     parser.add_argument("--num-proc", type=int, default=2)

@@ -139,7 +139,10 @@ def main() -> None:
     start = time.monotonic()
     runs = {(name, seed): args.out / f"{name}-seed{seed}" for name, _ in args.design for seed in args.seeds}
     specs = dict(args.design)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    # the runs import this checkout's rosetrain but keep the caller's working
+    # directory, so that relative --out, --set and --recipe paths mean what they say
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
     procs = {}
     for (name, seed), folder in runs.items():
         if (folder / "checkpoint-final").exists():
@@ -147,9 +150,7 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         log = open(folder.with_suffix(".log"), "a")
         command = train_command(args, name, specs[name], seed, folder)
-        procs[(name, seed)] = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT
-        )
+        procs[(name, seed)] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     stopped = []
     for key, proc in procs.items():
         left = None if args.deadline is None else max(1.0, args.deadline * 60 - (time.monotonic() - start))
