@@ -603,6 +603,33 @@ def test_resuming_a_checkpoint_of_another_recipe_is_refused_by_name(tmp_path, en
             check_resumable(load_recipe(tmp_path / "r.yaml"))
 
 
+def test_a_run_resumes_with_its_spec_at_another_path_but_not_with_another_spec(tmp_path, env):
+    """The record holds absolute paths: a checkout moved or copied elsewhere gives
+    the same spec another path, which is the same data; a changed spec is not."""
+    from rosetrain.core.io import claim_outputs, output_lock
+    from rosetrain.train.resume import check_resumable, record_recipe
+
+    spec = tmp_path / "a" / "train.yaml"
+    spec.parent.mkdir()
+    spec.write_bytes(Path(env["spec"]).read_bytes())
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, data={"spec": str(spec)}, eval={}))
+    record_recipe(recipe)
+    checkpoint = Path(recipe.output_dir) / "checkpoint-2"
+    with output_lock(recipe.output_dir):
+        claim_outputs(checkpoint)
+    checkpoint.mkdir()
+    for name in ("trainer_state.json", "optimizer.pt", "scheduler.pt"):
+        (checkpoint / name).write_text("{}")
+
+    moved = tmp_path / "b" / "train.yaml"
+    moved.parent.mkdir()
+    moved.write_bytes(spec.read_bytes())
+    assert check_resumable(load_recipe(tmp_path / "r.yaml", [f"data.spec={moved}"])) == str(checkpoint)
+    moved.write_text(spec.read_text().replace("seed: 1", "seed: 5"))
+    with pytest.raises(RecipeError, match=r"checkpoint-2 .*data: .*name the checkpoint \(resume: "):
+        check_resumable(load_recipe(tmp_path / "r.yaml", [f"data.spec={moved}"]))
+
+
 @pytest.mark.slow
 def test_the_final_model_and_card_are_on_disk_before_the_final_evaluation(tmp_path, env, monkeypatch):
     """An evaluation that fails at the end loses no trained weights."""

@@ -100,13 +100,15 @@ def check_resumable(recipe: Recipe) -> str | None:
     )
     before = _what_trains(recorded)
     now = _what_trains(recipe_to_dict(recipe))
+    _same_spec_moved(before, now)
     changed = sorted(k for k in now if before.get(k) != now[k])
     if changed:
         detail = "; ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in changed[:4])
         raise RecipeError(
             f"output_dir {recipe.output_dir} holds {Path(checkpoint).name} of a run "
             f"with another recipe ({detail}); use another output_dir, set "
-            f"resume: never to start over there, or delete the folder"
+            f"resume: never to start over there, name the checkpoint (resume: {checkpoint}) "
+            f"to go on from it anyway, or delete the folder"
         )
     refuse_foreign_checkpoints(output_dir)  # the trainer would resume from them, or delete them
     _refuse_missing_training_state(Path(checkpoint))  # named by hand, a checkpoint resumes without them
@@ -119,6 +121,22 @@ def _what_trains(recipe: dict) -> dict:
     if isinstance(out.get("trl"), dict):
         out["trl"] = {k: v for k, v in out["trl"].items() if k not in RESUMABLE_TRL_CHANGES}
     return out
+
+
+def _same_spec_moved(before: dict, now: dict) -> None:
+    """A data spec at another path with the same bytes (a checkout moved or
+    copied: the record holds absolute paths) is the same data: ``before`` takes
+    the new path, so only a changed spec is named."""
+    old, new = (r.get("data") if isinstance(r.get("data"), dict) else {} for r in (before, now))
+    paths = old.get("spec"), new.get("spec")
+    if None in paths or paths[0] == paths[1]:
+        return
+    try:
+        same = Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes()
+    except OSError:  # the old path is gone: nothing shows it was the same spec
+        return
+    if same:
+        before["data"] = {**old, "spec": paths[1]}
 
 
 def _named_checkpoint(resume: str) -> str | None:
