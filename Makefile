@@ -22,6 +22,9 @@ $(STAMP): pyproject.toml $(LOCK)
 	# torch first, at the lock's version: pip takes the build that lies on this disk (see README)
 	$(PIP) install -q -c $(LOCK) torch torchvision
 	$(PIP) install -q -c $(LOCK) -e ".[test,ray,lint,lmms-eval]"  # ray: the --engine ray test; lmms-eval: its task test
+	# bytecode now, as a wheel's install writes it: where PYTHONDONTWRITEBYTECODE is set (CI
+	# images, containers) an editable install compiles its modules at every command's start
+	$(PY) -m compileall -q rosetrain
 	touch $(STAMP)
 
 install: fonts $(STAMP)

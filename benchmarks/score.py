@@ -28,6 +28,7 @@ one. The CPU ratio says what the same work costs on one core.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import random
 import resource
@@ -152,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the official evaluator (demo/evaluate_rose.py of ROSE-v0.1)",
     )
     args = parser.parse_args(argv)
+    # the package's bytecode, as an installed wheel has it: with PYTHONDONTWRITEBYTECODE
+    # set, an editable install would compile its modules in every timed process
+    compileall.compile_dir(ROOT / "rosetrain", quiet=1)
 
     num_proc = args.num_proc or available_cpus()
     with tempfile.TemporaryDirectory() as tmp:
