@@ -127,16 +127,16 @@ def _same_spec_moved(before: dict, now: dict) -> None:
     """A data spec at another path with the same bytes (a checkout moved or
     copied: the record holds absolute paths) is the same data: ``before`` takes
     the new path, so only a changed spec is named."""
-    old, new = (r.get("data") if isinstance(r.get("data"), dict) else {} for r in (before, now))
-    paths = old.get("spec"), new.get("spec")
-    if None in paths or paths[0] == paths[1]:
+    old: dict = before["data"] if isinstance(before.get("data"), dict) else {}
+    spec, moved = old.get("spec"), (now.get("data") or {}).get("spec")
+    if not isinstance(spec, str) or not isinstance(moved, str) or spec == moved:
         return
     try:
-        same = Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes()
+        same = Path(spec).read_bytes() == Path(moved).read_bytes()
     except OSError:  # the old path is gone: nothing shows it was the same spec
         return
     if same:
-        before["data"] = {**old, "spec": paths[1]}
+        before["data"] = {**old, "spec": moved}
 
 
 def _named_checkpoint(resume: str) -> str | None:
