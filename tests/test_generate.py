@@ -605,6 +605,38 @@ def test_cue_on_without_t4_draws_t4s_region(tmp_path, write_spec):
         assert sum(cue.getpixel(outside)) < sum(base.getpixel(outside))  # the rest is dimmed
 
 
+def test_v_clks_counting_twin_counts_inside_t4s_highlighted_region(tmp_path, write_spec):
+    """T4C (training only) asks T4's question as a count, of T4's own highlighted
+    image: same region and image, the count of its targets; every other record and
+    every image are those of the same spec without it."""
+    plain = generate(write_spec(tmp_path, CUE_SPEC, "plain.yaml"), tmp_path / "plain", scenes=8)
+    text = CUE_SPEC.replace(
+        "T4_CLICK_VISUAL_REGION: 1}", "T4_CLICK_VISUAL_REGION: 1, T4C_COUNT_VISUAL_REGION: 1}"
+    )
+    twin = generate(write_spec(tmp_path, text, "twin.yaml"), tmp_path / "twin", scenes=8)
+    counts = [r for r in twin if r["task_template"] == P.T4C]
+    assert [r for r in twin if r["task_template"] != P.T4C] == plain and len(counts) == 8
+    for row in counts:
+        t4 = next(r for r in twin if r["scene_id"] == row["scene_id"] and r["task_template"] == P.T4)
+        assert row["task_mode"] == P.COUNT and row["region_type"] == P.VISUAL_REGION
+        assert (row["region_params"], row["image"], row["cue_type"]) == (
+            t4["region_params"],
+            t4["image"],
+            "VISUAL_HIGHLIGHT",
+        )
+        assert row["answer"] == f"COUNT({len(t4['ground_truth_clicks'])})"
+        assert row["prompt"].endswith("inside the highlighted region. Answer only in the format: COUNT(n).")
+    assert tree_digest(tmp_path / "plain" / "images") == tree_digest(tmp_path / "twin" / "images")
+
+
+def test_v_clks_counting_twin_is_training_only(tmp_path, write_spec):
+    text = CUE_SPEC.replace("role: train", "role: eval").replace(
+        "T4_CLICK_VISUAL_REGION: 1}", "T4C_COUNT_VISUAL_REGION: 1}"
+    )
+    with pytest.raises(RosetrainError, match="tasks: T4C_COUNT_VISUAL_REGION is a training-only template"):
+        load_spec(write_spec(tmp_path, text))
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

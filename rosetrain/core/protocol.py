@@ -19,15 +19,29 @@ T4 = "T4_CLICK_VISUAL_REGION"
 T5 = "T5_CLICK_COUNT_EXCLUSION"
 T1B = "T1B_CLICK_GLOBAL"
 T2B = "T2B_COUNT_LOCAL_MATCHED"
+# Training only, never a ROSE item: V-Clk's counting twin (count inside the
+# highlighted region), as L-Cnt is L-Clk's. Counting data may show what action
+# data must not (a held-out family), so it can teach reading the highlight there.
+T4C = "T4C_COUNT_VISUAL_REGION"
 
 MAIN_TEMPLATES = (T1, T2, T3, T4, T5)  # the five that make a model's Avg
 BRIDGE_TEMPLATES = (T1B, T2B)  # controls, reported apart
 TEMPLATES = MAIN_TEMPLATES + BRIDGE_TEMPLATES
+TRAINING_TEMPLATES = (T4C,)  # a spec with role train may weight them; no release holds them
 COUNTING_TEMPLATES = (T1, T2)  # Counting Avg
 ACTION_TEMPLATES = (T3, T4, T5)  # Action Avg
 
-TASK_MODE = {T1: COUNT, T2: COUNT, T3: CLICK, T4: CLICK, T5: CLICK_COUNT, T1B: CLICK, T2B: COUNT}
-SHORT_NAME = {T1: "G-Cnt", T2: "L-Cnt", T3: "L-Clk", T4: "V-Clk", T5: "Excl-CS", T1B: "G-Clk", T2B: "mL-Cnt"}
+TASK_MODE = {T1: COUNT, T2: COUNT, T3: CLICK, T4: CLICK, T5: CLICK_COUNT, T1B: CLICK, T2B: COUNT, T4C: COUNT}
+SHORT_NAME = {
+    T1: "G-Cnt",
+    T2: "L-Cnt",
+    T3: "L-Clk",
+    T4: "V-Clk",
+    T5: "Excl-CS",
+    T1B: "G-Clk",
+    T2B: "mL-Cnt",
+    T4C: "V-Cnt",
+}
 
 ROW_RANGE, COL_RANGE, RECTANGLE = "ROW_RANGE", "COL_RANGE", "RECTANGLE"
 VISUAL_REGION, EXCLUSION, GLOBAL = "VISUAL_REGION", "EXCLUSION", "GLOBAL"

@@ -24,6 +24,7 @@ ROSE_SENTENCES = {
     P.T2B: "Count the number of cells that are different from the majority {where}.",
     P.T3: "Click all cells that are different from the majority {where}.",
     P.T4: "Click all cells that are different from the majority inside the highlighted region.",
+    P.T4C: "Count the number of cells that are different from the majority inside the highlighted region.",
     P.T5: "Click all cells that are different from the majority in the whole grid, except {where}, "
     "then submit the number of cells you clicked.",
 }

@@ -187,7 +187,10 @@ class LevelSpec:
         parse=_weights,
     )
     tasks: dict[str, float] = setting(
-        help="task templates -> weight", factory=lambda: {t: 1.0 for t in P.TEMPLATES}, parse=_weights
+        help="task templates -> weight; role train may also weight T4C_COUNT_VISUAL_REGION "
+        "(training only: V-Clk's counting twin, the count inside the highlighted region)",
+        factory=lambda: {t: 1.0 for t in P.TEMPLATES},
+        parse=_weights,
     )
     tasks_per_scene: int | None = setting(None, "null: every task with weight > 0", low=1)
     prompt_style: str = setting("rose", "prompt wording", choices=PROMPT_STYLES)
@@ -216,7 +219,7 @@ class LevelSpec:
         _weights(self.profiles, "profiles", tuple(PROFILES))
         _weights(self.region_cases, "region_cases", P.REGION_CASES)
         _weights(self.region_types, "region_types", P.NUMERIC_REGIONS)
-        _weights(self.tasks, "tasks", P.TEMPLATES)
+        _weights(self.tasks, "tasks", P.TEMPLATES + P.TRAINING_TEMPLATES)
         for field in ("rows", "cols"):
             value = getattr(self, field)
             if value is not None and not (MIN_GRID <= value[0] and value[1] <= MAX_GRID):
@@ -419,6 +422,13 @@ def spec_from_dict(raw: Mapping[str, Any], path: str | Path = "<dict>") -> Spec:
             f"levels: {cued}: cue_on is a training augmentation (not a ROSE item); "
             f"a spec with role {role!r} cannot use it"
         )
+    for level in spec.levels:
+        extra = next((t for t in P.TRAINING_TEMPLATES if level.tasks.get(t, 0) > 0), None)
+        if extra is not None and role != "train":
+            raise ValueError(
+                f"levels: {level.name}: tasks: {extra} is a training-only template (not a ROSE item); "
+                f"a spec with role {role!r} cannot use it"
+            )
     if spec.heldout_hue_band is not None and role != "heldout":
         raise ValueError("heldout_hue_band: only a spec with role: heldout names a held-out hue band")
     return spec

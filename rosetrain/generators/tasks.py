@@ -179,6 +179,7 @@ def _plan(
         P.T3: t3,
         P.T2B: t3,
         P.T4: t4,
+        P.T4C: t4,  # V-Clk's counting twin asks of the same highlighted image
         P.T5: t5,
     }
     wanted = [t for t, w in level.tasks.items() if w > 0]
@@ -190,7 +191,7 @@ def _plan(
             chosen.append(pick)
             del weights[pick]
         wanted = chosen
-    return [(t, *plan[t]) for t in P.TEMPLATES if t in wanted], t4[0]
+    return [(t, *plan[t]) for t in P.TEMPLATES + P.TRAINING_TEMPLATES if t in wanted], t4[0]
 
 
 def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, Any]]:
@@ -205,11 +206,12 @@ def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, An
         cells = region.cells(scene.rows, scene.cols)
         inside = [t for t in targets if t in cells]
         sentence = task_sentence(template, region.type, region.params, level.prompt_style, rng)
-        on_cue = template == P.T4 or template in level.cue_on
+        visual = region.type == P.VISUAL_REGION  # T4, T4C
+        on_cue = visual or template in level.cue_on
         image_id = cue_image_id if on_cue else scene.scene_id
         # a global question on the highlighted image (cue_on) says which region is drawn;
         # T4's own record holds it as its region, as in the release
-        cue_fields = {"cue_region_params": highlighted.params} if on_cue and template != P.T4 else {}
+        cue_fields = {"cue_region_params": highlighted.params} if on_cue and not visual else {}
         records.append(
             {
                 "item_id": f"{scene.scene_id}-{template.split('_')[0]}",
