@@ -129,7 +129,9 @@ def plan_curriculum(run: Run, spec: Spec, rule: Rule, out_path: str | os.PathLik
         "template": make_axis(
             "template",
             taught,
-            _ordered(set(shares_of(base.tasks)) | {i.template for i in taught}, P.TEMPLATES),
+            _ordered(
+                set(shares_of(base.tasks)) | {i.template for i in taught}, P.TEMPLATES + P.TRAINING_TEMPLATES
+            ),
             shares_of(base.tasks),
             rule,
         ),
