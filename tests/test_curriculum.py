@@ -444,6 +444,20 @@ def test_axes_not_chosen_keep_the_source_shares(tmp_path, scored_run, source_spe
     assert "unknown axis 'colour'" in capsys.readouterr().err
 
 
+def test_a_training_only_template_of_the_source_spec_keeps_a_weight(tmp_path, scored_run):
+    """V-Cnt (T4C) is no ROSE item, so no run scores it; the next spec still asks it."""
+    source = tmp_path / "source.yaml"
+    source.write_text(
+        SOURCE_SPEC.replace(
+            "T4_CLICK_VISUAL_REGION: 1}", "T4_CLICK_VISUAL_REGION: 1, T4C_COUNT_VISUAL_REGION: 1}"
+        )
+    )
+    make_curriculum(scored_run, source, tmp_path / "next.yaml")
+    assert all(
+        level.tasks["T4C_COUNT_VISUAL_REGION"] > 0 for level in load_spec(tmp_path / "next.yaml").levels
+    )
+
+
 def test_a_curriculum_that_would_show_the_heldout_band_to_action_tasks_is_refused(tmp_path, scored_run):
     """Its source shows the band in counting only; weighted click tasks there would
     break the guard generate enforces, so nothing is written and the error says why."""
