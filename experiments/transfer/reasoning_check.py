@@ -11,6 +11,10 @@ metadata, and prints per template, in % of items:
   whatever the perception; numeric regions only, a visual one is seen, not read);
 - **inside right**: the listed in-region cells are the gold ones.
 
+Then, for V-Clk by region case, how the named region compares with the
+highlighted one: right, missing it entirely (no cell in common; and of those,
+how many name a region holding one of the model's own odd cells), or other.
+
     python experiments/transfer/reasoning_check.py data/rdev-dim runs/eval-think-rdev
 """
 
@@ -83,6 +87,38 @@ def check(split: Path, run: Path) -> dict[str, dict[str, float]]:
     return table
 
 
+def visual_misses(split: Path, run: Path) -> dict[str, dict[str, int]]:
+    """V-Clk items by region case: ``right``, ``disjoint`` (the named region shares
+    no cell with the highlight), ``disjoint near odd`` (of those, the named region
+    holds a cell of the model's own odd list) and ``other``."""
+    records = {}
+    for line in (split / "metadata_test.jsonl").open(encoding="utf-8"):
+        record = json.loads(line)
+        records[record["item_id"]] = record
+    table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for line in (run / "predictions.jsonl").open(encoding="utf-8"):
+        prediction = json.loads(line)
+        record = records[prediction["item_id"]]
+        if record["task_template"] != P.T4:
+            continue
+        thought = parse(prediction.get("reasoning")) or {}
+        named = set(thought.get("region", []))
+        cells = cells_in_region(
+            record["region_type"], record["region_params"], record["rows"], record["cols"]
+        )
+        gold = {P.cell_str(cell) for cell in cells}
+        row = table[record["region_case"]]
+        row["n"] += 1
+        if named == gold:
+            row["right"] += 1
+        elif not named & gold:
+            row["disjoint"] += 1
+            row["disjoint near odd"] += bool(named & set(thought.get("odd", [])))
+        else:
+            row["other"] += 1
+    return table
+
+
 def _cell(text: str):
     try:
         return P.parse_cell_str(text)
@@ -103,6 +139,13 @@ def main() -> None:
         row = table[template]
         cells = [str(row["n"])] + [f"{row[c]:.1f}" if c in row else "" for c in columns[1:]]
         print(f"| {template} | " + " | ".join(cells) + " |")
+    misses = visual_misses(args.split, args.run)
+    if misses:
+        columns = ["n", "right", "disjoint", "disjoint near odd", "other"]
+        print("\n| V-Clk region case | " + " | ".join(columns) + " |")
+        print("|---" * (len(columns) + 1) + "|")
+        for case in sorted(misses, key=list(P.REGION_CASES).index):
+            print(f"| {case} | " + " | ".join(str(misses[case][c]) for c in columns) + " |")
 
 
 if __name__ == "__main__":
