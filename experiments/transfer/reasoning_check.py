@@ -47,15 +47,20 @@ def parse(reasoning: str | None) -> dict[str, list[str]] | None:
     return fields if {"odd", "inside"} <= fields.keys() else None
 
 
-def check(split: Path, run: Path) -> dict[str, dict[str, float]]:
+def answered(split: Path, run: Path):
+    """(gold record, prediction) of every item the run answered."""
     records = {}
     for line in (split / "metadata_test.jsonl").open(encoding="utf-8"):
         record = json.loads(line)
         records[record["item_id"]] = record
-    counts: dict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
     for line in (run / "predictions.jsonl").open(encoding="utf-8"):
         prediction = json.loads(line)
-        record = records[prediction["item_id"]]
+        yield records[prediction["item_id"]], prediction
+
+
+def check(split: Path, run: Path) -> dict[str, dict[str, float]]:
+    counts: dict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for record, prediction in answered(split, run):
         c = counts[P.SHORT_NAME[record["task_template"]]]
         c["n"] += 1
         thought = parse(prediction.get("reasoning"))
@@ -91,14 +96,8 @@ def visual_misses(split: Path, run: Path) -> dict[str, dict[str, int]]:
     """V-Clk items by region case: ``right``, ``disjoint`` (the named region shares
     no cell with the highlight), ``disjoint near odd`` (of those, the named region
     holds a cell of the model's own odd list) and ``other``."""
-    records = {}
-    for line in (split / "metadata_test.jsonl").open(encoding="utf-8"):
-        record = json.loads(line)
-        records[record["item_id"]] = record
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for line in (run / "predictions.jsonl").open(encoding="utf-8"):
-        prediction = json.loads(line)
-        record = records[prediction["item_id"]]
+    for record, prediction in answered(split, run):
         if record["task_template"] != P.T4:
             continue
         thought = parse(prediction.get("reasoning")) or {}

@@ -28,6 +28,7 @@ MAIN_TEMPLATES = (T1, T2, T3, T4, T5)  # the five that make a model's Avg
 BRIDGE_TEMPLATES = (T1B, T2B)  # controls, reported apart
 TEMPLATES = MAIN_TEMPLATES + BRIDGE_TEMPLATES
 TRAINING_TEMPLATES = (T4C,)  # a spec with role train may weight them; no release holds them
+SPEC_TEMPLATES = TEMPLATES + TRAINING_TEMPLATES  # every template a spec may weight, in order
 COUNTING_TEMPLATES = (T1, T2)  # Counting Avg
 ACTION_TEMPLATES = (T3, T4, T5)  # Action Avg
 

@@ -129,9 +129,7 @@ def plan_curriculum(run: Run, spec: Spec, rule: Rule, out_path: str | os.PathLik
         "template": make_axis(
             "template",
             taught,
-            _ordered(
-                set(shares_of(base.tasks)) | {i.template for i in taught}, P.TEMPLATES + P.TRAINING_TEMPLATES
-            ),
+            _ordered(set(shares_of(base.tasks)) | {i.template for i in taught}, P.SPEC_TEMPLATES),
             shares_of(base.tasks),
             rule,
         ),

@@ -219,7 +219,7 @@ class LevelSpec:
         _weights(self.profiles, "profiles", tuple(PROFILES))
         _weights(self.region_cases, "region_cases", P.REGION_CASES)
         _weights(self.region_types, "region_types", P.NUMERIC_REGIONS)
-        _weights(self.tasks, "tasks", P.TEMPLATES + P.TRAINING_TEMPLATES)
+        _weights(self.tasks, "tasks", P.SPEC_TEMPLATES)
         for field in ("rows", "cols"):
             value = getattr(self, field)
             if value is not None and not (MIN_GRID <= value[0] and value[1] <= MAX_GRID):

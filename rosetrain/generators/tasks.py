@@ -191,7 +191,7 @@ def _plan(
             chosen.append(pick)
             del weights[pick]
         wanted = chosen
-    return [(t, *plan[t]) for t in P.TEMPLATES + P.TRAINING_TEMPLATES if t in wanted], t4[0]
+    return [(t, *plan[t]) for t in P.SPEC_TEMPLATES if t in wanted], t4[0]
 
 
 def scene_tasks(scene: Scene, level: LevelSpec, split: str) -> list[dict[str, Any]]:
