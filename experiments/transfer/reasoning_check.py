@@ -13,7 +13,9 @@ metadata, and prints per template, in % of items:
 
 Then, for V-Clk by region case, how the named region compares with the
 highlighted one: right, missing it entirely (no cell in common; and of those,
-how many name a region holding one of the model's own odd cells), or other.
+how many name a region holding one of the model's own odd cells), or other;
+and where V-Clk's in-region list comes from: the region the model named, or
+the highlight itself.
 
     python experiments/transfer/reasoning_check.py data/rdev-dim runs/eval-think-rdev
 """
@@ -92,20 +94,25 @@ def check(split: Path, run: Path) -> dict[str, dict[str, float]]:
     return table
 
 
+def visual_items(split: Path, run: Path):
+    """(record, thought, highlighted cells) of every V-Clk item the run answered;
+    an unreadable thought is ``{}``."""
+    for record, prediction in answered(split, run):
+        if record["task_template"] != P.T4:
+            continue
+        cells = cells_in_region(
+            record["region_type"], record["region_params"], record["rows"], record["cols"]
+        )
+        yield record, parse(prediction.get("reasoning")) or {}, {P.cell_str(cell) for cell in cells}
+
+
 def visual_misses(split: Path, run: Path) -> dict[str, dict[str, int]]:
     """V-Clk items by region case: ``right``, ``disjoint`` (the named region shares
     no cell with the highlight), ``disjoint near odd`` (of those, the named region
     holds a cell of the model's own odd list) and ``other``."""
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for record, prediction in answered(split, run):
-        if record["task_template"] != P.T4:
-            continue
-        thought = parse(prediction.get("reasoning")) or {}
+    for record, thought, gold in visual_items(split, run):
         named = set(thought.get("region", []))
-        cells = cells_in_region(
-            record["region_type"], record["region_params"], record["rows"], record["cols"]
-        )
-        gold = {P.cell_str(cell) for cell in cells}
         row = table[record["region_case"]]
         row["n"] += 1
         if named == gold:
@@ -116,6 +123,25 @@ def visual_misses(split: Path, run: Path) -> dict[str, dict[str, int]]:
         else:
             row["other"] += 1
     return table
+
+
+def visual_sources(split: Path, run: Path) -> dict[str, int]:
+    """Where V-Clk's in-region list comes from, in items: ``follows its region``
+    (it is the model's own odd cells inside the region it named), ``own odd in
+    highlight`` (its own odd cells inside the real highlight: right whenever
+    the odd list is), and, of the items whose odd list is right, how many name
+    the region right and how many list the in-region cells right."""
+    row: dict[str, int] = defaultdict(int)
+    for record, thought, gold in visual_items(split, run):
+        odd, inside = set(thought.get("odd", [])), set(thought.get("inside", []))
+        row["n"] += 1
+        row["follows its region"] += bool(thought) and inside == odd & set(thought.get("region", []))
+        row["own odd in highlight"] += bool(thought) and inside == odd & gold
+        if bool(thought) and odd == set(record["all_target_cells"]):
+            row["odd right"] += 1
+            row["odd right: region right"] += set(thought.get("region", [])) == gold
+            row["odd right: inside right"] += inside == set(record["region_target_cells"])
+    return row
 
 
 def _cell(text: str):
@@ -145,6 +171,11 @@ def main() -> None:
         print("|---" * (len(columns) + 1) + "|")
         for case in sorted(misses, key=list(P.REGION_CASES).index):
             print(f"| {case} | " + " | ".join(str(misses[case][c]) for c in columns) + " |")
+        sources = visual_sources(args.split, args.run)
+        columns = list(sources)
+        print("\n| V-Clk items | " + " | ".join(columns) + " |")
+        print("|---" * (len(columns) + 1) + "|")
+        print("| count | " + " | ".join(str(sources[c]) for c in columns) + " |")
 
 
 if __name__ == "__main__":
