@@ -8,7 +8,7 @@ regression fitted on the first half of the first split's tokens is scored on
 its other half and on every other split: near 100% means the tokens carry the
 label linearly; near the majority rate (printed) means they hardly carry it.
 
-    python experiments/transfer/highlight_probe.py MODEL data/probe-dev-vclk data/rdev-dim data/fdev-dim
+    python experiments/transfer/highlight_probe.py MODEL data/probe-dev-vclk data/rdev-dim data/fdev-dim [--merged-only]
 
 Each split is a release-format folder (``metadata_test.jsonl``); only its
 T4_CLICK_VISUAL_REGION items are read. One torch thread; about a minute.
@@ -44,7 +44,7 @@ def visual_items(split: Path) -> list[tuple[Path, set, set, int]]:
 
 
 @torch.no_grad()
-def token_table(model, processor, items) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def token_table(model, processor, items, merged_only: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """One row per vision token: its features, and each label (1.0 or 0.0)."""
     from PIL import Image
 
@@ -53,7 +53,8 @@ def token_table(model, processor, items) -> tuple[torch.Tensor, dict[str, torch.
         pixels = processor.image_processor(images=[Image.open(path).convert("RGB")], return_tensors="pt")
         out = model.model.visual(pixels["pixel_values"], grid_thw=pixels["image_grid_thw"])
         # the merged tokens the language model reads, and the deepstack features added to its first layers
-        features = torch.cat([out.pooler_output, *out.deepstack_features], dim=-1)
+        deepstack = [] if merged_only else out.deepstack_features
+        features = torch.cat([out.pooler_output, *deepstack], dim=-1)
         for k, token in enumerate(features):  # merged tokens in reading order, one a cell
             cell = (k // cols + 1, k % cols + 1)
             rows.append(token)
@@ -84,13 +85,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="a model folder")
     parser.add_argument("splits", type=Path, nargs="+", help="the first is fitted on (half of it)")
+    parser.add_argument(
+        "--merged-only", action="store_true", help="the merged tokens alone, no deepstack features"
+    )
     args = parser.parse_args()
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     torch.set_num_threads(1)
     model = AutoModelForImageTextToText.from_pretrained(args.model).eval()
     processor = AutoProcessor.from_pretrained(args.model)
-    tables = {split: token_table(model, processor, visual_items(split)) for split in args.splits}
+    tables = {
+        split: token_table(model, processor, visual_items(split), args.merged_only) for split in args.splits
+    }
     first = args.splits[0]
     half = len(tables[first][0]) // 2
     print("| label | " + " | ".join(f"{s.name} (majority rate)" for s in args.splits) + " |")
