@@ -133,13 +133,15 @@ def visual_sources(split: Path, run: Path) -> dict[str, int]:
     the region right and how many list the in-region cells right."""
     row: dict[str, int] = defaultdict(int)
     for record, thought, gold in visual_items(split, run):
-        odd, inside = set(thought.get("odd", [])), set(thought.get("inside", []))
         row["n"] += 1
-        row["follows its region"] += bool(thought) and inside == odd & set(thought.get("region", []))
-        row["own odd in highlight"] += bool(thought) and inside == odd & gold
-        if bool(thought) and odd == set(record["all_target_cells"]):
+        if not thought:  # unreadable: counted in n only
+            continue
+        odd, inside, named = (set(thought.get(field, [])) for field in ("odd", "inside", "region"))
+        row["follows its region"] += inside == odd & named
+        row["own odd in highlight"] += inside == odd & gold
+        if odd == set(record["all_target_cells"]):
             row["odd right"] += 1
-            row["odd right: region right"] += set(thought.get("region", [])) == gold
+            row["odd right: region right"] += named == gold
             row["odd right: inside right"] += inside == set(record["region_target_cells"])
     return row
 
