@@ -4,7 +4,9 @@ Reads an evaluation run of a model trained with ``data.reasoning`` (its
 ``predictions.jsonl`` keeps each answer's reasoning) beside the split's
 metadata, and prints per template, in % of items:
 
-- **odd right**: the listed exception cells are the scene's (perception);
+- **odd right**: the listed exception cells are the scene's (perception; of
+  the items whose thinking lists them: the ``cells-seen`` style lists none for
+  a highlighted region);
 - **region right** (``cells`` style only): the listed region cells are the task's;
 - **test right**: the cells listed as in the region are exactly those of the
   model's *own* odd list that lie in the task's region (the region test alone,
@@ -35,7 +37,7 @@ from rosetrain.core.regions import cells_in_region  # noqa: E402
 
 
 def parse(reasoning: str | None) -> dict[str, list[str]] | None:
-    """``{"odd": [...], "inside": [...], "region": [...]?}`` or None if unreadable."""
+    """``{"odd": [...]?, "inside": [...], "region": [...]?}`` or None if unreadable."""
     if not reasoning:
         return None
     fields = {}
@@ -46,7 +48,7 @@ def parse(reasoning: str | None) -> dict[str, list[str]] | None:
         fields[name] = [] if cells.strip() == "none" else cells.split()
     if "inside" not in fields:  # the `odd` style names the in-region cells `region`
         fields["inside"] = fields.pop("region", [])
-    return fields if {"odd", "inside"} <= fields.keys() else None
+    return fields if "inside" in fields and fields.keys() & {"odd", "region"} else None
 
 
 def answered(split: Path, run: Path):
@@ -72,19 +74,22 @@ def check(split: Path, run: Path) -> dict[str, dict[str, float]]:
         region = cells_in_region(
             record["region_type"], record["region_params"], record["rows"], record["cols"]
         )
-        c["odd right"] += set(thought["odd"]) == set(record["all_target_cells"])
+        if "odd" in thought:
+            c["odd n"] += 1
+            c["odd right"] += set(thought["odd"]) == set(record["all_target_cells"])
         c["inside right"] += set(thought["inside"]) == set(record["region_target_cells"])
         if "region" in thought and record["region_type"] != P.GLOBAL:
             c["region n"] += 1
             c["region right"] += set(thought["region"]) == {P.cell_str(cell) for cell in region}
-        if record["region_type"] not in (P.VISUAL_REGION, P.GLOBAL):
+        if "odd" in thought and record["region_type"] not in (P.VISUAL_REGION, P.GLOBAL):
             own = {cell for cell in thought["odd"] if _cell(cell) in region}
             c["test n"] += 1
             c["test right"] += own == set(thought["inside"])
     table = {}
     for template, c in counts.items():
         row = {"n": c["n"], "readable": 100 * c["readable"] / c["n"]}
-        row["odd right"] = 100 * c["odd right"] / c["n"]
+        if c["odd n"]:
+            row["odd right"] = 100 * c["odd right"] / c["odd n"]
         if c["region n"]:
             row["region right"] = 100 * c["region right"] / c["region n"]
         if c["test n"]:
@@ -137,6 +142,10 @@ def visual_sources(split: Path, run: Path) -> dict[str, int]:
         if not thought:  # unreadable: counted in n only
             continue
         odd, inside, named = (set(thought.get(field, [])) for field in ("odd", "inside", "region"))
+        row["region right"] += named == gold
+        row["inside right"] += inside == set(record["region_target_cells"])
+        if "odd" not in thought:  # the `cells-seen` style: the highlight's cells alone
+            continue
         row["follows its region"] += inside == odd & named
         row["own odd in highlight"] += inside == odd & gold
         if odd == set(record["all_target_cells"]):

@@ -54,11 +54,17 @@ def _without_open(head: str) -> str:
 
 def rationale(style: str, row: Mapping[str, Any]) -> str:
     """The thinking of a release record or an HF row, in ``style`` (:data:`STYLES`)."""
+    from rosetrain.core import protocol as P
+
     odd, inside = _cells(row["all_target_cells"] or ()), _cells(row["region_target_cells"] or ())
     if style == "odd":
         return f"odd: {odd}; region: {inside}"
     if style == "cells":
         return f"odd: {odd}; region: {_cells(_region_cells(row))}; inside: {inside}"
+    if style == "cells-seen":
+        if row["region_type"] == P.VISUAL_REGION:
+            return f"region: {_cells(_region_cells(row))}; inside: {inside}"
+        return rationale("cells", row)
     raise ValueError(f"unknown reasoning style {style!r} (one of {', '.join(STYLES)})")
 
 
@@ -70,6 +76,12 @@ STYLES = {
     "cells": "every exception cell, the task region's cells, then those in both "
     "(`odd: R1,C2 R3,C1; region: R3,C1 R3,C2 R3,C3; inside: R3,C1`): the region test "
     "becomes matching names in text",
+    # The highlight darkens every cell outside it, and the exception cells of a
+    # darkened grid are named far worse than a plain one's (docs/experiments.md,
+    # rounds 14-15): a highlighted region's task asks only for the cells it shows.
+    "cells-seen": "as `cells`, but a highlighted region's task names the highlight's cells, "
+    "then the exception cells among them (`region: R1,C1 R1,C2; inside: R1,C2`): "
+    "never the darkened cells outside it",
 }
 
 

@@ -105,7 +105,8 @@ class DataConfig:
         None,
         "SFT targets think first, <think>...</think> before the answer (evaluation scores "
         "the answer after it): `odd` lists every exception cell, then those the task is "
-        "about; `cells` lists the region's cells between the two",
+        "about; `cells` lists the region's cells between the two; `cells-seen` asks a "
+        "highlighted region's task for the highlight's cells alone",
         choices=(None, *REASONING_STYLES),
     )
 
