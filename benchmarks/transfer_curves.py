@@ -12,6 +12,7 @@ answer). Runs on the CPU (one thread a run) or, where CUDA is seen, on the GPU.
 ``--deadline`` (minutes) stops the training of every run that is still going
 at that time, so a call with a time limit still returns the checkpoints it
 made; rerun the same command to resume them (the trainer resumes exactly).
+``--train-only`` evaluates nothing (a GPU call whose checkpoints the CPU evaluates).
 
     python benchmarks/transfer_curves.py --base runs/base-palettes/checkpoint-1500 \\
         --design staged=experiments/transfer/staged.yaml --seeds 0 1 \\
@@ -104,7 +105,7 @@ def main() -> None:
     parser.add_argument("--base", required=True, help="the model every run starts from")
     parser.add_argument("--design", type=pair, action="append", required=True, help="NAME=SPEC (repeatable)")
     parser.add_argument(
-        "--split", type=pair, action="append", required=True, help="NAME=DATA_DIR (repeatable)"
+        "--split", type=pair, action="append", default=[], help="NAME=DATA_DIR (repeatable)"
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--steps", type=int, default=3000)
@@ -124,6 +125,11 @@ def main() -> None:
         "that runs x (workers + 1) fits the CPUs)",
     )
     parser.add_argument("--deadline", type=float, help="minutes after which training stops")
+    parser.add_argument(
+        "--train-only",
+        action="store_true",
+        help="evaluate nothing: a GPU call returns the checkpoints, the CPU evaluates them",
+    )
     parser.add_argument("--eval-jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--eval-every", type=int, help="evaluate every Nth step only (default: --every)")
     parser.add_argument("--batch-size", type=int, default=64)
@@ -135,6 +141,8 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("runs/curves"))
     args = parser.parse_args()
+    if not args.split and not args.train_only:
+        parser.error("give at least one --split, or --train-only")
 
     start = time.monotonic()
     runs = {(name, seed): args.out / f"{name}-seed{seed}" for name, _ in args.design for seed in args.seeds}
@@ -161,6 +169,8 @@ def main() -> None:
             proc.wait()
             stopped.append(key)
     print(f"training: {time.monotonic() - start:.0f} s; stopped at the deadline: {stopped}", flush=True)
+    if args.train_only:
+        return
 
     every = args.eval_every or args.every
     jobs, where = [], []
