@@ -21,6 +21,7 @@ train() {  # train SEED: one run, stopped at the deadline
     --set data.reasoning="${REASONING:-cells-seen}" --workers "${WORKERS:-5}" --steps 5000 --every "${EVERY:-250}" \
     --deadline "${DEADLINE:-8.6}" --train-only --out "runs/curves-$NAME-s$1" > "runs/gpu-$NAME-s$1.txt" 2>&1
 }
+mkdir -p runs
 pids=()
 for seed in $SEEDS; do train "$seed" & pids+=($!); done
 wait "${pids[@]}"  # not a bare `wait`: it would wait for setup.sh's tee too, for ever
