@@ -33,10 +33,7 @@ wait "${pids[@]}"  # not a bare `wait`: it would wait for setup.sh's tee too, fo
 for seed in ${SEEDS:-3 4}; do
   name=$NAME-seed$seed
   grep -v "it/s\]" "runs/gpu-$NAME-s$seed.txt" | tail -3
-  last=$(ls -d "runs/gpu-$NAME-s$seed/$name"/checkpoint-[0-9]* 2>/dev/null | sort -V | tail -1)
-  # with the run folder's recipe and ownership marker, so the trainer on the CPU resumes it
-  [ -n "$last" ] && tar -C "runs/gpu-$NAME-s$seed" -cf - "$name/$(basename "$last")" \
-    "$name/rosetrain_recipe.yaml" "$name/.rosetrain.json" | split -b 15M - "$OUT/$name-$(basename "$last").tar."
+  send_back "runs/gpu-$NAME-s$seed" "$name"
 done
 ls -la "$OUT"
 echo "done: $(date +%T)"

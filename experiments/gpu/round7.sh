@@ -29,10 +29,7 @@ for seed in $SEEDS; do
   name=$NAME-seed$seed run=runs/curves-$NAME-s$seed
   grep -v "it/s\]" "runs/gpu-$NAME-s$seed.txt" | tail -3
   tr '\r' '\n' < "$run/$name.log" | grep "it/s\]" | tail -1
-  last=$(ls -d "$run/$name"/checkpoint-[0-9]* 2>/dev/null | sort -V | tail -1)
-  # with the run folder's recipe and ownership marker, so the trainer on the CPU resumes it
-  [ -n "$last" ] && tar -C "$run" -cf - "$name/$(basename "$last")" \
-    "$name/rosetrain_recipe.yaml" "$name/.rosetrain.json" | split -b 15M - "$OUT/$name-$(basename "$last").tar."
+  send_back "$run" "$name"
 done
 ls -la "$OUT"
 echo "done: $(date +%T)"

@@ -11,3 +11,13 @@ export TQDM_MININTERVAL=30
 python3 -c "import torch, transformers, trl, datasets, peft, PIL, pyarrow; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, 'pyarrow', pyarrow.__version__, 'pillow', PIL.__version__, torch.cuda.get_device_name())" || exit 1
 python3 -c "import rosetrain.cli, rosetrain.train.data, rosetrain.evaluation.evaluate" || exit 1  # every package rosetrain imports
 nproc; echo "start: $(date +%T)"
+
+# send_back FOLDER NAME: the last checkpoint of the run FOLDER/NAME into $OUT as
+# 15 MB tar parts (the tool's file limit), with the run's recipe record and
+# ownership marker, so the trainer on the CPU resumes it (untar into FOLDER)
+send_back() {
+  local last
+  last=$(ls -d "$1/$2"/checkpoint-[0-9]* 2>/dev/null | sort -V | tail -1)
+  [ -n "$last" ] && tar -C "$1" -cf - "$2/$(basename "$last")" "$2/rosetrain_recipe.yaml" "$2/.rosetrain.json" \
+    | split -b 15M - "$OUT/$2-$(basename "$last").tar."
+}
