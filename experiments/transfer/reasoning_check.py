@@ -7,7 +7,7 @@ metadata, and prints per template, in % of items:
 - **odd right**: the listed exception cells are the scene's (perception; of
   the items whose thinking lists them: the ``cells-seen`` style lists none for
   a highlighted region);
-- **region right** (``cells`` style only): the listed region cells are the task's;
+- **region right** (``cells`` and ``cells-seen``): the listed region cells are the task's;
 - **test right**: the cells listed as in the region are exactly those of the
   model's *own* odd list that lie in the task's region (the region test alone,
   whatever the perception; numeric regions only, a visual one is seen, not read);
