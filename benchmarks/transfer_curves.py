@@ -104,9 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help="the model every run starts from")
     parser.add_argument("--design", type=pair, action="append", required=True, help="NAME=SPEC (repeatable)")
-    parser.add_argument(
-        "--split", type=pair, action="append", default=[], help="NAME=DATA_DIR (repeatable)"
-    )
+    parser.add_argument("--split", type=pair, action="append", default=[], help="NAME=DATA_DIR (repeatable)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--every", type=int, default=500)

@@ -65,9 +65,8 @@ def test_the_cells_rationale_names_the_regions_cells_between_the_odd_and_the_ins
 def test_the_cells_seen_rationale_asks_a_highlighted_region_for_its_own_cells_alone():
     highlighted = row(["R1,C1", "R3,C3"], ["R3,C3"], "VISUAL_REGION", {"r1": 2, "r2": 3, "c1": 3, "c2": 3})
     assert rationale("cells-seen", highlighted) == "region: R2,C3 R3,C3; inside: R3,C3"
-    assert rationale("cells-seen", row(["R2,C2"], [], "VISUAL_REGION", {"r1": 1, "r2": 1, "c1": 1, "c2": 1})) == (
-        "region: R1,C1; inside: none"
-    )
+    corner = row(["R2,C2"], [], "VISUAL_REGION", {"r1": 1, "r2": 1, "c1": 1, "c2": 1})
+    assert rationale("cells-seen", corner) == "region: R1,C1; inside: none"
     numeric = row(["R1,C2", "R3,C1"], ["R3,C1"])  # every other region as `cells`
     assert rationale("cells-seen", numeric) == rationale("cells", numeric)
 
