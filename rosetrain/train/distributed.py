@@ -36,6 +36,19 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
+def leave_process_group() -> None:
+    """End a launched run's process group once every rank has finished (rank 0
+    writes the cards and summary after the others are done training). Left to
+    interpreter exit, a rank whose gloo threads are still up can abort
+    ("terminate called without an active exception") and fail a finished run.
+    A no-op without a launch."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def cpu_group_settings(gpu: bool) -> dict[str, Any]:
     """TrainingArguments that put a CPU-only launch on the gloo process group."""
     if gpu or launched_world_size() == 1:

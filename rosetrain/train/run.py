@@ -23,7 +23,7 @@ from rosetrain.train.checkpoints import (
     load_weights,
     restore_weights_strictly,
 )
-from rosetrain.train.distributed import is_main_process, output_dir_lock
+from rosetrain.train.distributed import is_main_process, leave_process_group, output_dir_lock
 from rosetrain.train.recipe import Recipe
 from rosetrain.train.resume import record_recipe
 
@@ -37,9 +37,12 @@ def run(built: Built) -> dict[str, Any]:
     """Train, save, and return the run summary (final folder, steps, mean loss)."""
     output_dir = built.checked.recipe.output_dir
     if holds_output_lock(output_dir):  # taken by rosetrain.train.train, around the checks and build too
-        return _run(built)
-    with output_dir_lock(output_dir):
-        return _run(built)
+        summary = _run(built)
+    else:
+        with output_dir_lock(output_dir):
+            summary = _run(built)
+    leave_process_group()  # not on an error: a barrier would wait for ranks that are gone
+    return summary
 
 
 def _run(built: Built) -> dict[str, Any]:
