@@ -26,12 +26,15 @@ scored once however many of them ask.
 
 ``make_reward(name)`` builds one with its own cache; ``build_rewards(weights)``
 returns the three with their weights (what ``rosetrain train grpo`` uses, with
-PASS logged per template).
+PASS logged per template). For a model taught to think first,
+``make_thinking_reward(style)`` is a process reward: 1.0 when the
+``<think>`` block names every cell as the item's thinking in that style does
+(``build_rewards(weights, style)`` adds it as ``thinking``).
 """
 
 from __future__ import annotations
 
-from rosetrain.train.rewards import GOLD_COLUMNS, ScoreCache, build_rewards, make_reward
+from rosetrain.train.rewards import GOLD_COLUMNS, ScoreCache, build_rewards, make_reward, make_thinking_reward
 
 _SHARED = ScoreCache()
 pass_reward = make_reward("pass", _SHARED)
@@ -44,6 +47,7 @@ __all__ = [
     "build_rewards",
     "format_reward",
     "make_reward",
+    "make_thinking_reward",
     "pass_reward",
     "soft_reward",
 ]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from rosetrain.core.errors import RosetrainError
 from rosetrain.core.reasoning import rationale, reasoned_answer, split_reasoning
 from rosetrain.evaluation.evaluate import evaluate
 from rosetrain.train.rewards import make_reward
@@ -110,6 +112,39 @@ def test_rewards_score_the_answer_after_the_thinking():
         "<think>odd: R1,C2 R3,C1; region: R1,C2",  # never closed: no answer
     ]
     assert reward(completions, **columns) == [1.0, 1.0, 0.0]
+
+
+def test_the_thinking_reward_asks_every_cell_list_right():
+    """``thinking`` is 1 only for the item's own thinking in the policy's style:
+    a right answer with a wrong list, no block, or another style's block gets 0."""
+    from rosetrain.train.recipe import load_recipe
+    from rosetrain.train.rewards import build_rewards, make_thinking_reward
+
+    gold = row(["R1,C2", "R3,C1"], ["R1,C2"], "VISUAL_REGION", {"r1": 1, "r2": 1, "c1": 1, "c2": 2})
+    gold["item_id"] = "t4"
+    assert rationale("cells-seen", gold) == "region: R1,C1 R1,C2; inside: R1,C2"
+    completions = [
+        "<think>region: R1,C1 R1,C2; inside: R1,C2</think>CLICK(R1,C2); DONE",
+        [{"role": "assistant", "content": "<think>region: R1,C1 R1,C2; inside: R1,C2</think>DONE"}],
+        "<think>region: R1,C1 R1,C2; inside: R1,C1</think>CLICK(R1,C2); DONE",  # the answer alone right
+        "CLICK(R1,C2); DONE",
+        "<think>" + rationale("cells", gold) + "</think>CLICK(R1,C2); DONE",
+        "<think>region: R1,C1 R1,C2; inside: R1,C2",  # cut off: no answer, but the thinking is whole
+    ]
+    columns = {k: [v] * len(completions) for k, v in gold.items()}
+    assert make_thinking_reward("cells-seen")(completions, **columns) == [1.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    funcs, weights = build_rewards({"pass": 1.0, "thinking": 0.5}, "cells-seen")
+    assert [f.__name__ for f in funcs] == ["pass", "soft", "format", "thinking"] and weights[-1] == 0.5
+    assert [f.__name__ for f in build_rewards({"pass": 1.0})[0]] == ["pass", "soft", "format"]
+    with pytest.raises(ValueError, match="unknown reasoning style 'cell'"):
+        make_thinking_reward("cell")
+    grpo = Path(__file__).resolve().parents[1] / "rosetrain/assets/demo/recipes/demo-grpo.yaml"
+    with pytest.raises(RosetrainError, match="rewards.thinking: needs grpo.thinking"):
+        load_recipe(grpo, ["rewards.thinking=1"])
+    recipe = load_recipe(grpo, ["rewards.thinking=1", "grpo.thinking=cells-seen"])
+    assert recipe.rewards == {"pass": 1.0, "soft": 0.5, "format": 0.1, "thinking": 1.0}
+    with pytest.raises(ValueError, match="needs the policy's thinking style"):
+        make_reward("thinking")
 
 
 def test_training_rows_think_first_when_the_recipe_asks(tmp_path, train_split, tiny_train_spec):

@@ -66,7 +66,7 @@ def test_the_registries_of_the_package_are_registries():
         "family": ("glyph", "emoji_content", "emoji_style", "sprite_edit", "sprite_pair", "attribute"),
         "runner": ("transformers", "vllm", "openai"),
         "method": ("sft", "grpo"),
-        "reward": ("pass", "soft", "format"),
+        "reward": ("pass", "soft", "format", "thinking"),
     }
     with pytest.raises(RosetrainError, match="unknown reward 'pas'; did you mean 'pass'"):
         make_reward("pas")

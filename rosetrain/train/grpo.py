@@ -45,7 +45,7 @@ def grpo_kwargs(recipe: Recipe) -> dict[str, Any]:
 def trl_config(recipe: Recipe):
     from trl import GRPOConfig
 
-    _, weights = build_rewards(recipe.rewards)
+    _, weights = build_rewards(recipe.rewards, recipe.grpo.thinking)
     origins = {
         **{key: f"grpo.{key}" for key in grpo_kwargs(recipe)},
         "use_vllm": "grpo.vllm",
@@ -59,7 +59,7 @@ def trainer_parts(recipe: Recipe) -> TrainerParts:
     """``GRPOTrainer`` with the rewards, and the frontier filter when ``grpo.frontier``."""
     from trl import GRPOTrainer
 
-    reward_funcs, _ = build_rewards(recipe.rewards)
+    reward_funcs, _ = build_rewards(recipe.rewards, recipe.grpo.thinking)
     frontier = functools.partial(frontier_stream, recipe) if recipe.grpo.frontier else None
     return TrainerParts(GRPOTrainer, kwargs={"reward_funcs": reward_funcs}, prepare_rows=frontier)
 

@@ -27,7 +27,7 @@ from rosetrain.core.io import read_yaml_mapping
 from rosetrain.core.reasoning import STYLES as REASONING_STYLES
 from rosetrain.core.registry import Registry
 from rosetrain.core.resources import shipped as shipped_config
-from rosetrain.train.rewards import REWARDS
+from rosetrain.train.rewards import REWARDS, THINKING
 
 # Each method's module has ``trl_config`` and ``trainer_parts``; it imports TRL,
 # so it is imported only when a recipe of that method is built.
@@ -166,6 +166,13 @@ class GrpoConfig:
         0.3, "the GPU share vLLM reserves in `colocate` mode", low=0, low_open=True, high=1
     )
     log_completions: bool = key(False, "log sampled completions to the trackers")
+    thinking: str | None = key(
+        None,
+        "the thinking style the policy was taught (its SFT's data.reasoning): the "
+        "`thinking` reward checks each completion's <think> block against the item's "
+        "own thinking in it (null: no thinking reward)",
+        choices=(None, *REASONING_STYLES),
+    )
     frontier: bool = key(
         False,
         "train only on prompts the current policy passes in some but not all of "
@@ -231,7 +238,8 @@ class Recipe:
     grpo: GrpoConfig = key(help="GRPO settings", factory=GrpoConfig)
     rewards: dict[str, float] = key(
         help="GRPO reward weights of `pass` (exact ROSE PASS), `soft` (ROSE "
-        "SOFT) and `format` (grammar-valid); GRPO also logs pass/<template>, "
+        "SOFT), `format` (grammar-valid) and `thinking` (1 when the <think> block "
+        "names every cell right, in grpo.thinking's style); GRPO also logs pass/<template>, "
         "pass/counting, pass/action, and live/<template>, live/all: the "
         "share of groups whose PASS varies (the only groups with an "
         "advantage; TRL's frac_reward_zero_std misses all-correct groups, "
@@ -322,8 +330,15 @@ class Recipe:
         if unknown:
             raise ValueError(f"rewards: {REWARDS.unknown(unknown[0])}")
         self.rewards = {name: float(self.rewards.get(name, 0.0)) for name in REWARDS}
+        if self.rewards[THINKING] and self.grpo.thinking is None:
+            raise ValueError(
+                "rewards.thinking: needs grpo.thinking, the style the policy thinks in "
+                "(the data.reasoning of its SFT)"
+            )
         if self.method == "grpo" and not any(self.rewards.values()):
-            raise ValueError("rewards: every weight is 0; give at least one of pass, soft, format a weight")
+            raise ValueError(
+                f"rewards: every weight is 0; give at least one of {', '.join(REWARDS)} a weight"
+            )
         if self.method == "grpo" and self.data.reasoning is not None:
             raise ValueError(
                 "data.reasoning: shapes SFT targets; GRPO samples its own completions, and its rewards "

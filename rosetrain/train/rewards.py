@@ -5,6 +5,11 @@ columns arrive as lists, one value per completion. ``pass`` is the exact ROSE
 PASS (1 or 0), ``soft`` the ROSE SOFT score, ``format`` grammar validity.
 ``pass`` also logs PASS per template through TRL's ``log_metric``, so the
 counting-versus-action gap shows in the training logs.
+
+``thinking`` is a process reward for a model taught to think first
+(``data.reasoning`` of its SFT): 1 when the completion's ``<think>`` block is
+the item's own thinking in that style (every cell list right), else 0. A
+count can be right with the wrong cells; the thinking cannot.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
-from rosetrain.core.reasoning import split_reasoning
+from rosetrain.core.reasoning import STYLES, rationale, split_reasoning
 from rosetrain.core.registry import Registry
 
 # Columns of an HF row the scorer reads (the rest of the row is not gold).
@@ -37,28 +42,34 @@ GOLD_COLUMNS = (
     "heldout_family",
     "grid_size_profile",
 )
+THINKING = "thinking"  # the process reward (make_thinking_reward): no field of the scorer's row
 # reward name -> the field of the scorer's per-item row it returns.
-REWARDS: Registry[str] = Registry(
-    "reward", {"pass": "pass", "soft": "unified_soft", "format": "format_valid"}, argument="rewards"
+REWARDS: Registry[str | None] = Registry(
+    "reward",
+    {"pass": "pass", "soft": "unified_soft", "format": "format_valid", THINKING: None},
+    argument="rewards",
 )
+SCORER_REWARDS = tuple(name for name in REWARDS.names() if name != THINKING)
 
 
 def completion_text(completion: Any) -> str:
     """The answer a completion gives: TRL's conversational form
     (``[{"role": "assistant", "content": ...}]``) or a string, read as
     evaluation reads a response (the text after a ``<think>`` block)."""
+    return split_reasoning(_whole_text(completion))[1] or ""
+
+
+def _whole_text(completion: Any) -> str:
     if isinstance(completion, str):
-        text = completion
-    else:
-        parts = []
-        for message in completion:
-            content = message.get("content")
-            if isinstance(content, str):
-                parts.append(content)
-            else:
-                parts.extend(p.get("text") or "" for p in content or () if p.get("type") == "text")
-        text = "".join(parts)
-    return split_reasoning(text)[1] or ""
+        return completion
+    parts = []
+    for message in completion:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        else:
+            parts.extend(p.get("text") or "" for p in content or () if p.get("type") == "text")
+    return "".join(parts)
 
 
 class ScoreCache:
@@ -99,6 +110,8 @@ def gold_rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, An
 def make_reward(name: str, cache: ScoreCache | None = None, log_templates: bool = False) -> Callable:
     """The reward ``name`` (pass | soft | format) as a TRL reward function."""
     field = REWARDS.lookup(name)
+    if field is None:
+        raise ValueError(f"the {name} reward needs the policy's thinking style: make_thinking_reward(style)")
     cache = cache or ScoreCache()
 
     def reward(completions: list, log_metric: Callable | None = None, **columns: Any) -> list[float]:
@@ -110,6 +123,21 @@ def make_reward(name: str, cache: ScoreCache | None = None, log_templates: bool 
 
     reward.__name__ = name  # TRL names the logged reward columns after the function
     return reward
+
+
+def make_thinking_reward(style: str) -> Callable:
+    """The ``thinking`` reward: 1.0 when a completion's ``<think>`` block is the
+    item's thinking in ``style`` (``rosetrain.core.reasoning.STYLES``), else 0.0."""
+    if style not in STYLES:
+        raise ValueError(f"unknown reasoning style {style!r} (one of {', '.join(STYLES)})")
+
+    def thinking(completions: list, **columns: Any) -> list[float]:
+        golds = gold_rows(columns, len(completions))
+        said = (split_reasoning(_whole_text(c))[0] for c in completions)
+        return [float(text is not None and text == rationale(style, g)) for g, text in zip(golds, said)]
+
+    thinking.__name__ = THINKING
+    return thinking
 
 
 def log_template_pass(
@@ -151,8 +179,15 @@ def log_live_groups(
         log_metric("live/all", live)
 
 
-def build_rewards(weights: Mapping[str, float]) -> tuple[list[Callable], list[float]]:
-    """All three rewards (a zero weight still logs its mean) and their weights."""
+def build_rewards(
+    weights: Mapping[str, float], thinking: str | None = None
+) -> tuple[list[Callable], list[float]]:
+    """The scorer's three rewards and, given the style the policy thinks in,
+    ``thinking`` (a zero weight still logs its mean), and their weights."""
     cache = ScoreCache()
-    funcs = [make_reward(name, cache, log_templates=(name == "pass")) for name in REWARDS]
-    return funcs, [float(weights.get(name, 0.0)) for name in REWARDS]
+    funcs = [make_reward(name, cache, log_templates=(name == "pass")) for name in SCORER_REWARDS]
+    names = list(SCORER_REWARDS)
+    if thinking is not None:
+        funcs.append(make_thinking_reward(thinking))
+        names.append(THINKING)
+    return funcs, [float(weights.get(name, 0.0)) for name in names]
