@@ -268,6 +268,14 @@ def test_auto_resume_refuses_a_checkpoint_without_the_recipe_record(tmp_path, da
         check_resumable(recipe)
     record_recipe(recipe)  # the record of this same recipe: resuming is allowed
     check_resumable(recipe)
+    # a record written before a key existed (rewards.thinking, grpo.thinking) is the same
+    # recipe while the key is unused, another once it is used
+    record = yaml.safe_load((run / RECIPE_RECORD).read_text())
+    del record["rewards"]["thinking"], record["grpo"]["thinking"]
+    (run / RECIPE_RECORD).write_text(yaml.safe_dump(record))
+    check_resumable(recipe)
+    with pytest.raises(RosetrainError, match="another recipe .*rewards"):
+        check_resumable(load_recipe(recipe_path, [f"output_dir={run}", "rewards.soft=0.5"]))
     # a checkpoint named explicitly needs no record
     check_resumable(
         load_recipe(recipe_path, [f"output_dir={tmp_path / 'other'}", f"resume={run / 'checkpoint-2'}"])

@@ -99,7 +99,7 @@ def check_resumable(recipe: Recipe) -> str | None:
         "the recipe a run trained with, as rosetrain writes it; set resume: never to start over",
     )
     before = _what_trains(recorded)
-    now = _what_trains(recipe_to_dict(recipe))
+    now = _without_new_keys_at_rest(before, _what_trains(recipe_to_dict(recipe)))
     _same_spec_moved(before, now)
     changed = sorted(k for k in now if before.get(k) != now[k])
     if changed:
@@ -120,6 +120,21 @@ def _what_trains(recipe: dict) -> dict:
     out = {k: v for k, v in recipe.items() if k not in RESUMABLE_CHANGES}
     if isinstance(out.get("trl"), dict):
         out["trl"] = {k: v for k, v in out["trl"].items() if k not in RESUMABLE_TRL_CHANGES}
+    return out
+
+
+def _without_new_keys_at_rest(before: dict, now: dict) -> dict:
+    """``now`` less the keys ``before`` lacks whose value is off (None, 0, false):
+    keys a later rosetrain added (``rewards.thinking``, ``grpo.thinking``) do
+    not make a run recorded before them another recipe while they are unused."""
+    out = {}
+    for key, value in now.items():
+        if key not in before:
+            if value is None or value is False or value == 0:
+                continue
+        elif isinstance(value, dict) and isinstance(before[key], dict):
+            value = _without_new_keys_at_rest(before[key], value)
+        out[key] = value
     return out
 
 
