@@ -65,7 +65,11 @@ def rationale(style: str, row: Mapping[str, Any]) -> str:
         if row["region_type"] == P.VISUAL_REGION:
             return f"region: {_cells(_region_cells(row))}; inside: {inside}"
         return rationale("cells", row)
-    raise ValueError(f"unknown reasoning style {style!r} (one of {', '.join(STYLES)})")
+    raise ValueError(unknown_style(style))
+
+
+def unknown_style(style: str) -> str:
+    return f"unknown reasoning style {style!r} (one of {', '.join(STYLES)})"
 
 
 STYLES = {

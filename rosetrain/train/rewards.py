@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rosetrain.core.protocol import ACTION_TEMPLATES, COUNTING_TEMPLATES, SHORT_NAME
-from rosetrain.core.reasoning import STYLES, rationale, split_reasoning
+from rosetrain.core.reasoning import STYLES, rationale, split_reasoning, unknown_style
 from rosetrain.core.registry import Registry
 
 # Columns of an HF row the scorer reads (the rest of the row is not gold).
@@ -129,7 +129,7 @@ def make_thinking_reward(style: str) -> Callable:
     """The ``thinking`` reward: 1.0 when a completion's ``<think>`` block is the
     item's thinking in ``style`` (``rosetrain.core.reasoning.STYLES``), else 0.0."""
     if style not in STYLES:
-        raise ValueError(f"unknown reasoning style {style!r} (one of {', '.join(STYLES)})")
+        raise ValueError(unknown_style(style))
 
     def thinking(completions: list, **columns: Any) -> list[float]:
         golds = gold_rows(columns, len(completions))
