@@ -629,6 +629,43 @@ def test_v_clks_counting_twin_counts_inside_t4s_highlighted_region(tmp_path, wri
     assert tree_digest(tmp_path / "plain" / "images") == tree_digest(tmp_path / "twin" / "images")
 
 
+def test_a_training_split_with_v_cnt_is_read_where_training_reads_it(tmp_path, write_spec, capsys):
+    """generate writes V-Cnt rows into a training split; preview and the signal
+    check (select_records with ``training``) read them, while eval and score,
+    which grade ROSE items, refuse them in one line that says where they are read."""
+    from rosetrain.data.release import select_records
+
+    text = CUE_SPEC.replace(
+        "T4_CLICK_VISUAL_REGION: 1}", "T4_CLICK_VISUAL_REGION: 1, T4C_COUNT_VISUAL_REGION: 1}"
+    )
+    rows = generate(write_spec(tmp_path, text), tmp_path / "twin", scenes=4)
+    records, root = select_records(tmp_path / "twin", "test", None, training=True)
+    assert [r["item_id"] for r in records] == [r["item_id"] for r in rows] and root == tmp_path / "twin"
+    assert P.T4C in {r["task_template"] for r in records}
+    sheet = tmp_path / "sheet.png"
+    assert main(["preview", str(tmp_path / "twin"), "--template", P.T4C, "--out", str(sheet)]) == 0
+    assert Image.open(sheet).size[0] > 0
+    with pytest.raises(
+        RosetrainError, match="T4C_COUNT_VISUAL_REGION \\(V-Cnt\\) is a training-only template"
+    ):
+        select_records(tmp_path / "twin", "test", None)
+    capsys.readouterr()
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(
+        "".join(json.dumps({"item_id": r["item_id"], "raw_text": r["answer"]}) + "\n" for r in rows)
+    )
+    out = tmp_path / "scored"
+    assert (
+        main(
+            ["score", "--data", str(tmp_path / "twin"), "--predictions", str(predictions), "--out", str(out)]
+        )
+        == 2
+    )
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "metadata_test.jsonl:" in error[0] and "rosetrain signal, preview" in error[0]
+    assert not out.exists()
+
+
 def test_v_clks_counting_twin_is_training_only(tmp_path, write_spec):
     text = CUE_SPEC.replace("role: train", "role: eval").replace(
         "T4_CLICK_VISUAL_REGION: 1}", "T4C_COUNT_VISUAL_REGION: 1}"

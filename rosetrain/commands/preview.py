@@ -66,20 +66,22 @@ def run(args) -> int:
 
     from rosetrain.core.errors import RosetrainError
     from rosetrain.core.io import atomic_write
-    from rosetrain.core.protocol import TEMPLATES
+    from rosetrain.core.protocol import SPEC_TEMPLATES
     from rosetrain.data.hub import resolve_split
     from rosetrain.data.paths import check_split_name
     from rosetrain.data.release import select_records
     from rosetrain.generators.preview import contact_sheet
 
     check_split_name(args.split)
-    if args.template is not None and args.template not in TEMPLATES:
-        raise RosetrainError(f"--template: unknown template {args.template!r}; known: {', '.join(TEMPLATES)}")
+    if args.template is not None and args.template not in SPEC_TEMPLATES:
+        raise RosetrainError(
+            f"--template: unknown template {args.template!r}; known: {', '.join(SPEC_TEMPLATES)}"
+        )
     for flag, value in (("--limit", args.limit), ("--columns", args.columns)):
         if value < 1:
             raise RosetrainError(f"{flag} must be at least 1, got {value}")
     data = resolve_split(args.data)
-    records, root = select_records(data, args.split, None)
+    records, root = select_records(data, args.split, None, training=True)  # a training split's V-Cnt too
     for record in records:
         missing = [field for field in PREVIEW_FIELDS if record.get(field) is None]
         if missing:

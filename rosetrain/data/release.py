@@ -129,6 +129,7 @@ def load_split(
     bridges: bool | None = None,
     fields: Collection[str] | None = None,
     build: Callable[[dict[str, Any], CheckedRecord], Any] | None = None,
+    training: bool = False,
 ) -> list[Any]:
     """Every record of ``split`` in file order (see :func:`split_files` for ``bridges``).
 
@@ -144,22 +145,29 @@ def load_split(
 
     ``build``: return ``build(record, checked)`` for each record instead, given
     what the checks parsed (the scorer builds its golds without parsing twice).
+
+    ``training``: a training split's templates are known too (V-Cnt: what
+    training, its signal check and preview read; scoring refuses them).
     """
     paths = split_files(root, split, bridges)
     if fields is not None:
         try:
             return _checked_records(
-                ((path, enumerate(_read_fields(path, fields), start=1)) for path in paths), build, split
+                ((path, enumerate(_read_fields(path, fields), start=1)) for path in paths),
+                build,
+                split,
+                training,
             )
         except RosetrainError:
             pass  # read it again in full: that error names the file, line and field
-    return _checked_records(((path, iter_jsonl(path)) for path in paths), build, split)
+    return _checked_records(((path, iter_jsonl(path)) for path in paths), build, split, training)
 
 
 def _checked_records(
     files: Iterable[tuple[Path, Iterable[tuple[int, dict[str, Any]]]]],
     build: Callable[[dict[str, Any], CheckedRecord], Any] | None,
     split: str | None = None,
+    training: bool = False,
 ) -> list[Any]:
     """The records, checked; with ``split``, only those of that split: a row whose
     ``split`` field names another is skipped unread, exactly as the official
@@ -177,7 +185,7 @@ def _checked_records(
                 "region_params" not in record and "region_params_json" not in record
             ):
                 _lacking(record, path, number)
-            checked = check_record(record, path, number, images)
+            checked = check_record(record, path, number, images, training)
             item_id = str(record["item_id"])
             if item_id in seen:
                 first, line = seen[item_id]
@@ -375,11 +383,12 @@ def short_fingerprint(fingerprint: str | None) -> str:
 
 
 def select_records(
-    data_dir: str | Path, split: str, limit: int | None, bridges: bool | None = None
+    data_dir: str | Path, split: str, limit: int | None, bridges: bool | None = None, training: bool = False
 ) -> tuple[list[dict[str, Any]], Path]:
     """The split's records in file order (the first ``limit`` of them), and the
-    folder their ``image`` paths are relative to (the metadata file's)."""
-    records = load_split(data_dir, split, bridges=bridges)
+    folder their ``image`` paths are relative to (the metadata file's);
+    ``training`` as in :func:`load_split`."""
+    records = load_split(data_dir, split, bridges=bridges, training=training)
     if limit is not None:
         if limit < 1:
             raise RosetrainError(f"limit must be at least 1, got {limit}", argument="limit")

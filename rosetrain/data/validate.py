@@ -40,19 +40,23 @@ class CheckedRecord:
 
 
 def check_record(
-    record: Mapping[str, Any], path: Path, number: int, images_checked: set[str] | None = None
+    record: Mapping[str, Any],
+    path: Path,
+    number: int,
+    images_checked: set[str] | None = None,
+    training: bool = False,
 ) -> CheckedRecord:
     """Raise naming ``path:number`` and the field when the gold record is
     inconsistent; else return what the checks parsed.
 
     ``images_checked``: image paths of the same file already found inside its
-    folder (the tasks of one scene share an image), added to as checked."""
+    folder (the tasks of one scene share an image), added to as checked.
+    ``training``: the record may also be of a training-only template (V-Cnt),
+    which a training split holds and no release does."""
     where = f"{path}:{number}"
     template = record.get("task_template")
-    if template not in P.TEMPLATES:
-        raise RosetrainError(
-            f"{where}: task_template: unknown template {template!r}; known: {', '.join(P.TEMPLATES)}"
-        )
+    if template not in P.TEMPLATES and not (training and template in P.TRAINING_TEMPLATES):
+        raise RosetrainError(f"{where}: task_template: {_unknown_template(template)}")
     mode = record.get("task_mode")
     if mode is not None and mode != P.TASK_MODE[template]:  # the scorer would grade it in that mode
         raise RosetrainError(
@@ -79,6 +83,16 @@ def check_record(
             if images_checked is not None:
                 images_checked.add(image)
     return CheckedRecord(rows, cols, count, clicks, targets, region)
+
+
+def _unknown_template(template: object) -> str:
+    if template in P.TRAINING_TEMPLATES:  # a training split's row, met where ROSE items are scored
+        return (
+            f"{template} ({P.SHORT_NAME[template]}) is a training-only template, which no ROSE "
+            "release holds: eval and score grade the ROSE templates; rosetrain signal, "
+            "preview and training read it"
+        )
+    return f"unknown template {template!r:.100}; known: {', '.join(P.TEMPLATES)}"
 
 
 def _whole(record: Mapping[str, Any], field: str, where: str, minimum: int) -> int:

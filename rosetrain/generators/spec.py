@@ -188,7 +188,8 @@ class LevelSpec:
     )
     tasks: dict[str, float] = setting(
         help="task templates -> weight; role train may also weight T4C_COUNT_VISUAL_REGION "
-        "(training only: V-Clk's counting twin, the count inside the highlighted region)",
+        "(training only: V-Clk's counting twin, the count inside the highlighted region; "
+        "`preview` and `signal` read a split holding it, `eval` and `score` grade ROSE items only)",
         factory=lambda: {t: 1.0 for t in P.TEMPLATES},
         parse=_weights,
     )
