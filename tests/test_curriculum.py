@@ -399,18 +399,24 @@ def test_source_spec_fixture_is_valid(source_spec):
     load_spec(source_spec)
 
 
-def test_signal_command_runs_a_tiny_model(tmp_path, tiny_model_dir, source_spec, capsys):
+def test_signal_command_runs_a_tiny_model(tmp_path, tiny_model_dir, capsys):
     """The real sampler: greedy through the eval runner, k samples through the
     frontier filter's code, on a tiny random model (its figures mean nothing);
-    one progress bar, off with --quiet."""
+    one progress bar, off with --quiet. A GRPO spec may weight V-Cnt, a
+    training-only template: its rows are checked like any other."""
+    spec = tmp_path / "grpo-prompts.yaml"
+    spec.write_text(
+        SOURCE_SPEC.replace("T3_CLICK_LOCAL_NUMERIC: 1, T4_CLICK_VISUAL_REGION: 1", "T4C_COUNT_VISUAL_REGION: 1")
+    )
     data = tmp_path / "split"
-    assert main(["generate", "--spec", str(source_spec), "--out", str(data), "--split", "test",
+    assert main(["generate", "--spec", str(spec), "--out", str(data), "--split", "test",
                  "--scenes", "2", "--formats", "release", "--num-proc", "1"]) == 0  # fmt: skip
     out = tmp_path / "signal"
     args = ["signal", "--model", str(tiny_model_dir), "--data", str(data), "--limit", "3", "--k", "2"]
     capsys.readouterr()
     assert main([*args, "--out", str(out)]) == 0
     assert "signal check" in capsys.readouterr().err
+    assert "| V-Cnt |" in (out / "signal.md").read_text()
     summary = json.loads((out / "signal.json").read_text())
     assert summary["k"] == 2 and summary["all"]["n"] == 3
     assert main([*args, "--quiet"]) == 0
