@@ -406,7 +406,9 @@ def test_signal_command_runs_a_tiny_model(tmp_path, tiny_model_dir, capsys):
     training-only template: its rows are checked like any other."""
     spec = tmp_path / "grpo-prompts.yaml"
     spec.write_text(
-        SOURCE_SPEC.replace("T3_CLICK_LOCAL_NUMERIC: 1, T4_CLICK_VISUAL_REGION: 1", "T4C_COUNT_VISUAL_REGION: 1")
+        SOURCE_SPEC.replace(
+            "T3_CLICK_LOCAL_NUMERIC: 1, T4_CLICK_VISUAL_REGION: 1", "T4C_COUNT_VISUAL_REGION: 1"
+        )
     )
     data = tmp_path / "split"
     assert main(["generate", "--spec", str(spec), "--out", str(data), "--split", "test",
