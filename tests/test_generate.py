@@ -662,7 +662,11 @@ def test_a_training_split_with_v_cnt_is_read_where_training_reads_it(tmp_path, w
         == 2
     )
     error = capsys.readouterr().err.strip().splitlines()
-    assert len(error) == 1 and "metadata_test.jsonl:" in error[0] and "rosetrain signal, preview" in error[0]
+    assert (
+        len(error) == 1
+        and "metadata_test.jsonl:" in error[0]
+        and "rosetrain signal and preview read it" in error[0]
+    )
     assert not out.exists()
 
 

@@ -146,8 +146,8 @@ def load_split(
     ``build``: return ``build(record, checked)`` for each record instead, given
     what the checks parsed (the scorer builds its golds without parsing twice).
 
-    ``training``: a training split's templates are known too (V-Cnt: what
-    training, its signal check and preview read; scoring refuses them).
+    ``training``: a training split's templates are known too (V-Cnt, which
+    the signal check and preview read; scoring refuses them).
     """
     paths = split_files(root, split, bridges)
     if fields is not None:

@@ -89,8 +89,8 @@ def _unknown_template(template: object) -> str:
     if template in P.TRAINING_TEMPLATES:  # a training split's row, met where ROSE items are scored
         return (
             f"{template} ({P.SHORT_NAME[template]}) is a training-only template, which no ROSE "
-            "release holds: eval and score grade the ROSE templates; rosetrain signal, "
-            "preview and training read it"
+            "release holds: eval and score grade the ROSE templates; rosetrain signal "
+            "and preview read it"
         )
     return f"unknown template {template!r:.100}; known: {', '.join(P.TEMPLATES)}"
 
