@@ -634,6 +634,7 @@ def test_a_training_split_with_v_cnt_is_read_where_training_reads_it(tmp_path, w
     check (select_records with ``training``) read them, while eval and score,
     which grade ROSE items, refuse them in one line that says where they are read."""
     from rosetrain.data.release import select_records
+    from rosetrain.generators.preview import REGION_COLORS
 
     text = CUE_SPEC.replace(
         "T4_CLICK_VISUAL_REGION: 1}", "T4_CLICK_VISUAL_REGION: 1, T4C_COUNT_VISUAL_REGION: 1}"
@@ -644,7 +645,9 @@ def test_a_training_split_with_v_cnt_is_read_where_training_reads_it(tmp_path, w
     assert P.T4C in {r["task_template"] for r in records}
     sheet = tmp_path / "sheet.png"
     assert main(["preview", str(tmp_path / "twin"), "--template", P.T4C, "--out", str(sheet)]) == 0
-    assert Image.open(sheet).size[0] > 0
+    assert REGION_COLORS[P.T4C] in {
+        c for _, c in Image.open(sheet).convert("RGB").getcolors(1 << 20)
+    }  # its regions, outlined
     with pytest.raises(
         RosetrainError, match="T4C_COUNT_VISUAL_REGION \\(V-Cnt\\) is a training-only template"
     ):

@@ -17,7 +17,13 @@ from rosetrain.core.regions import cells_in_region
 TILE = 256  # each scene is scaled to fit a TILE x TILE box
 CAPTION = 30
 TARGET_COLOR = (255, 0, 160)
-REGION_COLORS = {P.T2: (0, 120, 255), P.T3: (0, 170, 0), P.T4: (255, 140, 0), P.T5: (120, 0, 200)}
+REGION_COLORS = {
+    P.T2: (0, 120, 255),
+    P.T3: (0, 170, 0),
+    P.T4: (255, 140, 0),
+    P.T5: (120, 0, 200),
+    P.T4C: (150, 90, 30),  # V-Clk's counting twin, in a training split: its region, darker
+}
 
 
 def _scenes(records: Iterable[dict[str, Any]]) -> OrderedDict[str, list[dict]]:
@@ -99,7 +105,9 @@ def contact_sheet(
         sheet.paste(tile, ((i % columns) * TILE, legend_h + (i // columns) * (TILE + CAPTION)))
     draw = ImageDraw.Draw(sheet)
     x = 4
-    for name, color in [("target", TARGET_COLOR)] + [(P.SHORT_NAME[t], c) for t, c in REGION_COLORS.items()]:
+    shown = {task["task_template"] for tasks in scenes for task in tasks}
+    keys = [(P.SHORT_NAME[t], c) for t, c in REGION_COLORS.items() if t != P.T4C or P.T4C in shown]
+    for name, color in [("target", TARGET_COLOR), *keys]:
         draw.rectangle((x, 5, x + 12, 17), outline=color, width=3)
         draw.text((x + 16, 5), name, fill="black")
         x += 24 + 7 * len(name)
