@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from rosetrain.core.io import (
     MARKER_NAME,
     atomic_path,
     atomic_write,
+    atomic_writes,
     output_lock,
     remove_atomic_temps,
     temp_path,
@@ -71,7 +73,7 @@ def killed_while_writing(folder, body: str) -> None:
     script = textwrap.dedent("""
         import os, sys
         from pathlib import Path
-        from rosetrain.core.io import atomic_path, atomic_write, claim_outputs, output_lock
+        from rosetrain.core.io import atomic_path, atomic_write, atomic_writes, claim_outputs, output_lock
         def die():
             os._exit(9)
         folder = Path(sys.argv[1])
@@ -160,3 +162,72 @@ def test_a_link_is_never_replaced_by_a_write(tmp_path, link):
         atomic_write(tmp_path / "out.txt", "rosetrain's")
     assert (tmp_path / "out.txt").is_symlink() and os.readlink(tmp_path / "out.txt") == str(target)
     assert not target.exists() if link == "dangling" else target.read_text() == "the user's"
+
+
+def test_several_files_update_the_marker_three_times_not_three_times_each(tmp_path, monkeypatch):
+    """Each marker update replaces the marker, which ext4 flushes to disk (about 2 ms):
+    a scored run's 30 summary files made 90 of them."""
+    import rosetrain.core.io as io
+
+    updates = []
+    real = io._write_marker
+    monkeypatch.setattr(io, "_write_marker", lambda marker, text: (updates.append(text), real(marker, text)))
+    files = {tmp_path / f"f{i}.txt": f"text {i}" for i in range(10)}
+    with output_lock(tmp_path):
+        updates.clear()
+        atomic_writes(files)
+        assert len(updates) == 3  # the claims, the temps, the temps gone
+        updates.clear()
+        atomic_writes(files)  # all claimed already: the temps only
+        assert len(updates) == 2
+    assert {p.name: p.read_text() for p in files} == {f"f{i}.txt": f"text {i}" for i in range(10)}
+    marker = json.loads((tmp_path / MARKER_NAME).read_text())
+    assert marker == {"written_by": "rosetrain", "files": sorted(p.name for p in files)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([MARKER_NAME, *(p.name for p in files)])
+
+
+def test_several_files_refuse_a_foreign_one_before_writing_any(tmp_path):
+    (tmp_path / "b.txt").write_text("the user's")
+    with (
+        output_lock(tmp_path),
+        pytest.raises(RosetrainError, match="b.txt: already exists and rosetrain did not"),
+    ):
+        atomic_writes({tmp_path / "a.txt": "ours", tmp_path / "b.txt": "ours"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"]  # nothing claimed, nothing written
+    assert (tmp_path / "b.txt").read_text() == "the user's"
+
+
+def test_several_files_killed_midway_leave_whole_files_and_named_temps(tmp_path):
+    killed_while_writing(
+        tmp_path,
+        """
+        real_replace = os.replace
+        os.replace = lambda src, dst: die() if Path(dst).name == "c.txt" else real_replace(src, dst)
+        atomic_writes({folder / name: name for name in ("a.txt", "b.txt", "c.txt", "d.txt")})
+    """,
+    )
+    assert (tmp_path / "a.txt").read_text() == "a.txt" and (tmp_path / "b.txt").read_text() == "b.txt"
+    assert not (tmp_path / "c.txt").exists() and not (tmp_path / "d.txt").exists()
+    left = sorted(p for p in tmp_path.iterdir() if p.name.endswith(".tmp"))
+    assert [p.name.split(".")[1] for p in left] == ["c", "d"]
+    with output_lock(tmp_path):
+        assert sorted(remove_atomic_temps(tmp_path)) == left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MARKER_NAME, "a.txt", "b.txt"]
+
+
+def test_several_files_failing_midway_remove_their_temps(tmp_path, monkeypatch):
+    import rosetrain.core.io as io
+
+    real = io.os.replace
+
+    def fail_on_c(src, dst):
+        if Path(dst).name == "c.txt":
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(io.os, "replace", fail_on_c)
+    with output_lock(tmp_path), pytest.raises(OSError, match="No space left"):
+        atomic_writes({tmp_path / name: name for name in ("a.txt", "b.txt", "c.txt")})
+    monkeypatch.setattr(io.os, "replace", real)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MARKER_NAME, "a.txt", "b.txt"]
+    assert "temps" not in json.loads((tmp_path / MARKER_NAME).read_text())

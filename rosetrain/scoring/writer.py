@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from rosetrain.core.io import atomic_write
+from rosetrain.core.io import atomic_writes
 from rosetrain.core.jsonio import json_text, jsonl_line
 from rosetrain.scoring.bridges import RowAt
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
@@ -84,15 +84,21 @@ def write_scored_split(
 def write_summaries(out: Path, summaries: RunSummaries, run: RunInfo | None = None) -> None:
     """Every file of the run but the per-item ones, from its summaries."""
     summary = summaries.summary
-    atomic_write(out / SUMMARY_FILE, json_text(summary))
-    for name, text in {**official_files(summary, run), **summaries.analyses.files()}.items():
-        atomic_write(out / name, text)
-    atomic_write(out / "summary.md", summary_markdown(summary))
-    for name, text in csv_tables(summary).items():
-        atomic_write(out / name, text)
+    files = {
+        SUMMARY_FILE: json_text(summary),
+        **official_files(summary, run),
+        **summaries.analyses.files(),
+        "summary.md": summary_markdown(summary),
+        **csv_tables(summary),
+    }
+    atomic_writes({out / name: text for name, text in files.items()})
 
 
 def _write_rows(out: Path, frame: Frame, lines: Sequence[bytes]) -> None:
     order, failed = frame.id_order(), (frame["pass"] != 1).tolist()
-    atomic_write(out / PER_ITEM_FILE, b"".join([lines[i] for i in order]))
-    atomic_write(out / ERROR_CASES_FILE, b"".join([lines[i] for i in order if failed[i]]))
+    atomic_writes(
+        {
+            out / PER_ITEM_FILE: b"".join([lines[i] for i in order]),
+            out / ERROR_CASES_FILE: b"".join([lines[i] for i in order if failed[i]]),
+        }
+    )
