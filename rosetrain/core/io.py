@@ -43,9 +43,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     _refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
-    owned = _holder(path)
-    if owned is not None and not owned.names(path.name):
-        owned = None  # a file the marker does not name: its temp is not recorded either
+    owned = _recording_holder(path)
     if owned is not None:
         owned.record_temps(tmp.name)  # before the temp exists: a kill leaves none unnamed
     try:
@@ -124,12 +122,15 @@ def atomic_writes(files: Mapping[str | os.PathLike, str | bytes]) -> None:
     paths = [Path(path) for path in files]
     claim_outputs(*paths)
     temps = [temp_path(path) for path in paths]
-    recorded = _by_holder([path for path in paths if _owned_name(path)])
-    for path in paths:
+    recorded: dict[_Owned, list[str]] = {}
+    for path, tmp in zip(paths, temps):
         _refuse_special(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-    for owned, held in recorded.items():
-        owned.record_temps(*(temp_path(path).name for path in held))  # before the temps exist
+        owned = _recording_holder(path)
+        if owned is not None:
+            recorded.setdefault(owned, []).append(tmp.name)
+    for owned, names in recorded.items():
+        owned.record_temps(*names)  # before the temps exist
     try:
         for tmp, data in zip(temps, files.values()):
             with open(tmp, "wb") as handle:
@@ -147,10 +148,11 @@ def atomic_writes(files: Mapping[str | os.PathLike, str | bytes]) -> None:
         owned.forget_temps()
 
 
-def _owned_name(path: Path) -> bool:
-    """Whether ``path`` is in a held folder whose marker names it (its temps are recorded)."""
+def _recording_holder(path: Path) -> _Owned | None:
+    """The ownership record of the held folder ``path`` is in, where its marker
+    names ``path`` (a file it does not name has its temps unrecorded too)."""
     owned = _holder(path)
-    return owned is not None and owned.names(path.name)
+    return owned if owned is not None and owned.names(path.name) else None
 
 
 def _loads(data: bytes) -> Any:
@@ -524,12 +526,6 @@ def _holder(path: Path) -> _Owned | None:
     return _held.get(os.path.realpath(path.parent)) if _held else None
 
 
-def _claim(path: Path) -> None:
-    owned = _holder(path)
-    if owned is not None:
-        owned.claim(path)
-
-
 def holds_output_lock(folder: str | os.PathLike) -> bool:
     """Whether this process holds ``folder`` with :func:`output_lock` (which is not
     re-entrant: a second hold, even from this process, is a second writer)."""
@@ -540,18 +536,13 @@ def claim_outputs(*paths: str | os.PathLike) -> None:
     """Claim files before writing any of them (inside a folder held with
     :func:`output_lock`), so a foreign one among them is refused before the
     first is written; one update of each held folder's marker."""
-    for owned, held in _by_holder([Path(path) for path in paths]).items():
-        owned.claim(*held)
-
-
-def _by_holder(paths: list[Path]) -> dict[_Owned, list[Path]]:
-    """The paths directly inside folders held with output_lock, by folder."""
     held: dict[_Owned, list[Path]] = {}
-    for path in paths:
+    for path in map(Path, paths):
         owned = _holder(path)
         if owned is not None:
             held.setdefault(owned, []).append(path)
-    return held
+    for owned, inside in held.items():
+        owned.claim(*inside)
 
 
 @contextmanager
