@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# GRPO on the band's V-Cnt prompts (experiments/transfer/rl-vcnt-band.yaml) after
+# one of round 16's family SFTs, for each seed given: train, evaluate on rdev,
+# compare with the SFT (docs/experiments.md, rounds 17, 19 and 20).
+#
+#   [SFT=famseen] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [EXTRA="--set ..."] \
+#     bash experiments/transfer/grpo-vcnt-band.sh SEED...
+#
+# Reads runs/curves-SFT-sS (the SFT and its rdev evaluation) and data/rdev-dim; writes runs/TAG/{sS,eval-sS-rdev,cmp-sS}. Two runners may share
+# a TAG: each takes a seed by creating runs/TAG/claim-sS, and skips seeds taken.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -d .venv ] && source .venv/bin/activate
+SFT=${SFT:-famseen} STEPS=${STEPS:-60} LR=${LR:-1e-5} O=runs/${TAG:-grpo-vcb}
+for S in "$@"; do
+  M=runs/curves-$SFT-s$S/$SFT-seed$S/checkpoint-final
+  mkdir -p "$O"
+  mkdir "$O/claim-s$S" 2>/dev/null || continue
+  # shellcheck disable=SC2086  # EXTRA holds several flags
+  rosetrain train grpo --recipe rosetrain/assets/demo/recipes/demo-grpo.yaml --set model=$M \
+    --set data.spec=experiments/transfer/rl-vcnt-band.yaml --set data.seed=$((S + 2)) --set seed=$((S + 2)) \
+    --set max_steps=$STEPS --set learning_rate=$LR --set save_steps=100 --set save_total_limit=4 \
+    --set output_dir=$O/s$S ${EXTRA:-}
+  rosetrain eval --model $O/s$S --data data/rdev-dim --max-new-tokens 96 --out $O/eval-s$S-rdev --no-progress
+  rosetrain compare runs/curves-$SFT-s$S/eval/$SFT-seed$S-5000-rdev $O/eval-s$S-rdev --out $O/cmp-s$S
+done
