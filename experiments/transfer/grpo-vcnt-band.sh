@@ -6,8 +6,11 @@
 #   [SFT=famseen] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [EXTRA="--set ..."] \
 #     bash experiments/transfer/grpo-vcnt-band.sh SEED...
 #
-# Reads runs/curves-SFT-sS (the SFT and its rdev evaluation) and data/rdev-dim; writes runs/TAG/{sS,eval-sS-rdev,cmp-sS}. Two runners may share
-# a TAG: each takes a seed by creating runs/TAG/claim-sS, and skips seeds taken.
+# Reads runs/curves-SFT-sS (the SFT and its rdev evaluation) and data/rdev-dim;
+# writes runs/TAG/{sS,eval-sS-rdev,cmp-sS}. Two runners may share a TAG: each
+# takes a seed by creating runs/TAG/claim-sS, and skips seeds taken. A run
+# stopped midway resumes from its last checkpoint (the recipe's resume: auto)
+# when its claim is removed and the script run again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .venv ] && source .venv/bin/activate
