@@ -124,6 +124,13 @@ def test_a_changed_split_or_a_foreign_folder_is_one_clear_error(split_dir, tmp_p
         predictions_from_samples(tmp_path, tmp_path)
 
 
+@pytest.mark.parametrize("task", ["", "../evil", "a b", "x/y", "t;rm"])
+def test_a_task_name_that_is_not_plain_is_refused_before_anything_is_written(split_dir, tmp_path, task):
+    with pytest.raises(RosetrainError, match="not a plain task name"):
+        export_task(split_dir, "test", tmp_path / "task", task=task)
+    assert not (tmp_path / "task").exists()
+
+
 def test_the_task_folder_runs_after_moving_alone_or_with_its_data(split_dir, tmp_path):
     """No absolute path in the folder's files; the split is found beside the task
     (both moved) or where it was at export (the task moved alone)."""

@@ -140,7 +140,7 @@ def export_task(
     """
     from rosetrain.data.release import select_records, split_fingerprint, with_image_paths
 
-    task = task or f"rosetrain_{split}"
+    task = f"rosetrain_{split}" if task is None else task  # "" (an unset shell variable) is refused
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
         raise RosetrainError(
             f"task: {task!r} is not a plain task name (letters, digits, '_', '-', '.')", argument="task"
