@@ -3,6 +3,7 @@ sometimes, records what it saw per template, steps aside when nothing is left; t
 live-group share is counted on PASS, per template."""
 
 import json
+from types import SimpleNamespace
 
 from rosetrain.train import frontier as F
 from rosetrain.train.rewards import log_live_groups
@@ -12,7 +13,8 @@ def make_filter(tmp_path, passes_by_item):
     keep = F.FrontierFilter(
         processor=None, samples=4, temperature=1.0, top_p=1.0, max_new_tokens=8, output_dir=str(tmp_path)
     )
-    keep.pass_counts = lambda rows: [passes_by_item[r["item_id"]] for r in rows]
+    keep.generate = lambda rows, samples: F.Sampled([], [], [""] * (samples * len(rows)))
+    keep.passes = lambda rows, texts: [passes_by_item[r["item_id"]] for r in rows]
     return keep
 
 
@@ -51,3 +53,54 @@ def test_live_groups_counted_on_pass_per_template():
     assert [v for n, v in logged if n == "live/G-Cnt"] == [0.0, 0.0]
     assert sum(v for n, v in logged if n == "live/all") / 4 == 0.5
     assert json.dumps(logged)
+
+
+def test_reuse_hands_each_kept_group_to_trl_once_and_samples_what_it_does_not_hold(tmp_path, monkeypatch):
+    """TRL's copies of a prompt (deep-copied, its image put into the message) find
+    the group the filter kept it with; a prompt drawn twice in a row is two
+    groups; a prompt the filter holds nothing of is sampled there and then."""
+    import copy
+
+    from PIL import Image
+    from trl.data_utils import prepare_multimodal_messages
+
+    keep = make_filter(tmp_path, {"a": 2, "b": 0})
+    keep.reuse = True
+    red, blue = Image.new("RGB", (8, 8), "red"), Image.new("RGB", (8, 8), "blue")
+    prompt = [
+        {"role": "user", "content": [{"type": "image", "text": None}, {"type": "text", "text": "Count."}]}
+    ]
+    keep.generate = lambda rows, samples: F.Sampled(
+        [[7]] * len(rows), [[len(rows), i] for i in range(samples * len(rows))], [""] * (samples * len(rows))
+    )
+    batch = {"item_id": ["a", "b"], "task_template": ["T1_COUNT_GLOBAL"] * 2, "prompt": [prompt] * 2}
+    batch["images"] = [[red], [blue]]
+    assert keep(batch) == [True, False]  # only a's group is held
+    for_trl = [prepare_multimodal_messages(copy.deepcopy(prompt), images=[red.copy()]) for _ in range(4)]
+    out = keep.rollout(for_trl, SimpleNamespace(num_generations=4))
+    assert out["completion_ids"][:4] == [
+        [2, 0],
+        [2, 1],
+        [2, 2],
+        [2, 3],
+    ]  # a's group, as the filter sampled it
+    assert keep.pending == {}
+    out = keep.rollout(for_trl + for_trl, SimpleNamespace(num_generations=4))  # nothing held now
+    assert out["completion_ids"] == [[1, i] for i in range(4)] * 2 and out["prompt_ids"] == [[7]] * 8
+    counts = [json.loads(line)["groups"] for line in (tmp_path / F.FRONTIER_LOG).read_text().splitlines()[1:]]
+    assert counts == [{"reused": 1, "resampled": 0}, {"reused": 0, "resampled": 2}]
+
+
+def test_held_groups_stay_bounded_when_trl_takes_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(F, "MAX_PENDING_GROUPS", 3)
+    keep = make_filter(tmp_path, {})
+    for key in "abcde":
+        keep.hold(key, [1], [[2]])
+    assert list(keep.pending) == ["c", "d", "e"] and keep.pending_groups == 3
+    assert keep.take("c", copies=2) is None  # a group of another size is not TRL's
+    assert keep.take("d", copies=1) == ([1], [[2]])
+
+
+def test_a_completion_ends_at_its_first_end_token_kept_as_trl_cuts_it():
+    assert F._up_to_end([5, 6, 9, 0, 0], {0, 9}) == [5, 6, 9]
+    assert F._up_to_end([5, 6], {0}) == [5, 6]  # cut by the length limit: all of it

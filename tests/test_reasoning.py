@@ -236,5 +236,4 @@ def test_the_frontier_filter_and_the_signal_check_grade_the_answer_after_the_thi
     keep = FrontierFilter(
         processor=None, samples=4, temperature=1.0, top_p=1.0, max_new_tokens=8, output_dir=str(tmp_path)
     )
-    keep.sample = lambda rows: group
-    assert keep.pass_counts([gold]) == [2]
+    assert keep.passes([gold], group) == [2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -552,6 +553,70 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
     }
     seen = {short[t] for columns in calls for t in columns["task_template"]}
     assert {f"pass/{name}" for name in seen} <= logged
+
+
+@pytest.mark.slow
+def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(tmp_path, env, monkeypatch):
+    """grpo.frontier_reuse: every group TRL trains on is the one the filter kept
+    its prompt with (TRL's own sampling never runs), through TRL's rollout_func."""
+    from trl import GRPOTrainer
+
+    from rosetrain.train import frontier as F
+    from rosetrain.train.build import build
+    from rosetrain.train.check import check
+    from rosetrain.train.run import run
+
+    held, given = [], []
+    # an untrained model passes nothing: call every prompt live, one sample of two passing
+    monkeypatch.setattr(F.FrontierFilter, "passes", lambda self, rows, texts: [1] * len(rows))
+    hold, rollout = F.FrontierFilter.hold, F.FrontierFilter.rollout
+    monkeypatch.setattr(
+        F.FrontierFilter,
+        "hold",
+        lambda self, key, ids, group: held.append(group) or hold(self, key, ids, group),
+    )
+
+    def recording_rollout(self, prompts, trainer):
+        out = rollout(self, prompts, trainer)
+        given.append(out["completion_ids"])
+        return out
+
+    def never(*args, **kwargs):
+        raise AssertionError("TRL sampled a prompt the filter had sampled")
+
+    monkeypatch.setattr(F.FrontierFilter, "rollout", recording_rollout)
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", never)
+    recipe = load_recipe(
+        write_recipe(
+            tmp_path / "r.yaml",
+            env,
+            method="grpo",
+            data={"spec": str(env["spec"])},
+            max_steps=2,
+            learning_rate=1e-5,
+            eval={},
+            per_device_train_batch_size=None,
+            grpo={"num_generations": 2, "max_completion_length": 6, "frontier": True, "frontier_reuse": True},
+        )
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = build(check(recipe))
+    assert not [w for w in caught if "rollout_func" in str(w.message)]  # rosetrain's choice: no notice
+    run(built)
+    assert built.trainer.state.global_step == 2
+    assert given and all(group in held for batch in given for group in (batch[:2], batch[2:]) if group)
+    lines = [json.loads(line) for line in (tmp_path / "run" / F.FRONTIER_LOG).read_text().splitlines()]
+    groups = [line["groups"] for line in lines if "groups" in line]
+    assert groups and sum(g["reused"] for g in groups) >= 2 and sum(g["resampled"] for g in groups) == 0
+
+
+def test_frontier_reuse_needs_the_frontier_and_transformers_sampling(tmp_path, env):
+    recipe = write_recipe(tmp_path / "r.yaml", env, method="grpo", data={"spec": str(env["spec"])})
+    with pytest.raises(RecipeError, match="grpo.frontier_reuse: needs grpo.frontier: true"):
+        load_recipe(recipe, ["grpo.frontier_reuse=true"])
+    with pytest.raises(RecipeError, match="grpo.frontier_reuse: needs grpo.vllm: null"):
+        load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.vllm=server"])
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,25 @@ logger = logging.getLogger("rosetrain.train")
 
 
 @dataclasses.dataclass
+class PreparedRows:
+    """What ``TrainerParts.prepare_rows`` returns: the rows the trainer reads,
+    objects that need the trainer once it exists (``attach``), and more of the
+    trainer's own arguments (GRPO's ``rollout_func``)."""
+
+    rows: Any
+    needs_trainer: list[Any] = dataclasses.field(default_factory=list)
+    trainer_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
 class TrainerParts:
     """What a method adds to the shared build: its TRL trainer class, the trainer's
     own arguments (GRPO: ``reward_funcs``), and ``prepare_rows(rows, processor, args)``,
-    which may replace the rows (GRPO's frontier filter) and returns callbacks that
-    need the trainer once it exists."""
+    which may replace the rows (GRPO's frontier filter)."""
 
     trainer_class: type
     kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    prepare_rows: Callable[[Any, Any, Any], tuple[Any, list[Any]]] | None = None
+    prepare_rows: Callable[[Any, Any, Any], PreparedRows] | None = None
 
 
 @dataclasses.dataclass
@@ -52,21 +63,26 @@ def build(checked: Checked) -> Built:
     model, processor = load_policy(recipe)
     processor.tokenizer.padding_side = "left"
     rows = train_dataset(recipe.data, checked.exclude_fingerprints, recipe.seed)
-    needs_trainer: list[Any] = []
+    prepared = PreparedRows(rows)
     if parts.prepare_rows is not None:
-        rows, needs_trainer = parts.prepare_rows(rows, processor, checked.args)
+        prepared = parts.prepare_rows(rows, processor, checked.args)
     callbacks = callbacks_for(checked, processor)
     logger.warning(describe_plan(checked, model))
-    trainer = parts.trainer_class(
-        model=model,
-        args=checked.args,
-        train_dataset=rows,
-        processing_class=processor,
-        peft_config=peft_config(recipe),
-        callbacks=callbacks,
-        **parts.kwargs,
-    )
-    attach(trainer, callbacks + needs_trainer)
+    with warnings.catch_warnings():
+        # TRL's experimental rollout_func is passed only where a recipe key asks for
+        # it (grpo.frontier_reuse), and the tests run it against the TRL installed
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
+        trainer = parts.trainer_class(
+            model=model,
+            args=checked.args,
+            train_dataset=prepared.rows,
+            processing_class=processor,
+            peft_config=peft_config(recipe),
+            callbacks=callbacks,
+            **parts.kwargs,
+            **prepared.trainer_kwargs,
+        )
+    attach(trainer, callbacks + prepared.needs_trainer)
     use_log_lines(trainer)
     if recipe.vision_lr_scale != 1.0:
         scale_vision_lr(trainer, recipe.vision_lr_scale)

@@ -12,18 +12,26 @@ Why a filtering stream rather than a trainer hook: it needs no TRL internals
 (``_generate_and_score_completions`` changes between TRL releases), and it
 runs wherever the dataloader runs, with the policy being trained. Its cost:
 each kept prompt is sampled twice (once here, once by TRL), plus the samples of
-the rejected prompts.
+the rejected prompts. With ``grpo.frontier_reuse`` it is sampled once: the
+filter keeps the samples of each prompt it keeps, and TRL's ``rollout_func``
+(``FrontierFilter.rollout``) hands them to TRL as the prompt's group, so every
+group TRL trains on holds a pass and a fail, as in DAPO. A prompt TRL asks for
+that the filter holds no samples of (the filter stepped aside, a resumed run)
+is sampled there and then, with the same settings.
 
 Each batch's counts go to ``OUTPUT_DIR/frontier.jsonl``: per template, the
-prompts seen, live (kept), all-pass and all-fail.
+prompts seen, live (kept), all-pass and all-fail; with reuse, each rollout's
+groups reused and sampled anew.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +44,51 @@ FRONTIER_LOG = "frontier.jsonl"
 # probability ~0.45**128: the policy has no frontier left (or never had one, as
 # an untrained model). Filtering then stops, with a warning, instead of spinning.
 MAX_REJECTED_IN_A_ROW = 128
+# Kept groups waiting for TRL: it takes them within a generation batch or two, so
+# more than this means TRL's prompts no longer match the filter's (then the
+# oldest are dropped, and the rollouts count them as sampled anew).
+MAX_PENDING_GROUPS = 4096
+
+
+@dataclasses.dataclass
+class Sampled:
+    """Completions of rows, row after row: each row's prompt token ids (without
+    padding), and per completion its token ids (up to its first end-of-sequence
+    token, kept, as TRL keeps it) and its text."""
+
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    texts: list[str]
+
+
+def prompt_key(messages: Sequence[Mapping[str, Any]], images: Sequence[Any]) -> tuple:
+    """A prompt's identity through the copies TRL makes of it: its roles and texts
+    in order, and its images' size, mode and a digest of their pixels."""
+    texts = []
+    for message in messages:
+        content = message["content"]
+        parts = (
+            [content]
+            if isinstance(content, str)
+            else [part.get("text") for part in content if part.get("type") == "text"]
+        )
+        texts.append((message["role"], *parts))
+    pixels = tuple(
+        (image.size, image.mode, hashlib.blake2b(image.tobytes(), digest_size=16).digest())
+        for image in images
+    )
+    return tuple(texts), pixels
+
+
+def message_images(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The images TRL put into a prompt's content parts, in order."""
+    return [
+        part["image"]
+        for message in messages
+        if not isinstance(message["content"], str)
+        for part in message["content"]
+        if part.get("type") == "image"
+    ]
 
 
 class FrontierFilter:
@@ -51,6 +104,7 @@ class FrontierFilter:
         top_p: float,
         max_new_tokens: int,
         output_dir: str,
+        reuse: bool = False,
     ):
         from rosetrain.train.rewards import ScoreCache
 
@@ -64,14 +118,24 @@ class FrontierFilter:
         self.cache = ScoreCache()
         self.rejected_in_a_row = 0
         self.exhausted = False
+        self.reuse = reuse
+        # prompt_key -> the kept groups of that prompt TRL has not taken yet, oldest first
+        self.pending: dict[tuple, collections.deque[tuple[list[int], list[list[int]]]]] = {}
+        self.pending_groups = 0
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
         rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
         if self.exhausted:
             return [True] * len(rows)
-        passes = self.pass_counts(rows)
+        sampled = self.generate(rows, self.samples)
+        passes = self.passes(rows, sampled.texts)
         keep = [0 < p < self.samples for p in passes]
         self.record(rows, passes)
+        if self.reuse:
+            for i, (row, kept) in enumerate(zip(rows, keep)):
+                if kept:
+                    group = sampled.completion_ids[i * self.samples : (i + 1) * self.samples]
+                    self.hold(prompt_key(row["prompt"], row["images"]), sampled.prompt_ids[i], group)
         self.rejected_in_a_row = 0 if any(keep) else self.rejected_in_a_row + len(rows)
         if self.rejected_in_a_row >= MAX_REJECTED_IN_A_ROW:
             self.stop_filtering()
@@ -91,10 +155,10 @@ class FrontierFilter:
     def step(self) -> int | None:
         return getattr(getattr(self.trainer, "state", None), "global_step", None)
 
-    def pass_counts(self, rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    def passes(self, rows: Sequence[Mapping[str, Any]], texts: Sequence[str]) -> list[int]:
+        """Each row's number of passing samples among ``texts`` (``samples`` a row)."""
         from rosetrain.train.rewards import GOLD_COLUMNS
 
-        texts = self.sample(rows)
         counts = []
         for i, row in enumerate(rows):
             gold = {c: row[c] for c in GOLD_COLUMNS if c in row}
@@ -104,6 +168,11 @@ class FrontierFilter:
 
     def sample(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         """``samples`` completions per row, row after row, from the live policy."""
+        return self.generate(rows, self.samples).texts
+
+    def generate(self, rows: Sequence[Mapping[str, Any]], samples: int) -> Sampled:
+        """``samples`` completions per row from the live policy, with the recipe's
+        sampling settings (TRL's own)."""
         import torch
 
         model = self.trainer.model if self.trainer is not None else None
@@ -126,13 +195,72 @@ class FrontierFilter:
                     temperature=self.temperature,
                     top_p=self.top_p,
                     top_k=0,
-                    num_return_sequences=self.samples,
+                    num_return_sequences=samples,
                     max_new_tokens=self.max_new_tokens,
                 )
         finally:
             model.train(was_training)
+        completions = output[:, inputs["input_ids"].shape[1] :]
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        return tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+        prompts = [
+            ids[mask.bool()].tolist() for ids, mask in zip(inputs["input_ids"], inputs["attention_mask"])
+        ]
+        ends = set(self.end_ids(model))
+        return Sampled(
+            prompt_ids=prompts,
+            completion_ids=[_up_to_end(ids, ends) for ids in completions.tolist()],
+            texts=tokenizer.batch_decode(completions, skip_special_tokens=True),
+        )
+
+    def end_ids(self, model: Any) -> list[int]:
+        """The tokens that end a completion: TRL's list, else the model's."""
+        ends = getattr(self.trainer, "eos_token_ids", None)
+        if ends is None:
+            ends = model.generation_config.eos_token_id
+        return [ends] if isinstance(ends, int) else list(ends or [])
+
+    def hold(self, key: tuple, prompt_ids: list[int], group: list[list[int]]) -> None:
+        """Keep a kept prompt's group for TRL (``rollout``)."""
+        self.pending.setdefault(key, collections.deque()).append((prompt_ids, group))
+        self.pending_groups += 1
+        while self.pending_groups > MAX_PENDING_GROUPS:  # TRL is not taking them: drop the oldest
+            oldest = next(iter(self.pending))
+            self.pending[oldest].popleft()
+            self.pending_groups -= 1
+            if not self.pending[oldest]:
+                del self.pending[oldest]
+
+    def take(self, key: tuple, copies: int) -> tuple[list[int], list[list[int]]] | None:
+        held = self.pending.get(key)
+        if not held:
+            return None
+        prompt_ids, group = held.popleft()
+        self.pending_groups -= 1
+        if not held:
+            del self.pending[key]
+        return (prompt_ids, group) if len(group) == copies else None
+
+    def rollout(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
+        """TRL's ``rollout_func``: ``prompts`` holds each prompt ``num_generations``
+        times in a row; each run of copies gets the group the filter kept the
+        prompt with, or a group sampled now when it holds none."""
+        prompt_ids: list[list[int]] = []
+        completion_ids: list[list[int]] = []
+        reused = resampled = 0
+        for messages, key, copies in _runs(prompts, getattr(trainer, "num_generations", self.samples)):
+            held = self.take(key, copies)
+            if held is None:
+                sampled = self.generate([{"prompt": messages, "images": message_images(messages)}], copies)
+                held = (sampled.prompt_ids[0], sampled.completion_ids)
+                resampled += 1
+            else:
+                reused += 1
+            prompt_ids += [held[0]] * copies
+            completion_ids += held[1]
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            counts = {"reused": reused, "resampled": resampled}
+            handle.write(json.dumps({"step": self.step(), "groups": counts}) + "\n")
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
 
     def record(self, rows: Sequence[Mapping[str, Any]], passes: Sequence[int]) -> None:
         counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -142,6 +270,30 @@ class FrontierFilter:
             counts[template].update({"seen": 1, outcome: 1})
         with open(self.log_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": self.step(), "templates": counts}, sort_keys=True) + "\n")
+
+
+def _up_to_end(ids: list[int], ends: set[int]) -> list[int]:
+    """A completion's token ids up to its first end token (kept), as TRL cuts them."""
+    for i, token in enumerate(ids):
+        if token in ends:
+            return ids[: i + 1]
+    return ids
+
+
+def _runs(
+    prompts: Sequence[list[dict[str, Any]]], size: int
+) -> Iterator[tuple[list[dict[str, Any]], tuple, int]]:
+    """Each run of copies of one prompt (TRL copies each prompt ``num_generations``
+    times, one after the other): the prompt, its key and the run's length, at
+    most ``size`` (the same prompt drawn twice in a row is two groups)."""
+    keys = [prompt_key(messages, message_images(messages)) for messages in prompts]
+    i = 0
+    while i < len(prompts):
+        j = i + 1
+        while j < len(prompts) and j - i < size and keys[j] == keys[i]:
+            j += 1
+        yield prompts[i], keys[i], j - i
+        i = j
 
 
 def frontier_summary(output_dir: str | Path) -> dict[str, Any]:

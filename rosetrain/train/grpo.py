@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from rosetrain.train.build import TrainerParts
+from rosetrain.train.build import PreparedRows, TrainerParts
 from rosetrain.train.recipe import Recipe
 from rosetrain.train.rewards import build_rewards
 from rosetrain.train.trl_config import make_config
@@ -64,9 +64,10 @@ def trainer_parts(recipe: Recipe) -> TrainerParts:
     return TrainerParts(GRPOTrainer, kwargs={"reward_funcs": reward_funcs}, prepare_rows=frontier)
 
 
-def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
-    """The stream filtered to frontier prompts (``grpo.frontier``), and the filter:
-    a callback that needs the trainer (its live policy samples each candidate)."""
+def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> PreparedRows:
+    """The stream filtered to frontier prompts (``grpo.frontier``), and the filter,
+    which needs the trainer (its live policy samples each candidate); with
+    ``grpo.frontier_reuse``, TRL's rollouts are the filter's own samples."""
     from rosetrain.core.errors import RosetrainError
     from rosetrain.train.frontier import FrontierFilter
 
@@ -82,9 +83,14 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any):
         top_p=grpo.top_p,
         max_new_tokens=grpo.max_completion_length,
         output_dir=recipe.output_dir,
+        reuse=grpo.frontier_reuse,
     )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).
     args.shuffle_dataset = False
     prompts_per_generation = max(1, args.generation_batch_size // grpo.num_generations)
-    return dataset.filter(keep, batched=True, batch_size=prompts_per_generation), [keep]
+    return PreparedRows(
+        dataset.filter(keep, batched=True, batch_size=prompts_per_generation),
+        needs_trainer=[keep],
+        trainer_kwargs={"rollout_func": keep.rollout} if grpo.frontier_reuse else {},
+    )

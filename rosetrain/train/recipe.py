@@ -183,9 +183,26 @@ class GrpoConfig:
         "OUTPUT_DIR/frontier.jsonl (rosetrain.train.frontier); after 128 dead "
         "prompts in a row (e.g. an untrained policy) it stops filtering, with a warning",
     )
+    frontier_reuse: bool = key(
+        False,
+        "with frontier: TRL trains each kept prompt on the very samples that kept it (DAPO's "
+        "dynamic sampling: every group it trains on holds a pass and a fail) instead of "
+        "sampling the prompt again, which saves TRL's own sampling; through TRL's "
+        "experimental rollout_func; needs vllm null; reused and resampled groups are "
+        "counted in frontier.jsonl",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "grpo.")
+        if self.frontier_reuse and not self.frontier:
+            raise ValueError(
+                "grpo.frontier_reuse: needs grpo.frontier: true (it reuses the filter's samples)"
+            )
+        if self.frontier_reuse and self.vllm is not None:
+            raise ValueError(
+                "grpo.frontier_reuse: needs grpo.vllm: null (the filter samples with transformers, "
+                "so vLLM would never generate)"
+            )
 
 
 @dataclasses.dataclass
