@@ -157,6 +157,12 @@ def test_small_size_is_a_few_million_parameters(tokenizer):
     assert 1_000_000 < count_parameters(build_model(tokenizer, "small")) < 5_000_000
 
 
+def test_medium_size_is_a_larger_stand_in_of_the_same_architecture(tokenizer):
+    from rosetrain.models.tiny import build_model, count_parameters
+
+    assert 10_000_000 < count_parameters(build_model(tokenizer, "medium", family="qwen3-vl")) < 15_000_000
+
+
 def test_loader_names_a_missing_local_path(tmp_path):
     from rosetrain.models.loading import load_model_and_processor
 

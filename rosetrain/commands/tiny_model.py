@@ -1,4 +1,4 @@
-"""``rosetrain tiny-model --out models/tiny [--size tiny|small] [--family qwen2-vl|qwen2.5-vl|qwen3-vl] [--seed 0]``."""
+"""``rosetrain tiny-model --out models/tiny [--size tiny|small|medium] [--family qwen2-vl|qwen2.5-vl|qwen3-vl] [--seed 0]``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--size",
         choices=list(SIZES),
         default="tiny",
-        help="tiny: for tests (<1M parameters); small: for the demo (~2M)",
+        help="tiny: for tests (<1M parameters); small: for the demo (~2.5M); medium: a larger "
+        "stand-in (~12M, a CPU step about 5x small's)",
     )
     parser.add_argument(
         "--family",

@@ -118,6 +118,22 @@ SIZES = {
         min_pixels=56 * 56,
         max_pixels=224 * 224,
     ),
+    # a larger stand-in (12M): twice the widths, half again the depths; a CPU
+    # training step costs about 5x small's (docs/experiments.md, round 22)
+    "medium": ModelSize(
+        text_hidden=256,
+        text_layers=6,
+        text_heads=8,
+        text_kv_heads=4,
+        text_intermediate=1024,
+        mrope_section=(4, 6, 6),
+        vision_depth=6,
+        vision_embed=192,
+        vision_heads=6,
+        vision_mlp_ratio=4,
+        min_pixels=56 * 56,
+        max_pixels=224 * 224,
+    ),
 }
 
 
