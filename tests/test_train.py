@@ -603,6 +603,10 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(tmp
         warnings.simplefilter("always")
         built = build(check(recipe))
     assert not [w for w in caught if "rollout_func" in str(w.message)]  # rosetrain's choice: no notice
+    keep = built.trainer.rollout_func.__self__
+    # the rollouts are drawn as TRL draws its own: never an image token, which would break the forward
+    assert keep.sampling() == {"generation_config": built.trainer.generation_config}
+    assert built.trainer.generation_config.suppress_tokens == [built.trainer.model.config.image_token_id]
     run(built)
     assert built.trainer.state.global_step == 2
     assert given and all(group in held for batch in given for group in (batch[:2], batch[2:]) if group)

@@ -171,8 +171,7 @@ class FrontierFilter:
         return self.generate(rows, self.samples).texts
 
     def generate(self, rows: Sequence[Mapping[str, Any]], samples: int) -> Sampled:
-        """``samples`` completions per row from the live policy, with the recipe's
-        sampling settings (TRL's own)."""
+        """``samples`` completions per row from the live policy (``sampling``)."""
         import torch
 
         model = self.trainer.model if self.trainer is not None else None
@@ -189,15 +188,7 @@ class FrontierFilter:
         model.eval()
         try:
             with torch.inference_mode():
-                output = model.generate(
-                    **inputs,
-                    do_sample=True,
-                    temperature=self.temperature,
-                    top_p=self.top_p,
-                    top_k=0,
-                    num_return_sequences=samples,
-                    max_new_tokens=self.max_new_tokens,
-                )
+                output = model.generate(**inputs, num_return_sequences=samples, **self.sampling())
         finally:
             model.train(was_training)
         completions = output[:, inputs["input_ids"].shape[1] :]
@@ -211,6 +202,24 @@ class FrontierFilter:
             completion_ids=[_up_to_end(ids, ends) for ids in completions.tolist()],
             texts=tokenizer.batch_decode(completions, skip_special_tokens=True),
         )
+
+    def sampling(self) -> dict[str, Any]:
+        """How the filter samples. Reused samples are TRL's rollouts, so they are
+        drawn with TRL's own generation config, which among other things never
+        samples an image token (one in a completion breaks the training forward:
+        "image features and image tokens do not match"). Samples that only decide
+        keep the recipe's temperature, top_p and length, as the demo's recorded
+        GRPO runs drew them."""
+        trl_config = getattr(self.trainer, "generation_config", None)
+        if self.reuse and trl_config is not None:
+            return {"generation_config": trl_config}
+        return {
+            "do_sample": True,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": 0,
+            "max_new_tokens": self.max_new_tokens,
+        }
 
     def end_ids(self, model: Any) -> list[int]:
         """The tokens that end a completion: TRL's list, else the model's."""
