@@ -84,21 +84,21 @@ def test_reuse_hands_each_kept_group_to_trl_once_and_samples_what_it_does_not_ho
         [2, 2],
         [2, 3],
     ]  # a's group, as the filter sampled it
-    assert keep.pending == {}
+    assert keep.held.count == 0
     out = keep.rollout(for_trl + for_trl, SimpleNamespace(num_generations=4))  # nothing held now
     assert out["completion_ids"] == [[1, i] for i in range(4)] * 2 and out["prompt_ids"] == [[7]] * 8
     counts = [json.loads(line)["groups"] for line in (tmp_path / F.FRONTIER_LOG).read_text().splitlines()[1:]]
     assert counts == [{"reused": 1, "resampled": 0}, {"reused": 0, "resampled": 2}]
 
 
-def test_held_groups_stay_bounded_when_trl_takes_none(tmp_path, monkeypatch):
+def test_held_groups_stay_bounded_when_trl_takes_none(monkeypatch):
     monkeypatch.setattr(F, "MAX_PENDING_GROUPS", 3)
-    keep = make_filter(tmp_path, {})
+    held = F.HeldGroups()
     for key in "abcde":
-        keep.hold(key, [1], [[2]])
-    assert list(keep.pending) == ["c", "d", "e"] and keep.pending_groups == 3
-    assert keep.take("c", copies=2) is None  # a group of another size is not TRL's
-    assert keep.take("d", copies=1) == ([1], [[2]])
+        held.put(key, [1], [[2]])
+    assert list(held.by_key) == ["c", "d", "e"] and held.count == 3
+    assert held.take("c", copies=2) is None  # a group of another size is not TRL's
+    assert held.take("d", copies=1) == ([1], [[2]]) and held.count == 1
 
 
 def test_a_completion_ends_at_its_first_end_token_kept_as_trl_cuts_it():

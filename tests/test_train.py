@@ -569,11 +569,9 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(tmp
     held, given = [], []
     # an untrained model passes nothing: call every prompt live, one sample of two passing
     monkeypatch.setattr(F.FrontierFilter, "passes", lambda self, rows, texts: [1] * len(rows))
-    hold, rollout = F.FrontierFilter.hold, F.FrontierFilter.rollout
+    put, rollout = F.HeldGroups.put, F.FrontierFilter.rollout
     monkeypatch.setattr(
-        F.FrontierFilter,
-        "hold",
-        lambda self, key, ids, group: held.append(group) or hold(self, key, ids, group),
+        F.HeldGroups, "put", lambda self, key, ids, group: held.append(group) or put(self, key, ids, group)
     )
 
     def recording_rollout(self, prompts, trainer):

@@ -91,6 +91,39 @@ def message_images(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
     ]
 
 
+Group = tuple[list[int], list[list[int]]]  # a prompt's token ids, its completions' token ids
+
+
+class HeldGroups:
+    """The groups the filter kept prompts with, by ``prompt_key``, oldest first,
+    until TRL takes them (``FrontierFilter.rollout``)."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple, collections.deque[Group]] = {}
+        self.count = 0
+
+    def put(self, key: tuple, prompt_ids: list[int], completions: list[list[int]]) -> None:
+        self.by_key.setdefault(key, collections.deque()).append((prompt_ids, completions))
+        self.count += 1
+        while self.count > MAX_PENDING_GROUPS:  # TRL is not taking them: drop the oldest
+            self._pop(next(iter(self.by_key)))
+
+    def take(self, key: tuple, copies: int) -> Group | None:
+        """The oldest group held for ``key``, if it has ``copies`` completions."""
+        if not self.by_key.get(key):
+            return None
+        group = self._pop(key)
+        return group if len(group[1]) == copies else None
+
+    def _pop(self, key: tuple) -> Group:
+        held = self.by_key[key]
+        group = held.popleft()
+        self.count -= 1
+        if not held:
+            del self.by_key[key]
+        return group
+
+
 class FrontierFilter:
     """``IterableDataset.filter(FrontierFilter(...), batched=True)``: keeps a row
     when the policy's pass rate on it over ``samples`` samples is in (0, 1)."""
@@ -119,9 +152,7 @@ class FrontierFilter:
         self.rejected_in_a_row = 0
         self.exhausted = False
         self.reuse = reuse
-        # prompt_key -> the kept groups of that prompt TRL has not taken yet, oldest first
-        self.pending: dict[tuple, collections.deque[tuple[list[int], list[list[int]]]]] = {}
-        self.pending_groups = 0
+        self.held = HeldGroups()  # with reuse: the kept prompts' groups, until TRL takes them
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
         rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
@@ -135,7 +166,7 @@ class FrontierFilter:
             for i, (row, kept) in enumerate(zip(rows, keep)):
                 if kept:
                     group = sampled.completion_ids[i * self.samples : (i + 1) * self.samples]
-                    self.hold(prompt_key(row["prompt"], row["images"]), sampled.prompt_ids[i], group)
+                    self.held.put(prompt_key(row["prompt"], row["images"]), sampled.prompt_ids[i], group)
         self.rejected_in_a_row = 0 if any(keep) else self.rejected_in_a_row + len(rows)
         if self.rejected_in_a_row >= MAX_REJECTED_IN_A_ROW:
             self.stop_filtering()
@@ -228,27 +259,6 @@ class FrontierFilter:
             ends = model.generation_config.eos_token_id
         return [ends] if isinstance(ends, int) else list(ends or [])
 
-    def hold(self, key: tuple, prompt_ids: list[int], group: list[list[int]]) -> None:
-        """Keep a kept prompt's group for TRL (``rollout``)."""
-        self.pending.setdefault(key, collections.deque()).append((prompt_ids, group))
-        self.pending_groups += 1
-        while self.pending_groups > MAX_PENDING_GROUPS:  # TRL is not taking them: drop the oldest
-            oldest = next(iter(self.pending))
-            self.pending[oldest].popleft()
-            self.pending_groups -= 1
-            if not self.pending[oldest]:
-                del self.pending[oldest]
-
-    def take(self, key: tuple, copies: int) -> tuple[list[int], list[list[int]]] | None:
-        held = self.pending.get(key)
-        if not held:
-            return None
-        prompt_ids, group = held.popleft()
-        self.pending_groups -= 1
-        if not held:
-            del self.pending[key]
-        return (prompt_ids, group) if len(group) == copies else None
-
     def rollout(self, prompts: list[list[dict[str, Any]]], trainer: Any) -> dict[str, Any]:
         """TRL's ``rollout_func``: ``prompts`` holds each prompt ``num_generations``
         times in a row; each run of copies gets the group the filter kept the
@@ -257,7 +267,7 @@ class FrontierFilter:
         completion_ids: list[list[int]] = []
         reused = resampled = 0
         for messages, key, copies in _runs(prompts, getattr(trainer, "num_generations", self.samples)):
-            held = self.take(key, copies)
+            held = self.held.take(key, copies)
             if held is None:
                 sampled = self.generate([{"prompt": messages, "images": message_images(messages)}], copies)
                 held = (sampled.prompt_ids[0], sampled.completion_ids)
