@@ -4,7 +4,8 @@ a left-padded processor, and rewards built only on the scorer (``rewards.py``).
 The recipe's ``grpo:`` section sets ``num_generations``, ``loss_type``,
 ``beta``, the sampling temperature and vLLM (``colocate`` or ``server``, with a
 clear error where vllm is missing), and ``frontier`` (train only on prompts the
-policy passes sometimes: ``frontier.py``); ``rewards:`` weighs pass, soft and format.
+policy passes sometimes: ``frontier.py``; with ``frontier_reuse``, on the very
+samples that kept them); ``rewards:`` weighs pass, soft and format.
 On M-RoPE (Qwen-VL) models the per-device batch equals ``num_generations``.
 """
 
