@@ -1,0 +1,82 @@
+"""The table of a GRPO round's rdev curves, and issue 37 item 4's verdict on it.
+
+Reads what ``grpo-vcnt-band.sh`` and ``grpo-curve.sh`` wrote under runs/TAG:
+``cmp-sS-N/compare.json`` (checkpoint N against the SFT) and, for the last
+step, ``cmp-sS/compare.json`` (the final model). Prints one markdown row per
+seed and step, GRPO - SFT in PASS points with the paired 95% interval (avg
+PASS, then each template), and, with ``--against OTHER``, the paired
+difference to another round at the same step (``fvd-sS-N``, written by
+``rosetrain compare runs/OTHER/eval-sS-N-rdev runs/TAG/eval-sS-N-rdev --out
+runs/TAG/fvd-sS-N``; at the last step ``fvd-sS-LAST`` compares the finals).
+
+Item 4 asks +2 avg PASS with the interval above 0 on 3 of 5 seeds, on the
+held-out band; rdev (its development split) decides what goes there. The last
+lines count, at each step, the seeds that reach it on rdev
+(docs/experiments.md, rounds 20, 22 and 23).
+
+    python experiments/transfer/grpo_curves.py grpo-r22f 0 1 2 3 4 [--steps 300 600 900 1200 1500 1800]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from rosetrain.core.protocol import SHORT_NAME  # noqa: E402
+
+TEMPLATES = ("T4_CLICK_VISUAL_REGION", "T5_CLICK_COUNT_EXCLUSION", "T3_CLICK_LOCAL_NUMERIC",
+             "T1_COUNT_GLOBAL", "T2_COUNT_LOCAL_NUMERIC")  # fmt: skip
+GAIN, SEEDS_NEEDED = 0.02, 3  # item 4: +2 points, the interval above 0, on 3 of 5 seeds
+
+
+def points(figure: dict) -> str:
+    low, high = figure["ci95"]
+    return f"{100 * figure['delta']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
+def meets(figure: dict) -> bool:
+    return figure["delta"] >= GAIN - 1e-9 and figure["ci95"][0] > 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tag", help="the round's folder under runs/ (TAG of grpo-vcnt-band.sh)")
+    parser.add_argument("seeds", nargs="+", type=int)
+    parser.add_argument("--steps", nargs="+", type=int, default=[300, 600, 900, 1200, 1500, 1800])
+    parser.add_argument("--against", help="another round's TAG: add the paired difference column")
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs")
+    args = parser.parse_args()
+    folder, last = args.runs / args.tag, max(args.steps)
+    header = ["seed", "step", "avg PASS", *(SHORT_NAME[t] for t in TEMPLATES)]
+    if args.against:
+        header.append(f"- {args.against}, avg PASS")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    reached: dict[int, list[int]] = {step: [] for step in args.steps}
+    for seed in args.seeds:
+        for step in args.steps:
+            path = folder / (f"cmp-s{seed}" if step == last else f"cmp-s{seed}-{step}") / "compare.json"
+            if not path.is_file():
+                continue
+            compare = json.loads(path.read_text())
+            cells = [points(compare["avg_pass"]), *(points(compare["templates"][t]) for t in TEMPLATES)]
+            if args.against:
+                other = folder / f"fvd-s{seed}-{step}" / "compare.json"
+                cells.append(points(json.loads(other.read_text())["avg_pass"]) if other.is_file() else "")
+            print(f"| {seed} | {step} | " + " | ".join(cells) + " |")
+            if meets(compare["avg_pass"]):
+                reached[step].append(seed)
+    print()
+    for step, seeds in reached.items():  # rdev decides which step goes to the held-out band
+        verdict = "take it to the held-out band" if len(seeds) >= SEEDS_NEEDED else f"{SEEDS_NEEDED} needed"
+        print(f"step {step}: +2 avg PASS, interval above 0, on seeds {seeds or 'none'} ({verdict})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
