@@ -603,9 +603,25 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(tmp
     assert not [w for w in caught if "rollout_func" in str(w.message)]  # rosetrain's choice: no notice
     keep = built.trainer.rollout_func.__self__
     # the rollouts are drawn as TRL draws its own: never an image token, which would break the forward
-    assert keep.sampling() == {"generation_config": built.trainer.generation_config}
-    assert built.trainer.generation_config.suppress_tokens == [built.trainer.model.config.image_token_id]
+    trl_config = built.trainer.generation_config
+    assert trl_config.suppress_tokens == [built.trainer.model.config.image_token_id]
+    drawn = keep.sampling(2)["generation_config"]
+    assert drawn.to_dict() == {**trl_config.to_dict(), "num_return_sequences": 2}
+    assert trl_config.num_return_sequences != 2  # a copy: TRL's own config is left as it was
+    calls = []
+    generate = built.trainer.model.generate
+
+    def recording_generate(**kwargs):
+        calls.append(kwargs)
+        return generate(**kwargs)
+
+    built.trainer.model.generate = recording_generate
     run(built)
+    # a generation config alone, no generation argument beside it (transformers deprecates that)
+    assert calls and all(
+        "generation_config" in kwargs and not {"num_return_sequences", "do_sample"} & set(kwargs)
+        for kwargs in calls
+    )
     assert built.trainer.state.global_step == 2
     assert given and all(group in held for batch in given for group in (batch[:2], batch[2:]) if group)
     lines = [json.loads(line) for line in (tmp_path / "run" / F.FRONTIER_LOG).read_text().splitlines()]
