@@ -602,6 +602,8 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(tmp
         built = build(check(recipe))
     assert not [w for w in caught if "rollout_func" in str(w.message)]  # rosetrain's choice: no notice
     keep = built.trainer.rollout_func.__self__
+    # a resumed run starts the filtered stream over instead of re-sampling the steps it skips
+    assert built.trainer.args.ignore_data_skip
     # the rollouts are drawn as TRL draws its own: never an image token, which would break the forward
     trl_config = built.trainer.generation_config
     assert trl_config.suppress_tokens == [built.trainer.model.config.image_token_id]

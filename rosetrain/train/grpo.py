@@ -89,6 +89,12 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).
     args.shuffle_dataset = False
+    # On resume the trainer would draw and drop the batches of the steps already
+    # trained, and the filter would sample every candidate prompt of them again
+    # (resumed at step 1,200: about 35 minutes before the first new step). Its
+    # choices depend on the live policy's samples, so that place in the stream
+    # would not be the interrupted run's anyway: a resumed run starts it over.
+    args.ignore_data_skip = True
     prompts_per_generation = max(1, args.generation_batch_size // grpo.num_generations)
     return PreparedRows(
         dataset.filter(keep, batched=True, batch_size=prompts_per_generation),
