@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from rosetrain.core.protocol import SHORT_NAME  # noqa: E402
+from rosetrain.reports.paired import with_interval  # noqa: E402
 
 TEMPLATES = ("T4_CLICK_VISUAL_REGION", "T5_CLICK_COUNT_EXCLUSION", "T3_CLICK_LOCAL_NUMERIC",
              "T1_COUNT_GLOBAL", "T2_COUNT_LOCAL_NUMERIC")  # fmt: skip
@@ -35,8 +36,8 @@ GAIN, SEEDS_NEEDED = 0.02, 3  # item 4: +2 points, the interval above 0, on 3 of
 
 
 def points(figure: dict) -> str:
-    low, high = figure["ci95"]
-    return f"{100 * figure['delta']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+    """A compare.json figure's paired difference in points, with its interval."""
+    return with_interval(figure["delta"], figure["ci95"], signed=True)
 
 
 def meets(figure: dict) -> bool:
