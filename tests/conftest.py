@@ -20,6 +20,7 @@ Tests that train or run a model, or take a second or more, are marked ``slow``
 :data:`SLOW` below.
 """
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,19 @@ ROSE_V01 = ROOT / "tests" / "data" / "rose-v0.1"  # real release metadata, vendo
 GENERATORS = ROOT / "generators"
 
 requires_cjk = pytest.mark.skipif(shutil.which("fc-list") is None, reason="fontconfig missing")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cache_folder(tmp_path_factory):
+    """The session's own cache folder (font rankings, rankings.py), so tests
+    never write in the user's ~/.cache; subprocesses inherit it."""
+    old = os.environ.get("ROSETRAIN_CACHE_DIR")
+    os.environ["ROSETRAIN_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("ROSETRAIN_CACHE_DIR", None)
+    else:
+        os.environ["ROSETRAIN_CACHE_DIR"] = old
 
 
 @pytest.fixture(scope="session")

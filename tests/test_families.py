@@ -341,3 +341,71 @@ def test_a_spec_has_at_most_256_levels(tmp_path, write_spec):
     )
     with pytest.raises(SpecError, match="levels: at most 256 levels, got 20,000"):
         load_spec(write_spec(tmp_path, text))
+
+
+def _glyph_ranking(monkeypatch, cache, calls: list) -> tuple:
+    """DejaVu Sans's latin ranking through the on-disk cache at ``cache``, with the
+    in-process cache emptied first; ``calls`` gets one entry per real ranking."""
+    from rosetrain.generators.families import glyph, rankings
+
+    monkeypatch.setenv("ROSETRAIN_CACHE_DIR", str(cache))
+    real = rankings.cached_ranking
+
+    def counted(kind, font_file, settings, candidates, rank):
+        return real(kind, font_file, settings, candidates, lambda: calls.append(kind) or rank())
+
+    monkeypatch.setattr(glyph, "cached_ranking", counted)
+    glyph.ranked_pairs.cache_clear()
+    return glyph.ranked_pairs(resolve_font("DejaVu Sans"), "latin", 0.7)
+
+
+def test_a_ranking_is_kept_between_runs_and_reads_back_the_same(tmp_path, monkeypatch):
+    calls: list = []
+    uncached = _glyph_ranking(monkeypatch, "off", calls)
+    assert calls == ["glyph"] and not (tmp_path / "rankings").exists()
+    first = _glyph_ranking(monkeypatch, tmp_path, calls)
+    second = _glyph_ranking(monkeypatch, tmp_path, calls)
+    assert uncached == first == second and len(first) > 5
+    assert calls == ["glyph", "glyph"]  # the second run read the file
+    (kept,) = (tmp_path / "rankings").iterdir()
+    assert json.loads(kept.read_text()) == [list(pair) for pair in first]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["", "not json", "[1, 2]", '[["O", "0"], ["O", "0"]]', '[["A", "B"]]', "[[[1]]]", "{}"],
+)
+def test_a_damaged_ranking_file_is_ranked_again_and_replaced(tmp_path, monkeypatch, damage):
+    calls: list = []
+    good = _glyph_ranking(monkeypatch, tmp_path, calls)
+    (kept,) = (tmp_path / "rankings").iterdir()
+    kept.write_text(damage)
+    assert _glyph_ranking(monkeypatch, tmp_path, calls) == good and len(calls) == 2
+    assert json.loads(kept.read_text()) == [list(pair) for pair in good]
+
+
+def test_a_ranking_key_holds_the_font_settings_and_candidates(tmp_path, monkeypatch):
+    from rosetrain.generators.families.rankings import cached_ranking
+
+    monkeypatch.setenv("ROSETRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    font = tmp_path / "font.ttf"  # a copy: its change time is the test's to move
+    font.write_bytes(open(resolve_font("DejaVu Sans").file, "rb").read())
+    pairs = (("a", "b"), ("c", "d"))
+    assert cached_ranking("t", str(font), {"ratio": 0.7}, pairs, lambda: pairs) == pairs
+    # each input changed is a new key: the stale answer is never read back
+    assert cached_ranking("t", str(font), {"ratio": 0.6}, pairs, lambda: pairs[:1]) == pairs[:1]
+    assert cached_ranking("t", str(font), {"ratio": 0.7}, pairs[1:], lambda: ()) == ()
+    os.utime(font, ns=(1, 1))  # the font file replaced by another version
+    assert cached_ranking("t", str(font), {"ratio": 0.7}, pairs, lambda: pairs[1:]) == pairs[1:]
+    assert len(list((tmp_path / "cache" / "rankings").iterdir())) == 4
+
+
+def test_an_unwritable_cache_folder_leaves_the_run_uncached(tmp_path, monkeypatch):
+    from rosetrain.generators.families.rankings import cached_ranking
+
+    blocker = tmp_path / "file"
+    blocker.write_text("rosetrain's cache folder cannot be made under a file")
+    monkeypatch.setenv("ROSETRAIN_CACHE_DIR", str(blocker / "cache"))
+    font = resolve_font("DejaVu Sans").file
+    assert cached_ranking("t", font, {}, (("a", "b"),), lambda: (("a", "b"),)) == (("a", "b"),)
+    assert blocker.read_text().startswith("rosetrain's")

@@ -35,6 +35,7 @@ from rosetrain.generators.families.common import (
     pick_by_subtlety,
 )
 from rosetrain.generators.families.fonts import FontRef, has_glyph, load_font, resolve_font
+from rosetrain.generators.families.rankings import cached_ranking
 
 # Related emoji, one code point each; every pair inside a group is a candidate.
 CONTENT_GROUPS = (
@@ -265,22 +266,33 @@ class EmojiContentFamily(_EmojiFamily):
     @functools.cached_property
     def ranked_pairs(self) -> tuple[tuple[str, str], ...]:
         """Pairs the font draws, both non-empty and distinct at every checked
-        cell size, most different first."""
+        cell size, most different first; kept on disk between runs (rankings.py)."""
         item = self.font_fields()
-        placed: dict[tuple[str, int], Image.Image] = {}  # an emoji is in several pairs: place it once
-        scored = []
-        for order, pair in enumerate(p for g in CONTENT_GROUPS for p in itertools.combinations(g, 2)):
-            raws = [self.raw(item, char) for char in pair]
-            if any(raw.getbbox() is None for raw in raws):
-                continue
-            for char, raw in zip(pair, raws):
-                for cell in CHECK_CELLS:
-                    if (char, cell) not in placed:
-                        placed[char, cell] = place(raw, cell)
-            cells = [[placed[char, cell] for char in pair] for cell in CHECK_CELLS]
-            if all(differ(a, b) for a, b in cells):
-                scored.append((-mean_abs_diff(*cells[-1]), order, pair))
-        return tuple(pair for _, _, pair in sorted(scored))
+        candidates = tuple(p for g in CONTENT_GROUPS for p in itertools.combinations(g, 2))
+
+        def rank() -> tuple[tuple[str, str], ...]:
+            placed: dict[tuple[str, int], Image.Image] = {}  # an emoji is in several pairs: place it once
+            scored = []
+            for order, pair in enumerate(candidates):
+                raws = [self.raw(item, char) for char in pair]
+                if any(raw.getbbox() is None for raw in raws):
+                    continue
+                for char, raw in zip(pair, raws):
+                    for cell in CHECK_CELLS:
+                        if (char, cell) not in placed:
+                            placed[char, cell] = place(raw, cell)
+                cells = [[placed[char, cell] for char in pair] for cell in CHECK_CELLS]
+                if all(differ(a, b) for a, b in cells):
+                    scored.append((-mean_abs_diff(*cells[-1]), order, pair))
+            return tuple(pair for _, _, pair in sorted(scored))
+
+        settings = {
+            "index": self.font.index,
+            "render_size": self.config.render_size,
+            "scale": EMOJI_SCALE,
+            "cells": CHECK_CELLS,
+        }
+        return cached_ranking("emoji_content", self.font.file, settings, candidates, rank)
 
     def warm_up(self) -> None:
         super().warm_up()

@@ -27,6 +27,7 @@ from rosetrain.generators.families.fonts import (
     render_char,
     resolve_font,
 )
+from rosetrain.generators.families.rankings import cached_ranking
 
 # Groups of look-alikes; every pair inside a group is a candidate.
 # Cross-script homoglyphs whose shapes are meant to be identical (Latin o, Greek
@@ -232,15 +233,24 @@ class GlyphConfig(FamilyConfig):
 @functools.lru_cache(maxsize=256)  # (font, script, ratio): a few dozen per spec
 def ranked_pairs(font: FontRef, script: str, ratio: float) -> tuple[tuple[str, str], ...]:
     """The script's pairs this font draws with two distinct glyphs that differ at
-    every checked cell size, most different first (ties in list order)."""
-    scored = []
-    for order, pair in enumerate(pairs_of(SCRIPT_GROUPS[script])):
-        if not all(has_glyph(font, char, CHECK_CELLS[-1], ratio) for char in pair):
-            continue
-        renders = [[render_char(font.file, font.index, c, cell, ratio) for c in pair] for cell in CHECK_CELLS]
-        if all(differ(a, b) for a, b in renders):
-            scored.append((-mean_abs_diff(*renders[-1]), order, pair))
-    return tuple(pair for _, _, pair in sorted(scored))
+    every checked cell size, most different first (ties in list order); kept
+    on disk between runs (rankings.py)."""
+    candidates = pairs_of(SCRIPT_GROUPS[script])
+
+    def rank() -> tuple[tuple[str, str], ...]:
+        scored = []
+        for order, pair in enumerate(candidates):
+            if not all(has_glyph(font, char, CHECK_CELLS[-1], ratio) for char in pair):
+                continue
+            renders = [
+                [render_char(font.file, font.index, c, cell, ratio) for c in pair] for cell in CHECK_CELLS
+            ]
+            if all(differ(a, b) for a, b in renders):
+                scored.append((-mean_abs_diff(*renders[-1]), order, pair))
+        return tuple(pair for _, _, pair in sorted(scored))
+
+    settings = {"index": font.index, "ratio": ratio, "cells": CHECK_CELLS}
+    return cached_ranking("glyph", font.file, settings, candidates, rank)
 
 
 class GlyphFamily(VisualFamily):
