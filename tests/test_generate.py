@@ -694,3 +694,20 @@ def test_cue_on_refusals_name_the_key(tmp_path, write_spec, extra, message):
     text = CUE_SPEC.replace("role: train\n", "") if "role:" in extra else CUE_SPEC
     with pytest.raises(RosetrainError, match=message):
         load_spec(write_spec(tmp_path, text + extra + "\n"))
+
+
+def test_a_parts_image_names_are_its_rows_images_and_a_broken_part_raises(tmp_path, small_split):
+    """Finishing a split lists every image from the parts, decoding only the image
+    fields: the same names as the rows hold, and a part cut off or not of JSON
+    objects is an error, never a shorter list."""
+    from rosetrain.data.manifest import part_image_names
+
+    _, out, rows = small_split
+    parts = sorted((out / ".parts" / "test").glob("part-*.jsonl"))
+    names = [name for part in parts for name in part_image_names(part)]
+    assert names == [r[f] for r in rows for f in ("image", "base_image") if isinstance(r.get(f), str)]
+    whole = parts[0].read_bytes()
+    for broken in (whole[:-1], whole + b"[1, 2]\n", whole + b"{\n"):
+        (tmp_path / "part.jsonl").write_bytes(broken)
+        with pytest.raises(ValueError):
+            part_image_names(tmp_path / "part.jsonl")

@@ -35,6 +35,7 @@ from rosetrain.data.manifest import (
     manifest_path,
     metadata_name,
     parquet_name,
+    part_image_names,
     part_records,
     parts_dir,
     read_manifest,
@@ -352,7 +353,7 @@ def _shard_files(job: GenerateJob) -> set[str]:
                 path.relative_to(job.out_dir).as_posix() for path in job.parquet_paths(shard).values()
             )
         if "release" in job.formats:
-            files.update(image_names(part_records(part)))
+            files.update(part_image_names(part))
     return files
 
 

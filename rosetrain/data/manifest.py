@@ -8,7 +8,7 @@ manifest lists (for a split still being written: the shard parts under
 name). A file found without a manifest is someone else's: a folder holding an
 official ROSE release, or any other split rosetrain did not write, is refused,
 ``--overwrite`` included. A manifest that cannot be read is an error, never a
-reason to guess. Standard library only.
+reason to guess.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.jsonio import fields_decoder
 from rosetrain.data.bridges import split_names
 from rosetrain.data.paths import confined_path
 
@@ -99,6 +100,24 @@ def part_records(path: Path) -> list[dict[str, Any]]:
     if not all(isinstance(record, dict) for record in records):
         raise ValueError(f"{path}: a line is not a JSON object")
     return records
+
+
+def part_image_names(path: Path) -> list[str]:
+    """The image names a part's records hold, in order; OSError or ValueError
+    as :func:`part_records` raises them. Finishing a split reads every part for
+    them, and decoding whole records (3 KB each, mostly prompt text) took 7% of
+    a 600-scene ``generate``: only the image fields are decoded here."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        raise ValueError(f"{path}: cut off")
+    return image_names_in(data)
+
+
+def image_names_in(data: bytes) -> list[str]:
+    """The image names of JSON lines, in order; ValueError (msgspec's
+    DecodeError) if a line is not a JSON object."""
+    rows = fields_decoder(frozenset(IMAGE_FIELDS)).decode_lines(data)
+    return [name for row in rows for field in IMAGE_FIELDS if isinstance(name := getattr(row, field), str)]
 
 
 def image_names(records: Iterable[dict[str, Any]]) -> Iterator[str]:

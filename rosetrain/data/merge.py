@@ -140,12 +140,12 @@ def copy_shard(job: GenerateJob, shard: int, source: Path) -> None:
 
 def shard_file_names(job: GenerateJob, shard: int, folder: Path) -> list[str]:
     """A whole shard's files in ``folder``, relative to it: images, Parquet, part."""
-    from rosetrain.data.manifest import image_names, part_records
+    from rosetrain.data.manifest import part_image_names
 
     part = job.part_path(shard).relative_to(job.out_dir).as_posix()
     names = []
     if "release" in job.formats:
-        names += sorted(set(image_names(part_records(folder / part))))
+        names += sorted(set(part_image_names(folder / part)))
     if "hf" in job.formats:
         names += [path.relative_to(job.out_dir).as_posix() for path in job.parquet_paths(shard).values()]
     return names + [part]

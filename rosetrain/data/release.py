@@ -18,7 +18,6 @@ msgspec are imported. A split can also be read in chunks of whole lines
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import os
 import re
@@ -29,8 +28,10 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import iter_jsonl, not_a_file
+from rosetrain.core.jsonio import fields_decoder
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_paths
 from rosetrain.data.hub import is_hub_uri, resolve_data
+from rosetrain.data.manifest import image_names_in
 from rosetrain.data.paths import check_confined, check_split_name, confined_path, in_hub_snapshot
 from rosetrain.data.validate import IMAGE_FIELDS, CheckedRecord, check_record
 
@@ -215,14 +216,6 @@ def _lacking(record: Mapping[str, Any], path: Path, number: int) -> None:
     raise RosetrainError(f"{path}:{number}: record lacks required field(s) {', '.join(missing)}")
 
 
-@functools.lru_cache(maxsize=8)
-def _fields_decoder(fields: frozenset[str]) -> Any:
-    import msgspec
-
-    record = msgspec.defstruct("Record", [(field, Any, msgspec.UNSET) for field in sorted(fields)], gc=False)
-    return msgspec.json.Decoder(record)
-
-
 def _read_fields(
     path: Path, fields: Collection[str], start: int = 0, end: int | None = None
 ) -> list[dict[str, Any]]:
@@ -238,7 +231,7 @@ def _read_fields(
             data = handle.read() if end is None else handle.read(end - start)
         if not data.isascii():
             data.decode("utf-8")  # a skipped field is not decoded, but must be UTF-8 too
-        decoded = _fields_decoder(frozenset(fields) | frozenset(CHECKED_FIELDS)).decode_lines(data)
+        decoded = fields_decoder(frozenset(fields) | frozenset(CHECKED_FIELDS)).decode_lines(data)
     except (OSError, ValueError, RecursionError, msgspec.MsgspecError) as err:  # too deep: no JSON we read
         raise RosetrainError(f"{path}: {err}") from None
     return msgspec.to_builtins(decoded)  # dicts without the absent fields
@@ -335,19 +328,18 @@ _NO_IMAGES = hashlib.sha256().digest()
 
 
 def _image_names(data: bytes) -> list[str]:
-    """The image fields of every line, in order (msgspec reads only those two
-    fields); lines it cannot read name no image here (the loader names them)."""
-    decoder = _fields_decoder(frozenset(IMAGE_FIELDS))
+    """The image fields of every line, in order; lines msgspec cannot read name
+    no image here (the loader names them)."""
     try:
-        rows = decoder.decode_lines(data)
+        return image_names_in(data)
     except ValueError:  # msgspec's DecodeError: read line by line
-        rows = []
+        names = []
         for line in data.splitlines():
             try:
-                rows.append(decoder.decode(line))
+                names += image_names_in(line)
             except ValueError:
                 continue
-    return [name for row in rows for field in IMAGE_FIELDS if isinstance(name := getattr(row, field), str)]
+        return names
 
 
 def _hash_image(images: Any, folder: Path, name: str) -> None:
