@@ -409,3 +409,18 @@ def test_an_unwritable_cache_folder_leaves_the_run_uncached(tmp_path, monkeypatc
     font = resolve_font("DejaVu Sans").file
     assert cached_ranking("t", font, {}, (("a", "b"),), lambda: (("a", "b"),)) == (("a", "b"),)
     assert blocker.read_text().startswith("rosetrain's")
+
+
+def test_without_the_ranking_code_to_hash_nothing_is_cached(tmp_path, monkeypatch):
+    """A bytecode-only install cannot key a ranking by its code: it ranks every run."""
+    from rosetrain.generators.families import rankings
+
+    monkeypatch.setenv("ROSETRAIN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(rankings, "_RANKING_CODE", ("no-such-module.py",))
+    rankings._code_and_libraries.cache_clear()
+    calls: list = []
+    font = resolve_font("DejaVu Sans").file
+    for _ in range(2):
+        rankings.cached_ranking("t", font, {}, (("a", "b"),), lambda: calls.append(1) or (("a", "b"),))
+    rankings._code_and_libraries.cache_clear()
+    assert calls == [1, 1] and not (tmp_path / "rankings").exists()

@@ -105,8 +105,9 @@ def part_records(path: Path) -> list[dict[str, Any]]:
 def part_image_names(path: Path) -> list[str]:
     """The image names a part's records hold, in order; OSError or ValueError
     as :func:`part_records` raises them. Finishing a split reads every part for
-    them, and decoding whole records (3 KB each, mostly prompt text) took 7% of
-    a 600-scene ``generate``: only the image fields are decoded here."""
+    them; only the image fields are decoded (msgspec skips the 3 KB of prompt
+    text a record holds unbuilt): 0.01 CPU s for a 600-scene split's parts,
+    where decoding whole records took 0.08."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         raise ValueError(f"{path}: cut off")

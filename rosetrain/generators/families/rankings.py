@@ -44,14 +44,19 @@ def cache_dir() -> Path | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _code_and_libraries() -> str:
+def _code_and_libraries() -> str | None:
+    """A digest of the ranking code and the libraries that draw; None (no
+    caching) where the code's source cannot be read, as in a bytecode-only install."""
     from PIL import __version__ as pillow
     from PIL import features
 
     digest = hashlib.sha256(f"pillow {pillow} freetype {features.version('freetype2')}".encode())
     here = Path(__file__).parent
-    for name in _RANKING_CODE:
-        digest.update((here / name).read_bytes())
+    try:
+        for name in _RANKING_CODE:
+            digest.update((here / name).read_bytes())
+    except OSError:
+        return None
     return digest.hexdigest()
 
 
@@ -71,8 +76,8 @@ def cached_ranking(
     """``rank()``, or what it returned for the same inputs in an earlier run.
     ``settings``: everything besides the font and the candidates that the
     ranking depends on (the face index, cell sizes, glyph ratio...)."""
-    folder = cache_dir()
-    if folder is None:
+    folder, code = cache_dir(), _code_and_libraries()
+    if folder is None or code is None:
         return rank()
     key = json.dumps(
         {
@@ -80,7 +85,7 @@ def cached_ranking(
             "font": _font_identity(font_file),
             "settings": settings,
             "candidates": list(candidates),
-            "code": _code_and_libraries(),
+            "code": code,
         },
         sort_keys=True,
         ensure_ascii=False,
