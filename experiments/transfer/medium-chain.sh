@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The larger stand-in (issue item 4; docs/experiments.md, rounds 22 and 24): the
+# one-token chain that `famseen` stands on, rebuilt on `tiny-model --size medium`
+# (12.2M parameters against small's 2.5M), then round 16's `cells-seen` SFT for
+# each seed given. The four counting stages, with the small chain's recipes,
+# steps and data seeds:
+#   1. recipes/demo-base-sft.yaml, 2,000 steps (the demo's counting base);
+#   2. recipes/demo-base-sft-palettes.yaml, 4,000 steps (every palette, roles swapped);
+#   3. experiments/transfer/base-family.yaml with cells thinking, 3,000 steps;
+#   4. the same with data.seed=1, 3,000 more steps (`family-cells-6k`'s counterpart).
+# At 0.75-0.8 s a step on one CPU core the stages take about 2.7 hours, each
+# SFT seed 1.1 more. With CORES=2 a stage trains on two processes of one
+# thread, the batch of 16 split (torchrun, gloo; about 1.45x one core): a
+# different run from the one-core one, as any change of processes is. Everything
+# resumes: a finished stage is skipped, a stopped one goes on from its last
+# checkpoint (the recipes' resume: auto) on the same number of processes.
+#
+#   [CORES=2] bash experiments/transfer/medium-chain.sh [SEED...]
+#
+# Writes models/demo-medium, runs/medium-base{1,2,3,4}, runs/medium-base4-eval-rdev
+# and runs/curves-medseen-sS; then `SFT=medseen bash experiments/transfer/grpo-vcnt-band.sh S`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -d .venv ] && source .venv/bin/activate
+M=models/demo-medium R=runs/medium-base
+[ -f $M/config.json ] || rosetrain tiny-model --size medium --family qwen3-vl --seed 0 --out $M
+C=${CORES:-1}
+train() { # rosetrain train sft ARGS, on C processes
+  if [ "$C" -gt 1 ]; then
+    python -m torch.distributed.run --standalone --nproc-per-node "$C" -m rosetrain train sft "$@" \
+      --set cpu_threads=1 --set per_device_train_batch_size=$((16 / C)) --set dataloader_num_workers=0
+  else
+    rosetrain train sft "$@"
+  fi
+}
+stage() { # N FROM RECIPE STEPS [--set ...]
+  local n=$1 from=$2 recipe=$3 steps=$4
+  shift 4
+  [ -f $R$n/checkpoint-final/model.safetensors ] && return
+  train --recipe "$recipe" --set model="$from" --set max_steps="$steps" \
+    --set output_dir=$R$n --set save_steps=250 --set save_total_limit=2 "$@"
+}
+FAMILY=(--set data.spec=experiments/transfer/base-family.yaml --set data.reasoning=cells)
+stage 1 $M recipes/demo-base-sft.yaml 2000
+stage 2 ${R}1/checkpoint-final recipes/demo-base-sft-palettes.yaml 4000
+stage 3 ${R}2/checkpoint-final recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}"
+stage 4 ${R}3/checkpoint-final recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}" --set data.seed=1
+[ -f ${R}4-eval-rdev/evaluation_summary.json ] ||
+  rosetrain eval --model ${R}4 --data data/rdev-dim --max-new-tokens 96 --out ${R}4-eval-rdev --no-progress
+for S in "$@"; do
+  python benchmarks/transfer_curves.py --base ${R}4/checkpoint-final \
+    --recipe rosetrain/assets/demo/recipes/demo-sft-transfer.yaml \
+    --design medseen=experiments/transfer/family.yaml --seeds "$S" \
+    --set data.reasoning=cells-seen --max-new-tokens 96 --split rdev=data/rdev-dim \
+    --steps 5000 --every 1000 --eval-every 5000 --eval-jobs 1 --out runs/curves-medseen-s"$S"
+done
