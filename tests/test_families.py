@@ -373,15 +373,33 @@ def test_a_ranking_is_kept_between_runs_and_reads_back_the_same(tmp_path, monkey
 
 @pytest.mark.parametrize(
     "damage",
-    ["", "not json", "[1, 2]", '[["O", "0"], ["O", "0"]]', '[["A", "B"]]', "[[[1]]]", "{}"],
+    [
+        "",
+        "not json",
+        "[1, 2]",
+        '[["O", "0"], ["O", "0"]]',
+        '[["A", "B"]]',
+        "[[[1]]]",
+        "{}",
+        "[" * 100_000,
+        "[" + " " * (1 << 22) + "]",
+        "link",
+    ],
 )
 def test_a_damaged_ranking_file_is_ranked_again_and_replaced(tmp_path, monkeypatch, damage):
     calls: list = []
     good = _glyph_ranking(monkeypatch, tmp_path, calls)
     (kept,) = (tmp_path / "rankings").iterdir()
-    kept.write_text(damage)
+    if damage == "link":  # a link to an endless file: never read, never written through
+        kept.unlink()
+        kept.symlink_to("/dev/zero")
+    else:
+        kept.write_text(damage)
     assert _glyph_ranking(monkeypatch, tmp_path, calls) == good and len(calls) == 2
-    assert json.loads(kept.read_text()) == [list(pair) for pair in good]
+    if damage == "link":
+        assert os.readlink(kept) == "/dev/zero"
+    else:
+        assert json.loads(kept.read_text()) == [list(pair) for pair in good]
 
 
 def test_a_ranking_key_holds_the_font_settings_and_candidates(tmp_path, monkeypatch):

@@ -102,10 +102,16 @@ def cached_ranking(
     return ranked
 
 
+MAX_BYTES = 1 << 22  # a ranking of every candidate is tens of KB; a larger file is not one
+
+
 def _read(path: Path, candidates: set[tuple[str, str]]) -> Pairs | None:
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # missing, unreadable, not JSON
+        if path.is_symlink() or not path.is_file():  # /dev/zero behind a link would never end
+            return None
+        with open(path, "rb") as handle:
+            found = json.loads(handle.read(MAX_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, too long or deep
         return None
     if not isinstance(found, list) or not all(isinstance(pair, list) for pair in found):
         return None
