@@ -108,6 +108,7 @@ def main() -> None:
 
     ours, floors = [], []
     cache = Path(tempfile.mkdtemp(prefix="rosetrain-bench-cache-"))
+    os.environ["ROSETRAIN_CACHE_DIR"] = str(cache)  # the floor's drawing here too: never the user's cache
     with tempfile.TemporaryDirectory() as tmp:  # the first run fills the cache: reported apart
         _, cold_cpu, _ = run_generate(args.spec, Path(tmp) / "out", args.scenes, args.num_proc, cache)
     for _ in range(args.repeat):  # alternate, so a burst of load hits both sides alike
