@@ -1,5 +1,6 @@
 """JSON and JSONL text as rosetrain writes it: orjson where it writes the same
-bytes as the standard library would, the standard library where it cannot."""
+bytes as the standard library would, the standard library where it cannot;
+and a msgspec decoder that reads only the fields asked for."""
 
 from __future__ import annotations
 
