@@ -45,7 +45,7 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_generate(spec: str, out: Path, scenes: int, num_proc: int, cache: Path) -> tuple[dict, float, float]:
+def run_generate(spec: str, out: Path, scenes: int, num_proc: int) -> tuple[dict, float, float]:
     """`rosetrain generate` in a child process: (summary, CPU s of it and its workers, wall s)."""
     command = [
         sys.executable,
@@ -68,7 +68,6 @@ def run_generate(spec: str, out: Path, scenes: int, num_proc: int, cache: Path) 
     env = {
         **os.environ,
         "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        "ROSETRAIN_CACHE_DIR": str(cache),
     }
     cpu, wall = children_cpu(), time.perf_counter()
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
@@ -108,13 +107,15 @@ def main() -> None:
 
     ours, floors = [], []
     cache = Path(tempfile.mkdtemp(prefix="rosetrain-bench-cache-"))
-    os.environ["ROSETRAIN_CACHE_DIR"] = str(cache)  # the floor's drawing here too: never the user's cache
+    os.environ["ROSETRAIN_CACHE_DIR"] = str(
+        cache
+    )  # the runs' and the floor's drawing: never the user's cache
     with tempfile.TemporaryDirectory() as tmp:  # the first run fills the cache: reported apart
-        _, cold_cpu, _ = run_generate(args.spec, Path(tmp) / "out", args.scenes, args.num_proc, cache)
+        _, cold_cpu, _ = run_generate(args.spec, Path(tmp) / "out", args.scenes, args.num_proc)
     for _ in range(args.repeat):  # alternate, so a burst of load hits both sides alike
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out"
-            summary, cpu, wall = run_generate(args.spec, out, args.scenes, args.num_proc, cache)
+            summary, cpu, wall = run_generate(args.spec, out, args.scenes, args.num_proc)
             ours.append((cpu, wall))
             n_images = sum(1 for _ in (out / "images").rglob("*.png"))
             png_total = folder_bytes(out / "images", "*.png")
