@@ -124,6 +124,94 @@ def test_two_processes_without_a_gpu_train_as_one_job_on_disjoint_data(recipe, t
     assert (tmp_path / "run" / "checkpoint-final" / "model.safetensors").is_file()
 
 
+# GRPO on the frontier's own samples, every prompt made live (an untrained model
+# passes nothing): what TRL trains each rank on is then visible in frontier.jsonl
+FRONTIER_RUN = """
+import sys
+from rosetrain.train import frontier, train
+from rosetrain.train.recipe import load_recipe
+
+frontier.FrontierFilter.passes = lambda self, rows, texts: [1] * len(rows)
+train(load_recipe(sys.argv[1]))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_run_grpo_on_the_whole_groups_of_their_own_shards(
+    tmp_path, tiny_model_dir, tiny_train_spec
+):
+    """Each process reads its own shards of the stream, so TRL's prompt repeats are
+    sized for one process's share: every prompt a process's filter kept is trained
+    on once, with the very samples that kept it. Sized for both processes, each
+    drew the first half of its batch twice (the second time sampled anew) and
+    never trained on the other half."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the launch would use NCCL")
+    (tmp_path / "spec.yaml").write_text(tiny_train_spec("t-dist-grpo"))
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "method": "grpo",
+                "model": str(tiny_model_dir),
+                "output_dir": str(tmp_path / "run"),
+                "data": {"spec": str(tmp_path / "spec.yaml")},
+                "max_steps": 2,
+                "save_steps": 100,
+                "per_device_train_batch_size": 2,
+                "gradient_accumulation_steps": 2,  # two steps a generation: what was broken
+                "learning_rate": 1e-5,
+                "lora": None,
+                "cpu_threads": 1,
+                "grpo": {
+                    "num_generations": 2,
+                    "max_completion_length": 4,
+                    "frontier": True,
+                    "frontier_reuse": True,
+                },
+            }
+        )
+    )
+    port = free_port()
+    procs = [launch_rank(rank, 2, port, [FRONTIER_RUN, str(recipe)]) for rank in (0, 1)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    lines = [json.loads(line) for line in (tmp_path / "run" / "frontier.jsonl").read_text().splitlines()]
+    for rank in (0, 1):
+        groups = [line["groups"] for line in lines if "groups" in line and line["rank"] == rank]
+        # 2 steps x 2 prompts a process (2 steps of 2 rows, groups of 2), each reused, none drawn again
+        assert sum(g["reused"] for g in groups) == 4 and sum(g["resampled"] for g in groups) == 0, groups
+
+
+def test_grpo_sizes_its_groups_for_one_processs_own_shards():
+    from types import SimpleNamespace
+
+    from datasets import IterableDataset
+
+    from rosetrain.train.grpo import frontier_stream
+    from rosetrain.train.grpo_trainer import prompts_per_generation, reads_own_shards
+
+    def rows(shards):
+        yield from ({"shard": shard} for shard in shards)
+
+    stream = IterableDataset.from_generator(rows, gen_kwargs={"shards": list(range(4))})
+    assert reads_own_shards(stream, 2, split_batches=False, dispatch_batches=False)
+    assert not reads_own_shards(stream, 1, split_batches=False, dispatch_batches=False)
+    assert not reads_own_shards(stream, 8, split_batches=False, dispatch_batches=False)  # one stream, sliced
+    assert not reads_own_shards(stream, 2, split_batches=True, dispatch_batches=False)
+    assert not reads_own_shards(stream, 2, split_batches=False, dispatch_batches=None)  # dispatched
+    two_steps = SimpleNamespace(per_device_train_batch_size=8, steps_per_generation=2, world_size=8)
+    assert prompts_per_generation(two_steps, 8) == 2
+    with pytest.raises(RosetrainError, match=r"\(4\) must be a multiple of grpo.num_generations \(8\)"):
+        prompts_per_generation(SimpleNamespace(per_device_train_batch_size=2, steps_per_generation=2), 8)
+    # eight processes cannot each filter shards of their own of a four-shard stream
+    recipe = SimpleNamespace(data=SimpleNamespace(folder=None))
+    with pytest.raises(RosetrainError, match="8 training processes, more than the stream's 4 shards"):
+        frontier_stream(recipe, stream, None, two_steps)
+
+
 def test_launched_processes_that_would_train_apart_are_refused(monkeypatch):
     from types import SimpleNamespace
 

@@ -181,11 +181,20 @@ class FrontierFilter:
             f"{self.rejected_in_a_row} prompts: no frontier left; training goes on without the filter"
         )
         logger.warning(message)
-        with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"step": self.step(), "exhausted": message}) + "\n")
+        self.log({"exhausted": message})
 
     def step(self) -> int | None:
         return getattr(getattr(self.trainer, "state", None), "global_step", None)
+
+    def log(self, entry: dict[str, Any]) -> None:
+        """One line of frontier.jsonl: the step, then ``entry``; on several
+        processes, each filtering its own shards of the stream, also the rank."""
+        args = getattr(self.trainer, "args", None)
+        rank = {}
+        if args is not None and args.world_size > 1:
+            rank["rank"] = args.process_index
+        with open(self.log_path, "a", encoding="utf-8") as handle:  # one short write a line
+            handle.write(json.dumps({"step": self.step(), **rank, **entry}) + "\n")
 
     def passes(self, rows: Sequence[Mapping[str, Any]], texts: Sequence[str]) -> list[int]:
         """Each row's number of passing samples among ``texts`` (``samples`` a row)."""
@@ -282,9 +291,7 @@ class FrontierFilter:
                 reused += 1
             prompt_ids += [held[0]] * copies
             completion_ids += held[1]
-        with open(self.log_path, "a", encoding="utf-8") as handle:
-            counts = {"reused": reused, "resampled": resampled}
-            handle.write(json.dumps({"step": self.step(), "groups": counts}) + "\n")
+        self.log({"groups": {"reused": reused, "resampled": resampled}})
         return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
 
     def record(self, rows: Sequence[Mapping[str, Any]], passes: Sequence[int]) -> None:
@@ -293,8 +300,7 @@ class FrontierFilter:
             template = SHORT_NAME.get(row["task_template"], row["task_template"])
             outcome = "all_fail" if p == 0 else "all_pass" if p == self.samples else "live"
             counts[template].update({"seen": 1, outcome: 1})
-        with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"step": self.step(), "templates": counts}, sort_keys=True) + "\n")
+        self.log({"templates": {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}})
 
 
 def _up_to_end(ids: list[int], ends: set[int]) -> list[int]:

@@ -58,7 +58,7 @@ def trl_config(recipe: Recipe):
 
 def trainer_parts(recipe: Recipe) -> TrainerParts:
     """``GRPOTrainer`` with the rewards, and the frontier filter when ``grpo.frontier``."""
-    from trl import GRPOTrainer
+    from rosetrain.train.grpo_trainer import GRPOTrainer
 
     reward_funcs, _ = build_rewards(recipe.rewards, recipe.grpo.thinking)
     frontier = functools.partial(frontier_stream, recipe) if recipe.grpo.frontier else None
@@ -71,10 +71,18 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
     ``grpo.frontier_reuse``, TRL's rollouts are the filter's own samples."""
     from rosetrain.core.errors import RosetrainError
     from rosetrain.train.frontier import FrontierFilter
+    from rosetrain.train.grpo_trainer import prompts_per_generation
 
     if recipe.data.folder is not None:
         raise RosetrainError(
             "grpo.frontier: needs a streamed spec (data.spec), which refills what it rejects"
+        )
+    if args.world_size > dataset.n_shards:
+        # each process must filter a stream of its own: read together, the
+        # processes' own keep decisions would split a batch's prompts unevenly
+        raise RosetrainError(
+            f"grpo.frontier: {args.world_size} training processes, more than the stream's "
+            f"{dataset.n_shards} shards; each process filters shards of its own"
         )
     grpo = recipe.grpo
     keep = FrontierFilter(
@@ -95,9 +103,10 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
     # choices depend on the live policy's samples, so that place in the stream
     # would not be the interrupted run's anyway: a resumed run starts it over.
     args.ignore_data_skip = True
-    prompts_per_generation = max(1, args.generation_batch_size // grpo.num_generations)
+    # one process's prompts of a generation: each process filters its own shards
+    prompts = prompts_per_generation(args, grpo.num_generations)
     return PreparedRows(
-        dataset.filter(keep, batched=True, batch_size=prompts_per_generation),
+        dataset.filter(keep, batched=True, batch_size=prompts),
         needs_trainer=[keep],
         trainer_kwargs={"rollout_func": keep.rollout} if grpo.frontier_reuse else {},
     )
