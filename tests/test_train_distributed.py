@@ -175,9 +175,13 @@ def test_two_processes_run_grpo_on_the_whole_groups_of_their_own_shards(
     )
     port = free_port()
     procs = [launch_rank(rank, 2, port, [FRONTIER_RUN, str(recipe)]) for rank in (0, 1)]
+    errs = []
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
+        errs.append(err)
+    # one plan line for the job, from the main process
+    assert [err.count("rosetrain train grpo: ") for err in errs] == [1, 0]
     lines = [json.loads(line) for line in (tmp_path / "run" / "frontier.jsonl").read_text().splitlines()]
     for rank in (0, 1):
         groups = [line["groups"] for line in lines if "groups" in line and line["rank"] == rank]

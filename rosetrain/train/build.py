@@ -17,7 +17,7 @@ from typing import Any
 
 from rosetrain.train.check import Checked
 from rosetrain.train.data import train_dataset
-from rosetrain.train.distributed import bf16_supported, has_gpu
+from rosetrain.train.distributed import bf16_supported, has_gpu, is_main_process
 from rosetrain.train.log_lines import use_log_lines
 from rosetrain.train.recipe import Recipe, RecipeError, method_module, peft_config
 
@@ -67,7 +67,8 @@ def build(checked: Checked) -> Built:
     if parts.prepare_rows is not None:
         prepared = parts.prepare_rows(rows, processor, checked.args)
     callbacks = callbacks_for(checked, processor)
-    logger.warning(describe_plan(checked, model))
+    if is_main_process():  # one plan line for the job, not one a process
+        logger.warning(describe_plan(checked, model))
     with warnings.catch_warnings():
         # TRL's experimental rollout_func is passed only where a recipe key asks for
         # it (grpo.frontier_reuse), and the tests run it against the TRL installed
