@@ -13,6 +13,8 @@ What they use:
 
 - ``recipe.py``: the YAML recipe (dataclasses, ``--set`` overrides)
 - ``sft.py``, ``grpo.py``: each method's TRL config and trainer parts
+- ``grpo_trainer.py``: TRL's GRPO trainer, its prompt groups kept whole when each
+  process reads its own shards of a stream
 - ``trl_config.py``: the TRL config the recipe's keys set
 - ``preflight.py``: what the run would reject, found before weights load
 - ``data.py``: training rows (a stream or a folder) and held-out items, checked
@@ -23,7 +25,8 @@ What they use:
 - ``card.py``: the model card of the saved folders
 - ``distributed.py``: one distributed job or none; the output_dir lock
 
-Heavy imports (torch, transformers, trl) happen only inside the functions.
+Heavy imports (torch, transformers, trl) happen only inside the functions
+(``grpo_trainer.py``, a subclass of TRL's trainer, is itself imported only there).
 """
 
 from __future__ import annotations
