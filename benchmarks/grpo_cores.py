@@ -85,7 +85,9 @@ def main() -> None:
     parser.add_argument("--no-reuse", action="store_true", help="TRL samples the kept prompts again")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe key")
     args = parser.parse_args()
-    print(f"GRPO, {args.recipe.name}, {args.model}, {args.prompts} prompts an update, {args.steps} steps a run")
+    print(
+        f"GRPO, {args.recipe.name}, {args.model}, {args.prompts} prompts an update, {args.steps} steps a run"
+    )
     ratios = []
     with tempfile.TemporaryDirectory(prefix="grpo_cores-") as tmp:
         for round_ in range(args.repeat):

@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rosetrain.demo.pipeline import ASSET_BASE_PALETTES, RECIPES  # noqa: E402
+from rosetrain.train.launch import train_command  # noqa: E402
 
 RECIPE = RECIPES / "demo-sft-transfer.yaml"
 
@@ -203,22 +204,8 @@ def cores_run(args: argparse.Namespace, procs: int, out: Path) -> dict:
         "dataloader_num_workers": 0,  # as the demo: one core per process, no worker
         "per_device_train_batch_size": args.batch // procs,
     }
-    command = ["-m", "rosetrain", "train", "sft", "--recipe", str(args.recipe)]
-    for key, value in sets.items():
-        command += ["--set", f"{key}={value}"]
-    for item in args.set:
-        command += ["--set", item]
-    if procs == 1:
-        command = [sys.executable, *command]
-    else:
-        command = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={procs}",
-            *command,
-        ]
+    overrides = [f"{key}={value}" for key, value in sets.items()] + args.set
+    command = train_command("sft", args.recipe, overrides, procs)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     cores = ",".join(str(c) for c in range(procs))
     start = time.perf_counter()
