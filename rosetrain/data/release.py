@@ -317,7 +317,10 @@ def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: boo
                 continue
             seen.add(name)
             folder = os.path.join(path.parent, os.path.dirname(name))
-            if folders.setdefault(folder, os.path.isdir(folder)):
+            there = folders.get(folder)
+            if there is None:  # one stat a folder (setdefault would stat every image)
+                there = folders[folder] = os.path.isdir(folder)
+            if there:
                 _hash_image(images, path.parent, name)
     found = f"sha256:{digest.hexdigest()}"
     return f"{found}{IMAGES_PART}{images.hexdigest()}" if images.digest() != _NO_IMAGES else found
