@@ -166,6 +166,19 @@ def _text(value: str, field: str, item_id: object) -> str:
     return value
 
 
+# a label's text -> the one string object of that text (see ``shared``)
+_SHARED: dict[str, str] = memo_table()
+
+
+def shared(value: Any) -> Any:
+    """``value``, as the one object of its text when it is a string. Rows that
+    share a subset, a mode or a scene then hold the same string: the summary's
+    columns of a chunk of rows pickle each text once on their way from a worker
+    (a sixth of the bytes and of the time at 51,000 items), and grouping by them
+    compares objects that are one, not one in memory per row."""
+    return _SHARED.setdefault(value, value) if type(value) is str else value
+
+
 class Gold:
     """Everything score_item needs about one task, with its sets built once."""
 
@@ -199,13 +212,13 @@ class Gold:
             for field in REQUIRED_GOLD_FIELDS:
                 if gold.get(field) is None:
                     raise _fail(item_id, field, "is missing")
-        template = str(gold["task_template"])
-        mode = gold.get("task_mode") or TASK_MODE.get(template)
+        template = shared(str(gold["task_template"]))
+        mode = shared(gold.get("task_mode") or TASK_MODE.get(template))
         if mode not in TASK_MODES:
             raise _fail(item_id, "task_mode", f"must be one of {TASK_MODES}, got {mode!r}")
         self.item_id = _text(str(item_id), "item_id", item_id)
         self.mode = mode
-        self.region_type = str(gold["region_type"])
+        self.region_type = shared(str(gold["region_type"]))
         if checked is None:
             gold_labels, all_labels, region_labels = self._parse(gold, item_id)
         else:
@@ -227,10 +240,10 @@ class Gold:
         # row and fills in the answer's fields)
         row = self.row = EMPTY_ROW.copy()
         row["item_id"] = self.item_id
-        row["scene_id"] = _group_key(gold, "scene_id", item_id)
+        row["scene_id"] = shared(_group_key(gold, "scene_id", item_id))
         row["image_id"] = gold.get("image_id")
-        row["rose_subset"] = _group_key(gold, "rose_subset", item_id)
-        row["rose_split"] = gold.get("split")
+        row["rose_subset"] = shared(_group_key(gold, "rose_subset", item_id))
+        row["rose_split"] = shared(gold.get("split"))
         row["primitive_type"] = gold.get("primitive_type")
         row["task_template"] = template
         row["task_mode"] = mode
@@ -278,14 +291,14 @@ class Gold:
         heldout = gold.get("heldout_family")
         row["template_short"] = SHORT_NAME.get(self.template, self.template)
         row["bridge"] = self.template in BRIDGE_TEMPLATES
-        row["paired_item_id"] = _paired_item_id(gold, self.template, self.item_id)
+        row["paired_item_id"] = shared(_paired_item_id(gold, self.template, self.item_id))
         row["family"] = gold.get("family")
         row["heldout_family"] = None if heldout is None else bool(heldout)
-        row["region_case_group"] = _text(
-            normalize_region_case(gold.get("region_case")), "region_case", self.item_id
+        row["region_case_group"] = shared(
+            _text(normalize_region_case(gold.get("region_case")), "region_case", self.item_id)
         )
-        row["grid_size_profile"] = _text(
-            str(gold.get("grid_size_profile") or "unknown"), "grid_size_profile", self.item_id
+        row["grid_size_profile"] = shared(
+            _text(str(gold.get("grid_size_profile") or "unknown"), "grid_size_profile", self.item_id)
         )
         row["target_count"] = self.global_count
 
