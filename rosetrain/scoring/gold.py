@@ -166,8 +166,10 @@ def _text(value: str, field: str, item_id: object) -> str:
     return value
 
 
-# a label's text -> the one string object of that text (see ``shared``)
+# a label's text -> the one string object of that text (see ``shared``); bounded,
+# as a training run's rewards make golds of an unlimited stream's new scenes
 _SHARED: dict[str, str] = memo_table()
+_SHARED_MAX = 100_000
 
 
 def shared(value: Any) -> Any:
@@ -176,7 +178,14 @@ def shared(value: Any) -> Any:
     columns of a chunk of rows pickle each text once on their way from a worker
     (a sixth of the bytes and of the time at 51,000 items), and grouping by them
     compares objects that are one, not one in memory per row."""
-    return _SHARED.setdefault(value, value) if type(value) is str else value
+    if type(value) is not str:
+        return value
+    known = _SHARED.get(value)
+    if known is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            return value
+        known = _SHARED[value] = value
+    return known
 
 
 class Gold:
