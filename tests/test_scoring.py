@@ -726,3 +726,16 @@ def test_score_command_scores_huge_numbers(tmp_path, capsys):
         assert row["count_soft"] is None or math.isfinite(row["count_soft"])
     summary = json.loads((out / "evaluation_summary.json").read_text(), parse_constant=_no_constants)
     assert summary["coverage_rate"] == 1.0
+
+
+def test_rows_share_one_object_per_label_text_and_the_table_stays_bounded(monkeypatch):
+    from rosetrain.scoring import gold as G
+
+    monkeypatch.setattr(G, "_SHARED", {})
+    monkeypatch.setattr(G, "_SHARED_MAX", 2)
+    first, again = "".join(["sub", "set"]), "".join(["subs", "et"])  # equal texts, two objects
+    assert first is not again and G.shared(first) is first and G.shared(again) is first
+    assert G.shared(1) == 1 and G.shared(True) is True and G.shared(None) is None  # strings only
+    G.shared("mode")
+    late = "".join(["sce", "ne"])
+    assert G.shared(late) is late and len(G._SHARED) == 2  # full: handed back as it is
