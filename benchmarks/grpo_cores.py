@@ -61,7 +61,8 @@ def grpo_run(args: argparse.Namespace, procs: int, out: Path) -> dict:
     subprocess.run(["taskset", "-c", cores, *command], check=True, env=env, cwd=ROOT, capture_output=True)
     summary = json.loads((out / "train_summary.json").read_text())
     reused = resampled = 0
-    for line in (out / "frontier.jsonl").read_text().splitlines():
+    log = out / "frontier.jsonl"  # none with grpo.frontier=false
+    for line in log.read_text().splitlines() if log.exists() else []:
         groups = json.loads(line).get("groups")
         if groups:
             reused, resampled = reused + groups["reused"], resampled + groups["resampled"]
