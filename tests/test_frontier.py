@@ -104,3 +104,52 @@ def test_held_groups_stay_bounded_when_trl_takes_none(monkeypatch):
 def test_a_completion_ends_at_its_first_end_token_kept_as_trl_cuts_it():
     assert F._up_to_end([5, 6, 9, 0, 0], {0, 9}) == [5, 6, 9]
     assert F._up_to_end([5, 6], {0}) == [5, 6]  # cut by the length limit: all of it
+
+
+def test_samples_with_each_prompts_prefill_once_are_the_samples_generate_draws(
+    tiny_model_dir, tiny_train_spec, tmp_path
+):
+    """prefill.sample runs each prompt once and copies its cache: with the same
+    seed, the very token ids of ``generate(num_return_sequences=n)``, with a
+    generation config or with generate's own arguments."""
+    import itertools
+
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    from transformers import GenerationConfig
+
+    from rosetrain.data.hf import stream_dataset
+    from rosetrain.models.loading import load_model_and_processor
+    from rosetrain.train.prefill import sample
+
+    model, processor = load_model_and_processor(str(tiny_model_dir), device="cpu", dtype=torch.float32)
+    processor.tokenizer.padding_side = "left"
+    model.eval()
+    assert hasattr(model.model, "rope_deltas")  # the tiny Qwen3-VL: the shortcut is what runs
+    (tmp_path / "spec.yaml").write_text(tiny_train_spec("t-prefill"))
+    rows = list(itertools.islice(iter(stream_dataset(str(tmp_path / "spec.yaml"))), 3))
+    texts = [
+        processor.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows
+    ]
+    inputs = processor(
+        text=texts, images=[list(r["images"]) for r in rows], return_tensors="pt", padding=True
+    )
+    assert len({int(m.sum()) for m in inputs["attention_mask"]}) > 1  # left padding is in the test
+    config = GenerationConfig(
+        do_sample=True, top_k=0, max_new_tokens=6, pad_token_id=processor.tokenizer.pad_token_id
+    )
+    arguments = {"do_sample": True, "top_k": 0, "max_new_tokens": 6}
+    counted = GenerationConfig(**{**config.to_dict(), "num_return_sequences": 4})
+    ways = [  # what sample is given, and what generate is given for the same draws
+        ({"generation_config": config}, {"generation_config": counted}),
+        (arguments, {**arguments, "num_return_sequences": 4}),
+    ]
+    for given, plain_generation in ways:
+        with torch.inference_mode():
+            torch.manual_seed(0)
+            plain = model.generate(**inputs, **plain_generation)
+            torch.manual_seed(0)
+            shared = sample(model, inputs, 4, given)
+        assert shared.shape == plain.shape and torch.equal(shared, plain)
+    assert config.num_return_sequences in (None, 1)  # the caller's config is left as it was

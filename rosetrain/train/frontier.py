@@ -27,7 +27,6 @@ groups reused and sampled anew.
 from __future__ import annotations
 
 import collections
-import copy
 import dataclasses
 import hashlib
 import json
@@ -215,6 +214,8 @@ class FrontierFilter:
         """``samples`` completions per row from the live policy (``sampling``)."""
         import torch
 
+        from rosetrain.train.prefill import sample
+
         model = self.trainer.model if self.trainer is not None else None
         if model is None:
             raise RosetrainError("grpo.frontier: the filter was used before the trainer was attached")
@@ -228,8 +229,8 @@ class FrontierFilter:
         was_training = model.training
         model.eval()
         try:
-            with torch.inference_mode():
-                output = model.generate(**inputs, **self.sampling(samples))
+            with torch.inference_mode():  # each prompt's prefill once for its samples
+                output = sample(model, inputs, samples, self.sampling())
         finally:
             model.train(was_training)
         completions = output[:, inputs["input_ids"].shape[1] :]
@@ -244,22 +245,19 @@ class FrontierFilter:
             texts=tokenizer.batch_decode(completions, skip_special_tokens=True),
         )
 
-    def sampling(self, samples: int) -> dict[str, Any]:
-        """How the filter samples ``samples`` completions a prompt. Reused samples
-        are TRL's rollouts, so they are drawn with TRL's own generation config,
-        which among other things never samples an image token (one in a
-        completion breaks the training forward: "image features and image tokens
-        do not match"); the count goes into a copy of it, as transformers
-        deprecates generation arguments given beside a config. Samples that only
-        decide keep the recipe's temperature, top_p and length, as the demo's
-        recorded GRPO runs drew them."""
+    def sampling(self) -> dict[str, Any]:
+        """How the filter samples (``prefill.sample`` adds how many a prompt).
+        Reused samples are TRL's rollouts, so they are drawn with TRL's own
+        generation config, which among other things never samples an image
+        token (one in a completion breaks the training forward: "image features
+        and image tokens do not match"); the count goes into a copy of it, as
+        transformers deprecates generation arguments given beside a config.
+        Samples that only decide keep the recipe's temperature, top_p and
+        length, as the demo's recorded GRPO runs drew them."""
         trl_config = getattr(self.trainer, "generation_config", None)
         if self.reuse and trl_config is not None:
-            config = copy.deepcopy(trl_config)
-            config.num_return_sequences = samples
-            return {"generation_config": config}
+            return {"generation_config": trl_config}
         return {
-            "num_return_sequences": samples,
             "do_sample": True,
             "temperature": self.temperature,
             "top_p": self.top_p,
