@@ -13,7 +13,9 @@ process (rosetrain's streams have 64), so each process repeats its own stream:
 with two processes and two steps a generation, each drew the first half of
 every batch twice (the second time as a repeat) and never the second half
 (docs/experiments.md, round 25). Here the repeats are sized for the share of
-one process, which is what it reads.
+one process, which is what it reads. Should TRL size them so itself, the
+two-process test (``tests/test_train_distributed.py``) fails, and this class
+can go.
 """
 
 from __future__ import annotations
