@@ -107,9 +107,8 @@ def main() -> None:
 
     ours, floors = [], []
     cache = Path(tempfile.mkdtemp(prefix="rosetrain-bench-cache-"))
-    os.environ["ROSETRAIN_CACHE_DIR"] = str(
-        cache
-    )  # the runs' and the floor's drawing: never the user's cache
+    # the runs' and the floor's drawing: never the user's cache
+    os.environ["ROSETRAIN_CACHE_DIR"] = str(cache)
     with tempfile.TemporaryDirectory() as tmp:  # the first run fills the cache: reported apart
         _, cold_cpu, _ = run_generate(args.spec, Path(tmp) / "out", args.scenes, args.num_proc)
     for _ in range(args.repeat):  # alternate, so a burst of load hits both sides alike
