@@ -14,6 +14,9 @@
 # different run from the one-core one, as any change of processes is. Everything
 # resumes: a finished stage is skipped, a stopped one goes on from its last
 # checkpoint (the recipes' resume: auto) on the same number of processes.
+# A stage's final model committed under experiments/transfer/bases/medium-baseN
+# counts as finished too (runs/ is not kept from one machine to the next), and
+# the next stage starts from it.
 #
 #   [CORES=2] bash experiments/transfer/medium-chain.sh [SEED...]
 #
@@ -22,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .venv ] && source .venv/bin/activate
-M=models/demo-medium R=runs/medium-base
+M=models/demo-medium R=runs/medium-base B=experiments/transfer/bases/medium-base
 [ -f $M/config.json ] || rosetrain tiny-model --size medium --family qwen3-vl --seed 0 --out $M
 C=${CORES:-1}
 train() { # rosetrain train sft ARGS, on C processes
@@ -33,22 +36,29 @@ train() { # rosetrain train sft ARGS, on C processes
     rosetrain train sft "$@"
   fi
 }
+final() { # N: stage N's final model, trained here or committed
+  if [ -f $R$1/checkpoint-final/model.safetensors ] || [ ! -f $B$1/model.safetensors ]; then
+    echo $R$1/checkpoint-final
+  else
+    echo $B$1
+  fi
+}
 stage() { # N FROM RECIPE STEPS [--set ...]
   local n=$1 from=$2 recipe=$3 steps=$4
   shift 4
-  [ -f $R$n/checkpoint-final/model.safetensors ] && return
+  [ -f "$(final $n)/model.safetensors" ] && return
   train --recipe "$recipe" --set model="$from" --set max_steps="$steps" \
     --set output_dir=$R$n --set save_steps=250 --set save_total_limit=2 "$@"
 }
 FAMILY=(--set data.spec=experiments/transfer/base-family.yaml --set data.reasoning=cells)
 stage 1 $M recipes/demo-base-sft.yaml 2000
-stage 2 ${R}1/checkpoint-final recipes/demo-base-sft-palettes.yaml 4000
-stage 3 ${R}2/checkpoint-final recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}"
-stage 4 ${R}3/checkpoint-final recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}" --set data.seed=1
+stage 2 "$(final 1)" recipes/demo-base-sft-palettes.yaml 4000
+stage 3 "$(final 2)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}"
+stage 4 "$(final 3)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}" --set data.seed=1
 [ -f ${R}4-eval-rdev/evaluation_summary.json ] ||
-  rosetrain eval --model ${R}4 --data data/rdev-dim --max-new-tokens 96 --out ${R}4-eval-rdev --no-progress
+  rosetrain eval --model "$(final 4)" --data data/rdev-dim --max-new-tokens 96 --out ${R}4-eval-rdev --no-progress
 for S in "$@"; do
-  python benchmarks/transfer_curves.py --base ${R}4/checkpoint-final \
+  python benchmarks/transfer_curves.py --base "$(final 4)" \
     --recipe rosetrain/assets/demo/recipes/demo-sft-transfer.yaml \
     --design medseen=experiments/transfer/family.yaml --seeds "$S" \
     --set data.reasoning=cells-seen --max-new-tokens 96 --split rdev=data/rdev-dim \
