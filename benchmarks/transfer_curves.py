@@ -13,6 +13,8 @@ answer). Runs on the CPU (one thread a run) or, where CUDA is seen, on the GPU.
 at that time, so a call with a time limit still returns the checkpoints it
 made; rerun the same command to resume them (the trainer resumes exactly).
 ``--train-only`` evaluates nothing (a GPU call whose checkpoints the CPU evaluates).
+``--cores N`` trains each run on N CPU processes (the larger stand-in's seeds,
+one at a time on the two cores: about 1.45x one core).
 
     python benchmarks/transfer_curves.py --base runs/base-palettes/checkpoint-1500 \\
         --design staged=experiments/transfer/staged.yaml --seeds 0 1 \\
@@ -40,6 +42,9 @@ from rosetrain.core import protocol as P  # noqa: E402
 from rosetrain.core.io import atomic_write  # noqa: E402
 from rosetrain.demo.pipeline import RECIPES  # noqa: E402
 from rosetrain.demo.report import majority_baseline  # noqa: E402
+from rosetrain.train.launch import core_overrides  # noqa: E402
+from rosetrain.train.launch import train_command as launch_command  # noqa: E402
+from rosetrain.train.recipe import load_recipe  # noqa: E402
 
 
 def pair(text: str) -> tuple[str, str]:
@@ -67,10 +72,10 @@ def train_command(args: argparse.Namespace, name: str, spec: str, seed: int, out
     lr = dict(args.lr_for).get(name, args.lr)
     if lr is not None:
         sets["learning_rate"] = str(lr)
-    command = [sys.executable, "-m", "rosetrain", "train", "sft", "--recipe", str(args.recipe)]
-    for key, value in sets.items():
-        command += ["--set", f"{key}={value}"]
-    return command
+    overrides = [f"{key}={value}" for key, value in sets.items()]
+    if args.cores > 1:  # the recipe's global batch, split over the processes
+        overrides += core_overrides(load_recipe(args.recipe, overrides).train_batch_size, args.cores)
+    return launch_command("sft", args.recipe, overrides, args.cores)
 
 
 def checkpoints(run: Path) -> dict[int, Path]:
@@ -121,6 +126,13 @@ def main() -> None:
         type=int,
         help="DataLoader workers per run (default: the recipe's; on a GPU set it so "
         "that runs x (workers + 1) fits the CPUs)",
+    )
+    parser.add_argument(
+        "--cores",
+        type=int,
+        default=1,
+        help="CPU processes per run, the recipe's batch split among them (torchrun, gloo; "
+        "a run resumes only on the number it started with)",
     )
     parser.add_argument("--deadline", type=float, help="minutes after which training stops")
     parser.add_argument(

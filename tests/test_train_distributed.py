@@ -275,11 +275,17 @@ def test_a_cpu_group_does_not_search_for_unused_parameters(monkeypatch):
 
 
 def test_a_batch_that_does_not_split_over_the_cores_is_named():
-    from rosetrain.train.launch import split_batch
+    from rosetrain.train.launch import core_overrides, split_batch
 
     assert split_batch(16, 2) == 8
+    # one thread and no DataLoader worker a process: a core each
+    assert core_overrides(16, 2) == [
+        "cpu_threads=1",
+        "per_device_train_batch_size=8",
+        "dataloader_num_workers=0",
+    ]
     with pytest.raises(RosetrainError, match="batch of 16 rows does not split evenly over 3"):
-        split_batch(16, 3)
+        core_overrides(16, 3)
 
 
 def test_a_failed_launch_says_a_rerun_resumes(recipe, tmp_path):

@@ -340,17 +340,15 @@ def train_stage(
 
 def train_recipe(recipe_path: Path, overrides: list[str], cores: int) -> dict[str, Any]:
     """SFT on ``cores`` processes of one thread each, the recipe's batch split
-    among them (no DataLoader worker: with a core per process a worker only adds
-    the batches' trip between processes); GRPO, and SFT on one core, in this
+    among them (``launch.core_overrides``); GRPO, and SFT on one core, in this
     process as the recipe says. Returns the run summary."""
     from rosetrain.train import train
-    from rosetrain.train.launch import split_batch, train_on_cores
+    from rosetrain.train.launch import core_overrides, train_on_cores
     from rosetrain.train.recipe import load_recipe
 
     recipe = load_recipe(recipe_path, overrides)
     if recipe.method == "sft" and cores > 1:
-        batch = split_batch(recipe.train_batch_size, cores)
-        split = ["cpu_threads=1", f"per_device_train_batch_size={batch}", "dataloader_num_workers=0"]
+        split = core_overrides(recipe.train_batch_size, cores)
         return train_on_cores("sft", recipe_path, [*overrides, *split], cores, Path(recipe.output_dir))
     return train(recipe)
 

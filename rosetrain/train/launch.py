@@ -36,6 +36,15 @@ def split_batch(batch: int, processes: int) -> int:
     return batch // processes
 
 
+def core_overrides(batch: int, processes: int) -> list[str]:
+    """The recipe overrides that train a global batch of ``batch`` rows on
+    ``processes`` CPU processes of one thread each, the batch split among them
+    (no DataLoader worker: with a core per process a worker only adds the
+    batches' trip between processes)."""
+    per_process = split_batch(batch, processes)
+    return ["cpu_threads=1", f"per_device_train_batch_size={per_process}", "dataloader_num_workers=0"]
+
+
 def train_command(method: str, recipe: Path, overrides: Sequence[str], processes: int) -> list[str]:
     command = ["-m", "rosetrain", "train", method, "--recipe", str(recipe)]
     for item in overrides:
