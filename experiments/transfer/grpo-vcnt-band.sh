@@ -3,8 +3,13 @@
 # one of round 16's family SFTs, for each seed given: train, evaluate on rdev,
 # compare with the SFT (docs/experiments.md, rounds 17, 19 and 20).
 #
-#   [SFT=famseen] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [EXTRA="--set ..."] \
+#   [SFT=famseen] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [CORES=1] [EXTRA="--set ..."] \
 #     bash experiments/transfer/grpo-vcnt-band.sh SEED...
+#
+# CORES=2 trains a seed on two processes of one thread (torchrun, gloo), each
+# with half the recipe's 4 prompts an update, so the update is the same size
+# (1.56-1.65x one process for F: docs/benchmarks.md); a run resumes only on
+# the number of processes it started with.
 #
 # Reads runs/curves-SFT-sS (the SFT and its rdev evaluation) and data/rdev-dim;
 # writes runs/TAG/{sS,eval-sS-rdev,cmp-sS}. Two runners may share a TAG: each
@@ -14,13 +19,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .venv ] && source .venv/bin/activate
-SFT=${SFT:-famseen} STEPS=${STEPS:-60} LR=${LR:-1e-5} O=runs/${TAG:-grpo-vcb}
+SFT=${SFT:-famseen} STEPS=${STEPS:-60} LR=${LR:-1e-5} O=runs/${TAG:-grpo-vcb} C=${CORES:-1}
+if [ "$C" -gt 1 ]; then
+  GRPO=(python -m torch.distributed.run --standalone --nproc-per-node "$C" -m rosetrain train grpo
+    --set cpu_threads=1 --set gradient_accumulation_steps=$((4 / C)))
+else
+  GRPO=(rosetrain train grpo)
+fi
 for S in "$@"; do
   M=runs/curves-$SFT-s$S/$SFT-seed$S/checkpoint-final
   mkdir -p "$O"
   mkdir "$O/claim-s$S" 2>/dev/null || continue
   # shellcheck disable=SC2086  # EXTRA holds several flags
-  rosetrain train grpo --recipe rosetrain/assets/demo/recipes/demo-grpo.yaml --set model=$M \
+  OMP_NUM_THREADS=1 "${GRPO[@]}" --recipe rosetrain/assets/demo/recipes/demo-grpo.yaml --set model=$M \
     --set data.spec=experiments/transfer/rl-vcnt-band.yaml --set data.seed=$((S + 2)) --set seed=$((S + 2)) \
     --set max_steps=$STEPS --set learning_rate=$LR --set save_steps=100 --set save_total_limit=4 \
     --set output_dir=$O/s$S ${EXTRA:-}
