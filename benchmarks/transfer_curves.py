@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rosetrain.core import protocol as P  # noqa: E402
+from rosetrain.core.errors import RosetrainError  # noqa: E402
 from rosetrain.core.io import atomic_write  # noqa: E402
 from rosetrain.demo.pipeline import RECIPES  # noqa: E402
 from rosetrain.demo.report import majority_baseline  # noqa: E402
@@ -153,6 +154,12 @@ def main() -> None:
     args = parser.parse_args()
     if not args.split and not args.train_only:
         parser.error("give at least one --split, or --train-only")
+    if args.cores < 1:
+        parser.error(f"--cores must be at least 1, got {args.cores}")
+    try:  # a recipe that does not load, or a batch that does not split over --cores
+        train_command(args, *args.design[0], args.seeds[0], args.out)
+    except RosetrainError as err:
+        parser.error(str(err))
 
     start = time.monotonic()
     runs = {(name, seed): args.out / f"{name}-seed{seed}" for name, _ in args.design for seed in args.seeds}
