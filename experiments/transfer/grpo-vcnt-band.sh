@@ -12,6 +12,9 @@
 # the number of processes it started with.
 #
 # Reads runs/curves-SFT-sS (the SFT and its rdev evaluation) and data/rdev-dim;
+# where runs/ lacks the SFT (runs/ is not kept from one machine to the next),
+# its final model committed as experiments/transfer/sft/SFT-seedS, evaluated
+# on rdev first if its evaluation is missing too.
 # writes runs/TAG/{sS,eval-sS-rdev,cmp-sS}. Two runners may share a TAG: each
 # takes a seed by creating runs/TAG/claim-sS, and skips seeds taken. A run
 # stopped midway resumes from its last checkpoint (the recipe's resume: auto)
@@ -27,14 +30,17 @@ else
   GRPO=(rosetrain train grpo)
 fi
 for S in "$@"; do
-  M=runs/curves-$SFT-s$S/$SFT-seed$S/checkpoint-final
+  M=runs/curves-$SFT-s$S/$SFT-seed$S/checkpoint-final E=runs/curves-$SFT-s$S/eval/$SFT-seed$S-5000-rdev
+  [ -f $M/model.safetensors ] || M=experiments/transfer/sft/$SFT-seed$S
   mkdir -p "$O"
   mkdir "$O/claim-s$S" 2>/dev/null || continue
+  [ -f $E/evaluation_summary.json ] ||
+    rosetrain eval --model $M --data data/rdev-dim --max-new-tokens 96 --out $E --no-progress
   # shellcheck disable=SC2086  # EXTRA holds several flags
   OMP_NUM_THREADS=1 "${GRPO[@]}" --recipe rosetrain/assets/demo/recipes/demo-grpo.yaml --set model=$M \
     --set data.spec=experiments/transfer/rl-vcnt-band.yaml --set data.seed=$((S + 2)) --set seed=$((S + 2)) \
     --set max_steps=$STEPS --set learning_rate=$LR --set save_steps=100 --set save_total_limit=4 \
     --set output_dir=$O/s$S ${EXTRA:-}
   rosetrain eval --model $O/s$S --data data/rdev-dim --max-new-tokens 96 --out $O/eval-s$S-rdev --no-progress
-  rosetrain compare runs/curves-$SFT-s$S/eval/$SFT-seed$S-5000-rdev $O/eval-s$S-rdev --out $O/cmp-s$S
+  rosetrain compare $E $O/eval-s$S-rdev --out $O/cmp-s$S
 done
