@@ -156,7 +156,7 @@ def main() -> None:
         parser.error("give at least one --split, or --train-only")
     if args.cores < 1:
         parser.error(f"--cores must be at least 1, got {args.cores}")
-    try:  # a recipe that does not load, or a batch that does not split over --cores
+    try:  # with --cores: a recipe that does not load, or a batch that does not split
         train_command(args, *args.design[0], args.seeds[0], args.out)
     except RosetrainError as err:
         parser.error(str(err))
