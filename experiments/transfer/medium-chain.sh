@@ -22,6 +22,10 @@
 #
 # Writes models/demo-medium, runs/medium-base{1,2,3,4}, runs/medium-base4-eval-rdev
 # and runs/curves-medseen-sS; then `SFT=medseen bash experiments/transfer/grpo-vcnt-band.sh S`.
+# The base and each SFT seed's final model are copied into git's tree
+# (experiments/transfer/bases/medium-base4, experiments/transfer/sft/medseen-seedS):
+# commit them, as runs/ does not outlive the machine. With CORES=2 the SFT
+# seeds train one after another, each on two processes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .venv ] && source .venv/bin/activate
@@ -55,6 +59,12 @@ stage 1 $M recipes/demo-base-sft.yaml 2000
 stage 2 "$(final 1)" recipes/demo-base-sft-palettes.yaml 4000
 stage 3 "$(final 2)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}"
 stage 4 "$(final 3)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}" --set data.seed=1
+keep() { # FROM TO: a final model's files copied into git's tree, to be committed
+  [ -f "$2/model.safetensors" ] && return
+  mkdir -p "$2"
+  cp "$1"/{model.safetensors,config.json,generation_config.json,chat_template.jinja,processor_config.json,tokenizer.json,tokenizer_config.json} "$2"/
+}
+keep "$(final 4)" ${B}4
 [ -f ${R}4-eval-rdev/evaluation_summary.json ] ||
   rosetrain eval --model "$(final 4)" --data data/rdev-dim --max-new-tokens 96 --out ${R}4-eval-rdev --no-progress
 for S in "$@"; do
@@ -62,5 +72,6 @@ for S in "$@"; do
     --recipe rosetrain/assets/demo/recipes/demo-sft-transfer.yaml \
     --design medseen=experiments/transfer/family.yaml --seeds "$S" \
     --set data.reasoning=cells-seen --max-new-tokens 96 --split rdev=data/rdev-dim \
-    --steps 5000 --every 1000 --eval-every 5000 --eval-jobs 1 --out runs/curves-medseen-s"$S"
+    --steps 5000 --every 1000 --eval-every 5000 --eval-jobs 1 --cores "$C" --out runs/curves-medseen-s"$S"
+  keep runs/curves-medseen-s"$S"/medseen-seed"$S"/checkpoint-final experiments/transfer/sft/medseen-seed"$S"
 done
