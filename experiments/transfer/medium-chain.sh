@@ -20,6 +20,9 @@
 #
 #   [CORES=2] bash experiments/transfer/medium-chain.sh [SEED...]
 #
+# On a fresh checkout run it once without a seed first (it makes data/rdev-dim
+# and evaluates the base), then the seeds, one run a core.
+#
 # Writes models/demo-medium, runs/medium-base{1,2,3,4}, runs/medium-base4-eval-rdev
 # and runs/curves-medseen-sS; then `SFT=medseen bash experiments/transfer/grpo-vcnt-band.sh S`.
 # The base and each SFT seed's final model are copied into git's tree
@@ -30,7 +33,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .venv ] && source .venv/bin/activate
 M=models/demo-medium R=runs/medium-base B=experiments/transfer/bases/medium-base
-[ -f $M/config.json ] || rosetrain tiny-model --size medium --family qwen3-vl --seed 0 --out $M
 C=${CORES:-1}
 train() { # rosetrain train sft ARGS, on C processes
   if [ "$C" -gt 1 ]; then
@@ -47,10 +49,16 @@ final() { # N: stage N's final model, trained here or committed
     echo $B$1
   fi
 }
+finished() { # N: stage N, or a later one, has its final model (a later one makes N moot)
+  local k
+  for k in $(seq "$1" 4); do [ -f "$(final $k)/model.safetensors" ] && return 0; done
+  return 1
+}
 stage() { # N FROM RECIPE STEPS [--set ...]
   local n=$1 from=$2 recipe=$3 steps=$4
   shift 4
-  [ -f "$(final $n)/model.safetensors" ] && return
+  finished $n && return
+  [ "$from" != $M ] || [ -f $M/config.json ] || rosetrain tiny-model --size medium --family qwen3-vl --seed 0 --out $M
   train --recipe "$recipe" --set model="$from" --set max_steps="$steps" \
     --set output_dir=$R$n --set save_steps=250 --set save_total_limit=2 "$@"
 }
@@ -61,11 +69,21 @@ stage 3 "$(final 2)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}"
 stage 4 "$(final 3)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}" --set data.seed=1
 keep() { # FROM TO: a final model's files copied into git's tree, to be committed
   [ -f "$2/model.safetensors" ] && return
+  [ -f "$1/model.safetensors" ] || { echo "no final model in $1 yet: nothing to keep"; return 0; }
   mkdir -p "$2"
   cp "$1"/{model.safetensors,config.json,generation_config.json,chat_template.jinja,processor_config.json,tokenizer.json,tokenizer_config.json} "$2"/
 }
 keep "$(final 4)" ${B}4
-[ -f ${R}4-eval-rdev/evaluation_summary.json ] ||
+# rdev (and r, which rdev's scenes exclude), as round 5 made them; then the base's
+# evaluation. Both only when no seed is given: run it once so before two seed
+# runs side by side, which would race for them
+G=rosetrain/assets/demo/generators
+if [ $# -eq 0 ] && [ ! -f data/rdev-dim/metadata_test.jsonl ]; then
+  rosetrain generate --formats release --quiet --spec $G/heldout-palette.yaml --out data/r-dim --split test --scenes 100
+  rosetrain generate --formats release --quiet --spec $G/heldout-palette.yaml --out data/rdev-dim --split test \
+    --scenes 200 --seed 99 --exclude data/r-dim/metadata_test.jsonl
+fi
+[ $# -gt 0 ] || [ -f ${R}4-eval-rdev/evaluation_summary.json ] ||
   rosetrain eval --model "$(final 4)" --data data/rdev-dim --max-new-tokens 96 --out ${R}4-eval-rdev --no-progress
 for S in "$@"; do
   python benchmarks/transfer_curves.py --base "$(final 4)" \
