@@ -54,6 +54,12 @@ finished() { # N: stage N, or a later one, has its final model (a later one make
   for k in $(seq "$1" 4); do [ -f "$(final $k)/model.safetensors" ] && return 0; done
   return 1
 }
+keep() { # FROM TO: a final model's files copied into git's tree, to be committed
+  [ -f "$2/model.safetensors" ] && return
+  [ -f "$1/model.safetensors" ] || { echo "no final model in $1 yet: nothing to keep"; return 0; }
+  mkdir -p "$2"
+  cp "$1"/{model.safetensors,config.json,generation_config.json,chat_template.jinja,processor_config.json,tokenizer.json,tokenizer_config.json} "$2"/
+}
 stage() { # N FROM RECIPE STEPS [--set ...]
   local n=$1 from=$2 recipe=$3 steps=$4
   shift 4
@@ -67,16 +73,10 @@ stage 1 $M recipes/demo-base-sft.yaml 2000
 stage 2 "$(final 1)" recipes/demo-base-sft-palettes.yaml 4000
 stage 3 "$(final 2)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}"
 stage 4 "$(final 3)" recipes/demo-base-sft-palettes.yaml 3000 "${FAMILY[@]}" --set data.seed=1
-keep() { # FROM TO: a final model's files copied into git's tree, to be committed
-  [ -f "$2/model.safetensors" ] && return
-  [ -f "$1/model.safetensors" ] || { echo "no final model in $1 yet: nothing to keep"; return 0; }
-  mkdir -p "$2"
-  cp "$1"/{model.safetensors,config.json,generation_config.json,chat_template.jinja,processor_config.json,tokenizer.json,tokenizer_config.json} "$2"/
-}
 keep "$(final 4)" ${B}4
-# rdev (and r, which rdev's scenes exclude), as round 5 made them; then the base's
-# evaluation. Both only when no seed is given: run it once so before two seed
-# runs side by side, which would race for them
+# rdev (and r, whose scenes rdev excludes) as round 5 made them, then the base's
+# evaluation: only in a run without seeds, as two seed runs side by side would
+# race for them
 G=rosetrain/assets/demo/generators
 if [ $# -eq 0 ] && [ ! -f data/rdev-dim/metadata_test.jsonl ]; then
   rosetrain generate --formats release --quiet --spec $G/heldout-palette.yaml --out data/r-dim --split test --scenes 100
