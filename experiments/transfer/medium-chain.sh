@@ -9,9 +9,9 @@
 #   3. experiments/transfer/base-family.yaml with cells thinking, 3,000 steps;
 #   4. the same with data.seed=1, 3,000 more steps (`family-cells-6k`'s counterpart).
 # At 0.75-0.8 s a step on one CPU core the stages take about 2.7 hours; an
-# SFT seed (its thinking targets are longer: 1.45-1.7 s a step) 2.2 hours more,
-# with its rdev evaluation (docs/experiments.md, round 27). With CORES=2 a stage trains on two processes of one
-# thread, the batch of 16 split (torchrun, gloo; about 1.45x one core): a
+# SFT seed (longer thinking targets: 1.45-1.7 s a step) 2.2 hours more, with
+# its rdev evaluation (docs/experiments.md, round 27). With CORES=2 a stage
+# trains on two processes of one thread, the batch of 16 split (torchrun, gloo; about 1.45x one core): a
 # different run from the one-core one, as any change of processes is. Everything
 # resumes: a finished stage is skipped, a stopped one goes on from its last
 # checkpoint (the recipes' resume: auto) on the same number of processes.
