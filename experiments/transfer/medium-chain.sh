@@ -11,10 +11,11 @@
 # At 0.75-0.8 s a step on one CPU core the stages take about 2.7 hours; an
 # SFT seed (longer thinking targets: 1.45-1.7 s a step) 2.2 hours more, with
 # its rdev evaluation (docs/experiments.md, round 27). With CORES=2 a stage
-# trains on two processes of one thread, the batch of 16 split (torchrun, gloo; about 1.45x one core): a
-# different run from the one-core one, as any change of processes is. Everything
-# resumes: a finished stage is skipped, a stopped one goes on from its last
-# checkpoint (the recipes' resume: auto) on the same number of processes.
+# trains on two processes of one thread, the batch of 16 split (torchrun,
+# gloo; about 1.45x one core): a different run from the one-core one, as any
+# change of processes is. Everything resumes: a finished stage is skipped, a
+# stopped one goes on from its last checkpoint (the recipes' resume: auto) on
+# the same number of processes.
 # A stage's final model committed under experiments/transfer/bases/medium-baseN
 # counts as finished too (runs/ is not kept from one machine to the next), and
 # the next stage starts from it.
