@@ -2,7 +2,7 @@
 
 Reads what ``grpo-vcnt-band.sh`` and ``grpo-curve.sh`` wrote under runs/TAG:
 ``cmp-sS-N/compare.json`` (checkpoint N against the SFT) and, for the last
-step, ``cmp-sS/compare.json`` (the final model). Prints one markdown row per
+step where that is missing, ``cmp-sS/compare.json`` (the final model). Prints one markdown row per
 seed and step, GRPO - SFT in PASS points with the paired 95% interval (avg
 PASS, then each template), and, with ``--against OTHER``, the paired
 difference to another round at the same step (``fvd-sS-N``, written by
@@ -61,8 +61,10 @@ def main() -> int:
     reached: dict[int, list[int]] = {step: [] for step in args.steps}
     for seed in args.seeds:
         for step in args.steps:
-            path = folder / (f"cmp-s{seed}" if step == last else f"cmp-s{seed}-{step}") / "compare.json"
-            if not path.is_file():
+            # A checkpoint's own comparison, else (at the last step) the final model's.
+            names = [f"cmp-s{seed}-{step}", *([f"cmp-s{seed}"] if step == last else [])]
+            path = next((p for n in names if (p := folder / n / "compare.json").is_file()), None)
+            if path is None:
                 continue
             compare = json.loads(path.read_text())
             cells = [points(compare["avg_pass"]), *(points(compare["templates"][t]) for t in TEMPLATES)]
