@@ -1,5 +1,6 @@
 """--engine ray waits a bounded time: an unreachable RAY_ADDRESS is one line
-within CONNECT_TIMEOUT_S, never endless retries; a Ctrl-C is the CLI's one line."""
+within CONNECT_TIMEOUT_S, never endless retries; a Ctrl-C is the CLI's one line,
+and the scratch folders of the tasks it killed do not stay."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rosetrain.cli import main
+from rosetrain.core.scratch import remove_orphans
 
 SMOKE = Path(__file__).resolve().parent.parent / "generators" / "smoke.yaml"
 
@@ -64,6 +66,10 @@ def test_a_silent_host_is_given_up_after_the_timeout(monkeypatch):
 def test_ctrl_c_under_ray_is_the_one_interrupted_line(tmp_path):
     pytest.importorskip("ray")
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}  # a local cluster
+    # the tasks' scratch folders in this test's own folder; Ray's sockets where they always are
+    env.setdefault("RAY_TMPDIR", os.environ.get("TMPDIR", "/tmp"))  # Ray's own choice, on Linux
+    env["TMPDIR"] = str(scratch_root := tmp_path / "tmp")
+    scratch_root.mkdir()
     out = tmp_path / "out"
     command = [
         "generate",
@@ -100,3 +106,9 @@ def test_ctrl_c_under_ray_is_the_one_interrupted_line(tmp_path):
         err.strip().splitlines()[-1]
         == "rosetrain generate: interrupted; run the same command again to resume"
     )
+    # what the killed tasks left is rosetrain's, and the next scratch folder removes it
+    deadline = time.monotonic() + 60  # the cluster's workers exit after the driver
+    while any(scratch_root.iterdir()) and time.monotonic() < deadline:
+        remove_orphans(scratch_root, min_age_s=0)
+        time.sleep(0.5)
+    assert list(scratch_root.iterdir()) == []

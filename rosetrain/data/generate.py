@@ -17,8 +17,6 @@ import dataclasses
 import json
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -28,6 +26,7 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.io import atomic_path, atomic_write, iter_jsonl, output_lock
+from rosetrain.core.scratch import scratch_folder
 from rosetrain.data.bridges import bridge_paths, route_lines, split_names
 from rosetrain.data.manifest import (
     TempJournal,
@@ -448,16 +447,13 @@ def _map(job: GenerateJob, shards: list[int]) -> Iterable[int]:
 def render_shard_files(job: GenerateJob, shard: int) -> dict[str, bytes]:
     """Make one shard in a scratch folder; return its files (relative name -> bytes):
     what a Ray task sends back to the driver (module level, so a worker imports its own)."""
-    scratch = Path(tempfile.mkdtemp(prefix="rosetrain-shard-"))
-    try:
+    with scratch_folder() as scratch:  # one a killed task leaves is removed by a later task
         write_shard(dataclasses.replace(job, out_dir=scratch), shard)
         return {
             path.relative_to(scratch).as_posix(): path.read_bytes()
             for path in sorted(scratch.rglob("*"))
             if path.is_file()
         }
-    finally:
-        shutil.rmtree(scratch)  # our own mkdtemp, nothing else
 
 
 def _warm_up_before_fork(job: GenerateJob) -> None:
