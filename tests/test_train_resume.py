@@ -118,7 +118,8 @@ def uninterrupted(tmp_path_factory, data_folder):
 
 
 def start_killed_run(recipe: Path, event: str, step: int) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # TMPDIR: the temp folders a library makes at import (wandb, under TRL) stay after a SIGKILL
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(recipe.parent)}
     return subprocess.Popen(
         [sys.executable, "-c", KILLED_RUN, str(recipe), event, str(step)],
         env=env,
