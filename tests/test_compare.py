@@ -215,6 +215,30 @@ def test_template_mismatch_and_duplicates_are_errors(golds):
         pair_runs(rows + rows[:1], rows)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("pass", "yes", "'pass' is 'yes', not 0 or 1"),
+        ("pass", 2, "'pass' is 2, not 0 or 1"),
+        ("item_id", ["a"], "'item_id' is ['a'], not a non-empty text"),
+        ("unified_soft", "x" * 500, "'unified_soft' is 'xxxxxxxxxxxx...xxxxxxxxxxxxx', not a number"),
+        ("click_f1", float("nan"), "'click_f1' is nan, not a number"),
+        ("count_mae", {"a": 1}, "'count_mae' is {'a': 1}, not a number"),
+    ],
+)
+def test_a_per_item_row_edited_by_hand_is_one_line_naming_line_and_field(tmp_path, golds, field, value, said):
+    run = run_dir(tmp_path, "run", golds, 0.5, seed=3)
+    path = run / "per_item_eval.jsonl"
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[2])
+    row[field] = value
+    lines[2] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RosetrainError) as raised:
+        compare_runs(run, run, None, resamples=10)
+    assert str(raised.value) == f"{path}:3: {said}"
+
+
 def test_missing_run_folder_is_an_error(tmp_path):
     with pytest.raises(RosetrainError, match="per_item_eval.jsonl"):
         compare_runs(tmp_path / "nothing", tmp_path / "nothing", None)
