@@ -249,7 +249,7 @@ def _command_line(command: str, out: Path, split: Path, predictions: Path, run: 
     split, predictions, run, out = str(split), str(predictions), str(run), str(out)
     return {
         "generate": ["generate", "--spec", "smoke", "--out", out, "--scenes", "1", "--split", "test"],
-        "preview": ["preview", split, "--out", out, "--limit", "1"],
+        "preview": ["preview", "--data", split, "--out", out, "--limit", "1"],
         "score": ["score", "--data", split, "--predictions", predictions, "--out", out],
         "eval": [
             *("eval", "--runner", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"),

@@ -234,9 +234,10 @@ def _replace(argv: list[str], name: str, value: str, command: str) -> list[str]:
             index = argv.index(name)
             return [*argv[: index + 1], value, *argv[index + 2 :]]
         return [*argv, name, value]
-    positionals = {"preview": {"data": 1}, "compare": {"before": 1, "after": 2}, "configs": {"dir": 4}}[
-        command
-    ]
+    if (command, name) == ("preview", "data_positional"):  # preview's first form: DATA, not --data DATA
+        index = argv.index("--data")
+        return [argv[0], value, *argv[1:index], *argv[index + 2 :]]
+    positionals = {"compare": {"before": 1, "after": 2}, "configs": {"dir": 4}}[command]
     index = positionals[name]
     return [*argv[:index], value, *argv[index + 1 :]]
 
@@ -304,6 +305,24 @@ def test_preview_replaces_its_own_sheet_but_never_a_users_picture(world, tmp_pat
     assert cli.main(["preview", world["split"], "--out", str(picture), "--limit", "1"]) == 2
     assert "not written by rosetrain preview" in capsys.readouterr().err
     assert picture.read_bytes() == before
+
+
+def test_preview_takes_data_as_every_command_does_and_as_it_first_did(world, tmp_path, capsys):
+    sheets = {}
+    for form, data in (("--data", ["--data", world["split"]]), ("positional", [world["split"]])):
+        sheet = tmp_path / f"{form}.png"
+        assert cli.main(["preview", *data, "--out", str(sheet), "--limit", "1"]) == 0
+        sheets[form] = sheet.read_bytes()
+    assert sheets["--data"] == sheets["positional"]
+    capsys.readouterr()
+    for data, said in (
+        (["--data", world["split"], world["split"]], "--data: give the split once"),
+        ([], "--data: a split is needed: rosetrain preview --data DATA"),
+    ):
+        assert cli.main(["preview", *data, "--out", str(tmp_path / "x.png")]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], lines
+    assert not (tmp_path / "x.png").exists()
 
 
 @pytest.mark.parametrize("link", ["dangling", "to a file"])

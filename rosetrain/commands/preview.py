@@ -1,4 +1,4 @@
-"""rosetrain preview data/rose --split test --out data/rose/preview.png"""
+"""rosetrain preview --data data/rose --split test --out data/rose/preview.png"""
 
 from __future__ import annotations
 
@@ -40,11 +40,14 @@ def default_out(given: str, data: Path) -> Path:
 
 
 def add_arguments(parser) -> None:
+    help_data = (
+        "a split: a folder in the ROSE release layout, a metadata .jsonl, or "
+        "hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face cache)"
+    )
+    parser.add_argument("--data", type=path("data"), default=None, help=help_data)
+    # the first form preview had; --data is what every other command reading a split takes
     parser.add_argument(
-        "data",
-        type=path("data"),
-        help="a split: a folder in the ROSE release layout, a metadata .jsonl, or "
-        "hf://datasets/OWNER/NAME[@REVISION] (read from the local Hugging Face cache)",
+        "data_positional", nargs="?", type=path("data"), metavar="DATA", help="the same as --data"
     )
     parser.add_argument("--split", default="test", help="split name")
     parser.add_argument(
@@ -72,6 +75,13 @@ def run(args) -> int:
     from rosetrain.data.release import select_records
     from rosetrain.generators.preview import contact_sheet
 
+    if (args.data is None) == (args.data_positional is None):
+        raise RosetrainError(
+            "--data: give the split once, as --data DATA (or DATA alone)"
+            if args.data is not None
+            else "--data: a split is needed: rosetrain preview --data DATA"
+        )
+    args.data = args.data or args.data_positional
     check_split_name(args.split)
     if args.template is not None and args.template not in SPEC_TEMPLATES:
         raise RosetrainError(
