@@ -16,6 +16,7 @@ import sys
 from typing import NoReturn
 
 from rosetrain.core.errors import RosetrainError, bounded
+from rosetrain.core.verbosity import ENV as VERBOSE_ENV
 
 # What `rosetrain --help` says first (the module's docstring is RST, which a terminal shows raw).
 DESCRIPTION = (
@@ -180,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         build_parser().print_help()
         return 2
+    if getattr(args, "verbose", False):  # an environment variable, so that child processes hear it too
+        os.environ[VERBOSE_ENV] = "1"
     module = importlib.import_module(COMMANDS[args.command][0])
     try:
         return int(module.run(args) or 0)

@@ -265,9 +265,25 @@ def test_a_corrupt_weights_file_is_one_line_naming_it(tmp_path, tiny_model_dir):
         load_model_and_processor(run)
 
 
-def test_loading_a_model_shows_no_library_progress_bar(tiny_model_dir, capfd):
+def test_loading_a_model_shows_no_library_progress_bar_unless_verbose(tiny_model_dir, capfd, monkeypatch):
     from rosetrain.models.loading import load_model_and_processor
 
     load_model_and_processor(tiny_model_dir)
     captured = capfd.readouterr()
     assert "Loading weights" not in captured.err + captured.out
+    monkeypatch.setenv("ROSETRAIN_VERBOSE", "1")  # what --verbose sets
+    load_model_and_processor(tiny_model_dir)
+    assert "Loading weights" in capfd.readouterr().err
+    monkeypatch.delenv("ROSETRAIN_VERBOSE")
+    load_model_and_processor(tiny_model_dir)  # quiet again: the bars are off once more
+    assert "Loading weights" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["eval", "train", "demo", "signal", "tiny-model"])
+def test_verbose_is_there_on_every_command_that_loads_a_model(command, monkeypatch):
+    from rosetrain import cli
+
+    monkeypatch.delenv("ROSETRAIN_VERBOSE", raising=False)
+    parser = cli.build_parser(command)
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    assert "--verbose" in sub.format_help()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetrain.commands import MAX_PROCESSES, SEED_NUMPY, integer, path, seed
+from rosetrain.core.verbosity import add_verbose_argument
 
 # One option per evaluation split of the demo: (what its scenes show, DemoConfig's default).
 SCENE_OPTIONS = {
@@ -90,6 +91,7 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--quiet", "--no-progress", action="store_true", help="no progress bars (--no-progress: the same)"
     )
+    add_verbose_argument(parser)  # a model through transformers: its own output is off unless asked
 
 
 def demo_config(args):

@@ -27,6 +27,7 @@ from rosetrain.commands import (
     resolve_model,
 )
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.verbosity import add_verbose_argument
 from rosetrain.runners import RUNNERS
 from rosetrain.runners.base import DEFAULT_MAX_NEW_TOKENS
 
@@ -133,6 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quiet", "--no-progress", action="store_true", help="no progress bar (--no-progress: the same)"
     )
     add_bridges_flags(parser, "run")
+    add_verbose_argument(parser)  # a model through transformers: its own output is off unless asked
 
 
 def resolve_data(args: argparse.Namespace) -> tuple[Path, str, int | None, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from rosetrain.commands import SEED_NUMPY, check_out_folder, integer, path, resolve_model, seed
+from rosetrain.core.verbosity import add_verbose_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=path("out-folder"), default=None, help="folder for signal.json and signal.md"
     )
+    add_verbose_argument(parser)  # a model through transformers: its own output is off unless asked
 
 
 def run(args: argparse.Namespace) -> int:

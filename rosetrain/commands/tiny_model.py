@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rosetrain.commands import SEED_NUMPY, check_out_folder, path, seed
+from rosetrain.core.verbosity import add_verbose_argument
 from rosetrain.models.tiny import MODEL_FAMILIES, SIZES  # no torch at import: the CLI starts fast
 
 
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=seed(SEED_NUMPY), default=0, help="seed of the weights and tokenizer corpus"
     )
+    add_verbose_argument(parser)  # a model through transformers: its own output is off unless asked
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import argparse
 import logging
 
 from rosetrain.commands import path
+from rosetrain.core.verbosity import add_verbose_argument
 from rosetrain.train.recipe import METHODS
 
 
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quiet", action="store_true", help="no progress bar (the trainer's; --set trl.disable_tqdm=true)"
     )
     parser.epilog = recipe_keys_epilog()
+    add_verbose_argument(parser)  # a model through transformers: its own output is off unless asked
 
 
 def recipe_keys_epilog() -> str:

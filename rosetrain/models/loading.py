@@ -144,11 +144,17 @@ def quiet_libraries() -> None:
     notices one library raises about another's use of a renamed API are ignored
     (peft 0.21 reads ``is_gradient_checkpointing``, TRL's GRPO calls
     ``gradient_checkpointing_enable/disable`` around generation, all renamed in
-    transformers 5.23): the user can act on none of them."""
+    transformers 5.23): the user can act on none of them. ``--verbose`` keeps
+    both (:mod:`rosetrain.core.verbosity`)."""
     import warnings
 
     from transformers.utils import logging as transformers_logging
 
+    from rosetrain.core.verbosity import verbose
+
+    if verbose():  # --verbose: as the libraries print on their own
+        transformers_logging.enable_progress_bar()
+        return
     transformers_logging.disable_progress_bar()
     for renamed in (
         "is_gradient_checkpointing",

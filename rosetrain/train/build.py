@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rosetrain.core.verbosity import verbose
 from rosetrain.train.check import Checked
 from rosetrain.train.data import train_dataset
 from rosetrain.train.distributed import bf16_supported, has_gpu, is_main_process
@@ -72,7 +73,8 @@ def build(checked: Checked) -> Built:
     with warnings.catch_warnings():
         # TRL's experimental rollout_func is passed only where a recipe key asks for
         # it (grpo.frontier_reuse), and the tests run it against the TRL installed
-        warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
+        if not verbose():
+            warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
         trainer = parts.trainer_class(
             model=model,
             args=checked.args,
