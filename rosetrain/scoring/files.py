@@ -43,7 +43,7 @@ def _row_problem(row: dict) -> str | None:
     for field in NUMBER_FIELDS:
         value = row.get(field)
         if value is not None and (
-            type(value) not in (int, float, bool) or type(value) is float and not math.isfinite(value)
+            type(value) not in (int, float, bool) or (type(value) is float and not math.isfinite(value))
         ):
             return f"'{field}' is {reprlib.repr(value)}, not a number"
     return None
