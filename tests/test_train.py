@@ -470,12 +470,15 @@ def test_training_resumes_from_the_last_checkpoint_after_an_interrupt(tmp_path, 
     from rosetrain.train.resume import last_checkpoint
     from rosetrain.train.run import run
 
-    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=4, save_steps=2, eval={}))
+    every_step = {"folder": str(env["heldout"]), "items": 2, "max_new_tokens": 4, "every_steps": 1}
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", env, max_steps=4, save_steps=2, eval=every_step))
     built = build(check(recipe))
     built.trainer.add_callback(_Interrupt(at=3).callback)
     with pytest.raises(KeyboardInterrupt):
         run(built)
     assert last_checkpoint(recipe.output_dir).endswith("checkpoint-2")
+    log = Path(recipe.output_dir) / "heldout_eval.jsonl"
+    assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [1, 2, 3]
 
     steps = []
 
@@ -487,6 +490,8 @@ def test_training_resumes_from_the_last_checkpoint_after_an_interrupt(tmp_path, 
     built.trainer.add_callback(Count())
     summary = run(built)
     assert steps == [3, 4] and summary["global_step"] == 4
+    # step 3 is trained and evaluated again: its line from before the interrupt is gone
+    assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [1, 2, 3, 4]
 
 
 @pytest.mark.slow

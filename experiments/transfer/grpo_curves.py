@@ -14,7 +14,7 @@ held-out band; rdev (its development split) decides what goes there. The last
 lines count, at each step, the seeds that reach it on rdev
 (docs/experiments.md, rounds 20, 22 and 23).
 
-    python experiments/transfer/grpo_curves.py grpo-r22f 0 1 2 3 4 [--steps 300 600 900 1200 1500 1800]
+    python experiments/transfer/grpo_curves.py grpo-r22f 0 1 2 3 4 [--steps 300 600 900 1200 1500 1800] [--frontier]
 """
 
 from __future__ import annotations
@@ -51,6 +51,11 @@ def main() -> int:
     parser.add_argument("--steps", nargs="+", type=int, default=[300, 600, 900, 1200, 1500, 1800])
     parser.add_argument("--against", help="another round's TAG: add the paired difference column")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs")
+    parser.add_argument(
+        "--frontier",
+        action="store_true",
+        help="also the share of each template's groups passing all 8 samples",
+    )
     args = parser.parse_args()
     folder, last = args.runs / args.tag, max(args.steps)
     header = ["seed", "step", "avg PASS", *(SHORT_NAME[t] for t in TEMPLATES)]
@@ -78,7 +83,34 @@ def main() -> int:
     for step, seeds in reached.items():  # rdev decides which step goes to the held-out band
         verdict = "take it to the held-out band" if len(seeds) >= SEEDS_NEEDED else f"{SEEDS_NEEDED} needed"
         print(f"step {step}: +2 avg PASS, interval above 0, on seeds {seeds or 'none'} ({verdict})")
+    if args.frontier:
+        print_frontier(folder, args.seeds)
     return 0
+
+
+def print_frontier(folder: Path, seeds: list[int]) -> None:
+    """What GRPO learns on its own prompts: per template, the share of the
+    groups the frontier filter saw whose 8 samples all passed, in each quarter
+    of the run (``sS/frontier.jsonl``)."""
+    print("\n| seed | template | groups seen | all pass, quarter 1 | 2 | 3 | 4 |")
+    print("|---|---|---|---|---|---|---|")
+    for seed in seeds:
+        path = folder / f"s{seed}" / "frontier.jsonl"
+        if not path.is_file():
+            continue
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        counts = [line for line in lines if "templates" in line]
+        last = max((line["step"] for line in counts), default=0)
+        seen: dict[str, list[list[int]]] = {}
+        for line in counts:
+            quarter = min(3, line["step"] * 4 // (last + 1))
+            for template, count in line["templates"].items():
+                cells = seen.setdefault(template, [[0, 0] for _ in range(4)])
+                cells[quarter][0] += count.get("all_pass", 0)
+                cells[quarter][1] += count.get("seen", 0)
+        for template, cells in sorted(seen.items()):
+            shares = [f"{100 * a / n:.0f}%" if n else "" for a, n in cells]
+            print(f"| {seed} | {template} | {sum(n for _, n in cells)} | " + " | ".join(shares) + " |")
 
 
 if __name__ == "__main__":

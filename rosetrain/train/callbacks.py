@@ -22,9 +22,9 @@ from tqdm.auto import tqdm
 from transformers import Trainer, TrainerCallback
 
 from rosetrain.core.protocol import SHORT_NAME
+from rosetrain.train.step_logs import HELDOUT_LOG
 
 logger = logging.getLogger("rosetrain.train")
-HELDOUT_LOG = "heldout_eval.jsonl"
 
 
 class HeldoutEvalCallback(TrainerCallback):

@@ -69,15 +69,24 @@ def missing_training_state(checkpoint: Path) -> list[str]:
     return missing + ([] if (checkpoint / SCHEDULER).is_file() else [SCHEDULER])
 
 
+def checkpoint_steps(checkpoint: Path) -> tuple[int, int] | None:
+    """(the step a checkpoint was saved at, the run's last step as the trainer
+    planned it), from its ``trainer_state.json``; None where that is unreadable."""
+    try:
+        state = json.loads((checkpoint / "trainer_state.json").read_text())
+        return int(state["global_step"]), int(state.get("max_steps") or 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def finished_steps(checkpoint: Path, max_steps: int) -> int | None:
     """The checkpoint's step when it already reached the run's last step (the
     recipe's ``max_steps``, or the one the trainer computed from the epochs), else
     None: resuming a finished run must not train past it."""
-    try:
-        state = json.loads((checkpoint / "trainer_state.json").read_text())
-        step, planned = int(state["global_step"]), int(state.get("max_steps") or 0)
-    except (OSError, ValueError, KeyError, TypeError):
+    steps = checkpoint_steps(checkpoint)
+    if steps is None:
         return None
+    step, planned = steps
     target = max_steps if max_steps > 0 else planned
     return step if target > 0 and step >= target else None
 

@@ -36,6 +36,15 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
+def wait_for_every_process() -> None:
+    """Every rank of a launched run waits here for the others (the main process
+    has written what they are about to read or append to); a no-op without a launch."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
 def leave_process_group() -> None:
     """End a launched run's process group once every rank has finished (rank 0
     writes the cards and summary after the others are done training). Left to

@@ -37,9 +37,9 @@ from typing import Any
 
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.protocol import SHORT_NAME
+from rosetrain.train.step_logs import FRONTIER_LOG
 
 logger = logging.getLogger("rosetrain.train")
-FRONTIER_LOG = "frontier.jsonl"
 # At the demo's ~55% acceptance, 128 dead prompts in a row happen by chance with
 # probability ~0.45**128: the policy has no frontier left (or never had one, as
 # an untrained model). Filtering then stops, with a warning, instead of spinning.

@@ -18,14 +18,21 @@ from rosetrain.core.io import atomic_write, claim_outputs, holds_output_lock
 from rosetrain.train.build import Built, model_reference
 from rosetrain.train.card import claim_card, write_model_cards
 from rosetrain.train.checkpoints import (
+    checkpoint_steps,
     claim_checkpoints,
     finished_steps,
     load_weights,
     restore_weights_strictly,
 )
-from rosetrain.train.distributed import is_main_process, leave_process_group, output_dir_lock
+from rosetrain.train.distributed import (
+    is_main_process,
+    leave_process_group,
+    output_dir_lock,
+    wait_for_every_process,
+)
 from rosetrain.train.recipe import Recipe
 from rosetrain.train.resume import record_recipe
+from rosetrain.train.step_logs import start_step_logs
 
 logger = logging.getLogger("rosetrain.train")
 FINAL_DIR = "checkpoint-final"
@@ -63,6 +70,10 @@ def _run(built: Built) -> dict[str, Any]:
         if checkpoint:
             logger.warning("resuming from %s", checkpoint)
             restore_weights_strictly(trainer)
+        if is_main_process():  # the logs as of the step training starts from
+            steps = checkpoint_steps(Path(checkpoint)) if checkpoint else None
+            start_step_logs(recipe.output_dir, steps[0] if steps else None)
+        wait_for_every_process()  # before any process logs a line
         result = trainer.train(resume_from_checkpoint=checkpoint)
     return save(built, result)
 
