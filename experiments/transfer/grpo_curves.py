@@ -98,8 +98,12 @@ def print_frontier(folder: Path, seeds: list[int]) -> None:
         path = folder / f"s{seed}" / "frontier.jsonl"
         if not path.is_file():
             continue
-        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        counts = [line for line in lines if "templates" in line]
+        counts: list[dict] = []
+        for line in (json.loads(text) for text in path.read_text().splitlines() if text.strip()):
+            if counts and line["step"] < counts[-1]["step"]:  # a resume or a fresh start, logged
+                counts = [c for c in counts if c["step"] < line["step"]]  # before rosetrain trimmed it
+            if "templates" in line:
+                counts.append(line)
         last = max((line["step"] for line in counts), default=0)
         seen: dict[str, list[list[int]]] = {}
         for line in counts:
