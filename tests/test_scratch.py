@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +58,20 @@ def test_the_folder_of_a_killed_process_is_removed_by_the_next(temp_root):
     orphan = left_behind(temp_root, dead_pid())
     with scratch.scratch_folder():
         assert not orphan.exists()
+
+
+def test_the_folder_of_a_zombie_is_an_orphan(temp_root):
+    """A killed cluster's workers go to PID 1, which in a container may never reap them."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+        assert time.monotonic() < deadline  # exited, not yet waited for: a zombie
+        time.sleep(0.01)
+    try:
+        orphan = left_behind(temp_root, child.pid)
+        assert scratch.remove_orphans() == [orphan]
+    finally:
+        child.wait()
 
 
 def test_what_is_not_an_orphan_of_ours_is_kept(temp_root):

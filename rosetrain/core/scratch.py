@@ -68,10 +68,17 @@ def remove_orphans(root: str | os.PathLike | None = None, min_age_s: float = ORP
 
 
 def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process: not gone, and not a zombie that nothing
+    reaps (a killed cluster's workers are handed to PID 1, which in a container
+    may never reap them)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"  # the state, after the name
+    except (OSError, IndexError):  # no /proc (macOS): alive, as kill said
+        return True
