@@ -54,7 +54,7 @@ def leave_process_group() -> None:
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
-        dist.barrier()
+        wait_for_every_process()
         dist.destroy_process_group()
 
 

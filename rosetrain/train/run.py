@@ -70,9 +70,9 @@ def _run(built: Built) -> dict[str, Any]:
         if checkpoint:
             logger.warning("resuming from %s", checkpoint)
             restore_weights_strictly(trainer)
-        if is_main_process():  # the logs as of the step training starts from
-            steps = checkpoint_steps(Path(checkpoint)) if checkpoint else None
-            start_step_logs(recipe.output_dir, steps[0] if steps else None)
+        steps = checkpoint_steps(Path(checkpoint)) if checkpoint else None
+        if is_main_process() and (steps or not checkpoint):  # the logs as of the step training starts from
+            start_step_logs(recipe.output_dir, steps[0] if steps else None)  # None: afresh, keep none
         wait_for_every_process()  # before any process logs a line
         result = trainer.train(resume_from_checkpoint=checkpoint)
     return save(built, result)
