@@ -147,6 +147,37 @@ def test_the_thinking_reward_asks_every_cell_list_right():
         make_reward("thinking")
 
 
+def test_the_frontier_on_thinking_keeps_a_prompt_answered_right_from_the_wrong_cells(tmp_path):
+    """With ``grpo.frontier_thinking`` a sample is solved only when it passes
+    with the item's own <think> block, so a group whose answers all pass, one
+    from a wrong in-region list, is live; without it, that group is all-pass."""
+    from rosetrain.train.frontier import FrontierFilter
+    from rosetrain.train.recipe import load_recipe
+
+    gold = row(["R1,C2", "R3,C1"], ["R1,C2"], "VISUAL_REGION", {"r1": 1, "r2": 1, "c1": 1, "c2": 2})
+    gold.update(item_id="t4", task_template="T4_CLICK_VISUAL_REGION", task_mode="CLICK")
+    gold.update(ground_truth_count=1, ground_truth_clicks=["R1,C2"])
+    right = "<think>region: R1,C1 R1,C2; inside: R1,C2</think>CLICK(R1,C2); DONE"
+    wrong_cells = "<think>region: R1,C1 R1,C2; inside: R1,C1</think>CLICK(R1,C2); DONE"
+    texts = [right, right, wrong_cells]
+
+    def solved(thinking):
+        keep = FrontierFilter(
+            None, samples=3, temperature=1.0, top_p=1.0, max_new_tokens=8,
+            output_dir=str(tmp_path), thinking=thinking,
+        )  # fmt: skip
+        return keep.passes([gold], texts)
+
+    assert solved(None) == [3] and solved("cells-seen") == [2]
+    grpo = Path(__file__).resolve().parents[1] / "rosetrain/assets/demo/recipes/demo-grpo.yaml"
+    with pytest.raises(
+        RosetrainError, match="grpo.frontier_thinking: needs grpo.frontier: true and grpo.thinking"
+    ):
+        load_recipe(grpo, ["grpo.frontier_thinking=true"])
+    recipe = load_recipe(grpo, ["grpo.frontier_thinking=true", "grpo.thinking=cells-seen"])
+    assert recipe.grpo.frontier_thinking and recipe.grpo.frontier
+
+
 def test_training_rows_think_first_when_the_recipe_asks(tmp_path, train_split, tiny_train_spec):
     from rosetrain.train.data import train_dataset
     from rosetrain.train.recipe import DataConfig

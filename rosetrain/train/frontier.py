@@ -138,6 +138,7 @@ class FrontierFilter:
         max_new_tokens: int,
         output_dir: str,
         reuse: bool = False,
+        thinking: str | None = None,
     ):
         from rosetrain.train.rewards import ScoreCache
 
@@ -152,6 +153,7 @@ class FrontierFilter:
         self.rejected_in_a_row = 0
         self.exhausted = False
         self.reuse = reuse
+        self.thinking = thinking  # a style: a pass counts only with the item's own <think> block
         self.held = HeldGroups()  # with reuse: the kept prompts' groups, until TRL takes them
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
@@ -203,8 +205,18 @@ class FrontierFilter:
         for i, row in enumerate(rows):
             gold = {c: row[c] for c in GOLD_COLUMNS if c in row}
             answers = texts[i * self.samples : (i + 1) * self.samples]
-            counts.append(sum(int(self.cache.score(gold, text)["pass"]) for text in answers))
+            counts.append(sum(self.solved(gold, text) for text in answers))
         return counts
+
+    def solved(self, gold: Mapping[str, Any], text: str) -> bool:
+        """The scorer's PASS; with ``thinking``, also the item's own <think> block."""
+        if not self.cache.score(gold, text)["pass"]:
+            return False
+        if self.thinking is None:
+            return True
+        from rosetrain.core.reasoning import rationale, split_reasoning
+
+        return split_reasoning(text)[0] == rationale(self.thinking, gold)
 
     def sample(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         """``samples`` completions per row, row after row, from the live policy."""

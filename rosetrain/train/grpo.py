@@ -93,6 +93,7 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
         max_new_tokens=grpo.max_completion_length,
         output_dir=recipe.output_dir,
         reuse=grpo.frontier_reuse,
+        thinking=grpo.thinking if grpo.frontier_thinking else None,
     )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).

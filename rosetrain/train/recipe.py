@@ -191,9 +191,21 @@ class GrpoConfig:
         "experimental rollout_func; needs vllm null; reused and resampled groups are "
         "counted in frontier.jsonl",
     )
+    frontier_thinking: bool = key(
+        False,
+        "with frontier and grpo.thinking: a sample counts as solved only when it passes "
+        "and its <think> block is the item's own, so a prompt the policy answers right "
+        "from the wrong cells stays live (give rewards.thinking a weight, or such a "
+        "group's samples all earn the same)",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "grpo.")
+        if self.frontier_thinking and not (self.frontier and self.thinking):
+            raise ValueError(
+                "grpo.frontier_thinking: needs grpo.frontier: true and grpo.thinking "
+                "(the style whose <think> block it checks)"
+            )
         if self.frontier_reuse and not self.frontier:
             raise ValueError(
                 "grpo.frontier_reuse: needs grpo.frontier: true (it reuses the filter's samples)"
