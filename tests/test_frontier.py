@@ -153,3 +153,18 @@ def test_samples_with_each_prompts_prefill_once_are_the_samples_generate_draws(
             shared = sample(model, inputs, 4, given)
         assert shared.shape == plain.shape and torch.equal(shared, plain)
     assert config.num_return_sequences in (None, 1)  # the caller's config is left as it was
+
+
+def test_the_loss_mask_starts_after_the_marker_in_the_completions_text():
+    """grpo.loss_from: 0 up to the token that completes the marker's first
+    occurrence, 1 after it; no marker, every token trains."""
+    tokens = ["<think>", "region", ": R1,C1", "; ins", "ide:", " R1", ",C1", "</think>", "COUNT(1)"]
+    ids = list(range(len(tokens)))
+
+    def decode(some):
+        return "".join(tokens[i] for i in some)
+
+    assert F.loss_mask(ids, "inside:", decode) == [0] * 5 + [1] * 4
+    assert F.loss_mask(ids, "region", decode) == [0, 0] + [1] * 7
+    assert F.loss_mask(ids, "odd:", decode) == [1] * 9
+    assert F.loss_mask([], "inside:", decode) == []

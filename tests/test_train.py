@@ -564,7 +564,8 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
     tmp_path, env, monkeypatch, recwarn
 ):
     """grpo.frontier_reuse: every group TRL trains on is the one the filter kept
-    its prompt with (TRL's own sampling never runs), through TRL's rollout_func."""
+    its prompt with (TRL's own sampling never runs), through TRL's rollout_func;
+    with grpo.loss_from, TRL's loss mask is the filter's token mask."""
     from trl import GRPOTrainer
 
     from rosetrain.train import frontier as F
@@ -588,6 +589,9 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
     def never(*args, **kwargs):
         raise AssertionError("TRL sampled a prompt the filter had sampled")
 
+    # an untrained model never writes the marker: mask each completion's first token instead
+    monkeypatch.setattr(F, "loss_mask", lambda ids, marker, decode: [0] + [1] * (len(ids) - 1))
+
     monkeypatch.setattr(F.FrontierFilter, "rollout", recording_rollout)
     monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", never)
     recipe = load_recipe(
@@ -600,7 +604,13 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
             learning_rate=1e-5,
             eval={},
             per_device_train_batch_size=None,
-            grpo={"num_generations": 2, "max_completion_length": 6, "frontier": True, "frontier_reuse": True},
+            grpo={
+                "num_generations": 2,
+                "max_completion_length": 6,
+                "frontier": True,
+                "frontier_reuse": True,
+                "loss_from": "inside:",
+            },
         )
     )
     # recwarn records every warning, and its filters last the whole test (a
@@ -622,7 +632,17 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
         return generate(**kwargs)
 
     built.trainer.model.generate = recording_generate
+    masks = []
+    compute_loss = built.trainer.compute_loss
+
+    def recording_compute_loss(model, inputs, *args, **kwargs):
+        masks.append((inputs["tool_mask"] * inputs["completion_mask"]).tolist())
+        return compute_loss(model, inputs, *args, **kwargs)
+
+    built.trainer.compute_loss = recording_compute_loss
     run(built)
+    # each completion's loss skips its first token, and only that
+    assert masks and all(row[0] == 0 and 1 in row for batch in masks for row in batch)
     # a generation config alone, no generation argument beside it (transformers deprecates that)
     assert calls and all(
         "generation_config" in kwargs and not {"num_return_sequences", "do_sample"} & set(kwargs)
@@ -644,6 +664,10 @@ def test_frontier_reuse_needs_the_frontier_and_transformers_sampling(tmp_path, e
         load_recipe(recipe, ["grpo.frontier_reuse=true"])
     with pytest.raises(RecipeError, match="grpo.frontier_reuse: needs grpo.vllm: null"):
         load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.vllm=server"])
+    with pytest.raises(RecipeError, match="grpo.loss_from: needs grpo.frontier_reuse: true"):
+        load_recipe(recipe, ["grpo.frontier=true", "grpo.loss_from='inside:'"])
+    with pytest.raises(RecipeError, match="grpo.loss_from: needs .* a non-empty text"):
+        load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.loss_from=''"])
 
 
 @pytest.mark.slow

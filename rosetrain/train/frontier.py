@@ -139,6 +139,7 @@ class FrontierFilter:
         output_dir: str,
         reuse: bool = False,
         thinking: str | None = None,
+        loss_from: str | None = None,
     ):
         from rosetrain.train.rewards import ScoreCache
 
@@ -154,6 +155,7 @@ class FrontierFilter:
         self.exhausted = False
         self.reuse = reuse
         self.thinking = thinking  # a style: a pass counts only with the item's own <think> block
+        self.loss_from = loss_from  # with reuse: TRL trains a completion only after this text
         self.held = HeldGroups()  # with reuse: the kept prompts' groups, until TRL takes them
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
@@ -302,7 +304,11 @@ class FrontierFilter:
             prompt_ids += [held[0]] * copies
             completion_ids += held[1]
         self.log({"groups": {"reused": reused, "resampled": resampled}})
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
+        out = {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
+        if self.loss_from is not None:  # TRL multiplies its loss mask by this one
+            tokenizer = getattr(self.processor, "tokenizer", self.processor)
+            out["env_mask"] = [loss_mask(ids, self.loss_from, tokenizer.decode) for ids in completion_ids]
+        return out
 
     def record(self, rows: Sequence[Mapping[str, Any]], passes: Sequence[int]) -> None:
         counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -311,6 +317,22 @@ class FrontierFilter:
             outcome = "all_fail" if p == 0 else "all_pass" if p == self.samples else "live"
             counts[template].update({"seen": 1, outcome: 1})
         self.log({"templates": {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}})
+
+
+def loss_mask(ids: list[int], marker: str, decode: Any) -> list[int]:
+    """1 for the tokens of ``ids`` after the first ``marker`` in their text (the
+    token that completes it is the last 0), else 1 for every token: a completion
+    that never writes it still learns its format."""
+    if marker not in decode(ids):
+        return [1] * len(ids)
+    low, high = 1, len(ids)  # the fewest tokens whose text holds the marker whole
+    while low < high:
+        middle = (low + high) // 2
+        if marker in decode(ids[:middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return [0] * low + [1] * (len(ids) - low)
 
 
 def _up_to_end(ids: list[int], ends: set[int]) -> list[int]:

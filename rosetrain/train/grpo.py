@@ -94,6 +94,7 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
         output_dir=recipe.output_dir,
         reuse=grpo.frontier_reuse,
         thinking=grpo.thinking if grpo.frontier_thinking else None,
+        loss_from=grpo.loss_from,
     )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).

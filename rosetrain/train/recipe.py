@@ -199,8 +199,21 @@ class GrpoConfig:
         "group's samples all earn the same)",
     )
 
+    loss_from: str | None = key(
+        None,
+        "with frontier_reuse: train each completion only on its tokens after the first "
+        "`loss_from` text it writes (e.g. `inside:`, the in-region list of the cells-seen "
+        "thinking, then the answer), so the loss falls where the answer is decided; a "
+        "completion without it trains on every token (null: every token always)",
+    )
+
     def __post_init__(self) -> None:
         check_fields(self, "grpo.")
+        if self.loss_from is not None and not (self.frontier_reuse and self.loss_from):
+            raise ValueError(
+                "grpo.loss_from: needs grpo.frontier_reuse: true (the token mask goes to TRL "
+                "with the filter's samples) and a non-empty text"
+            )
         if self.frontier_thinking and not (self.frontier and self.thinking):
             raise ValueError(
                 "grpo.frontier_thinking: needs grpo.frontier: true and grpo.thinking "
