@@ -481,7 +481,7 @@ def test_release_metadata_without_one_type_per_field_gets_a_card_without_feature
     assert "metadata_test.jsonl" in (out / "README.md").read_text()
 
 
-def test_a_resumed_runs_card_gives_the_command_that_trains_it_in_one_go(tmp_path):
+def test_a_resumed_runs_card_gives_the_command_that_trains_it_in_one_go(tmp_path, monkeypatch):
     """`--set resume=CHECKPOINT` is how a run went on, not what it trains: the card's
     command leaves it out (the checkpoint is not there on another machine) and says so."""
     from rosetrain.train.card import model_card_text
@@ -494,9 +494,11 @@ def test_a_resumed_runs_card_gives_the_command_that_trains_it_in_one_go(tmp_path
     )
     overrides = ["max_steps=3000", f"output_dir={tmp_path / 'run'}", f"resume={checkpoint}"]
     recipe = load_recipe(tmp_path / "r.yaml", overrides)
+    monkeypatch.chdir(tmp_path)  # paths under the working directory are written relative to it
     card = model_card_text(recipe, {"global_step": 3000}, adapter=False)
     command = next(line for line in card.splitlines() if line.startswith("rosetrain train sft"))
-    assert "--set max_steps=3000" in command and "output_dir=" in command
+    assert "--set max_steps=3000" in command and "--set output_dir=run" in command
+    assert str(tmp_path) not in card and "output_dir: run" in card
     assert "--set resume" not in command and "checkpoint-2500" not in command
     assert "went on from `checkpoint-2500`" in card
 

@@ -183,7 +183,7 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
         ("TRL", trl_version),
     ]
     source = _shown(str(recipe.source)) if getattr(recipe, "source", None) else "recipe.yaml"
-    recipe_yaml = yaml.safe_dump(recipe_to_dict(recipe), sort_keys=False).rstrip("\n")
+    recipe_yaml = _from_here(yaml.safe_dump(recipe_to_dict(recipe), sort_keys=False).rstrip("\n"))
     body = [
         f"# {recipe.method.upper()} of {_shown(recipe.model)} on {data_name}",
         "",
@@ -198,7 +198,9 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
         "## Command",
         "",
         "```bash",
-        shlex.join(["rosetrain", "train", recipe.method, "--recipe", source, *_sets(recipe.overrides)]),
+        _from_here(
+            shlex.join(["rosetrain", "train", recipe.method, "--recipe", source, *_sets(recipe.overrides)])
+        ),
         "```",
         "",
         *_resumed_note(recipe),
@@ -211,6 +213,15 @@ def model_card_text(recipe: Recipe, summary: Mapping[str, Any], adapter: bool) -
         "",
     ]
     return str(ModelCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(body)))
+
+
+def _from_here(text: str) -> str:
+    """``text`` with the paths under the working directory written relative to it
+    (a script that passes absolute paths, as ``benchmarks/transfer_curves.py``
+    does): the command still runs from where the run's own output_dir is, and the
+    card names no folder of this machine."""
+    here = os.path.join(os.getcwd(), "")
+    return text.replace(here, "") if here != os.sep else text
 
 
 def _sets(overrides: tuple[str, ...]) -> list[str]:
