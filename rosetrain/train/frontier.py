@@ -216,9 +216,9 @@ class FrontierFilter:
             return False
         if self.thinking is None:
             return True
-        from rosetrain.core.reasoning import rationale, split_reasoning
+        from rosetrain.train.rewards import thinks_right
 
-        return split_reasoning(text)[0] == rationale(self.thinking, gold)
+        return thinks_right(self.thinking, gold, text)
 
     def sample(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         """``samples`` completions per row, row after row, from the live policy."""

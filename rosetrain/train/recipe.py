@@ -198,7 +198,6 @@ class GrpoConfig:
         "from the wrong cells stays live (give rewards.thinking a weight, or such a "
         "group's samples all earn the same)",
     )
-
     loss_from: str | None = key(
         None,
         "with frontier_reuse: train each completion only on its tokens after the first "

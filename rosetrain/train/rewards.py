@@ -133,11 +133,16 @@ def make_thinking_reward(style: str) -> Callable:
 
     def thinking(completions: list, **columns: Any) -> list[float]:
         golds = gold_rows(columns, len(completions))
-        said = (split_reasoning(_whole_text(c))[0] for c in completions)
-        return [float(text is not None and text == rationale(style, g)) for g, text in zip(golds, said)]
+        return [float(thinks_right(style, g, _whole_text(c))) for g, c in zip(golds, completions)]
 
     thinking.__name__ = THINKING
     return thinking
+
+
+def thinks_right(style: str, gold: Mapping[str, Any], text: str) -> bool:
+    """Whether ``text`` opens with the item's own ``<think>`` block in ``style``."""
+    said = split_reasoning(text)[0]
+    return said is not None and said == rationale(style, gold)
 
 
 def log_template_pass(
