@@ -499,6 +499,10 @@ def test_a_resumed_runs_card_gives_the_command_that_trains_it_in_one_go(tmp_path
     command = next(line for line in card.splitlines() if line.startswith("rosetrain train sft"))
     assert "--set max_steps=3000" in command and "--set output_dir=run" in command
     assert str(tmp_path) not in card and "output_dir: run" in card
+    from rosetrain.train.card import _from_here
+
+    elsewhere = f"model=/data{tmp_path}/base"  # the working directory's path inside another one
+    assert _from_here(f"{elsewhere} '{tmp_path}/a' model: {tmp_path}/b") == f"{elsewhere} 'a' model: b"
     assert "--set resume" not in command and "checkpoint-2500" not in command
     assert "went on from `checkpoint-2500`" in card
 

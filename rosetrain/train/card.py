@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -221,7 +222,10 @@ def _from_here(text: str) -> str:
     does): the command still runs from where the run's own output_dir is, and the
     card names no folder of this machine."""
     here = os.path.join(os.getcwd(), "")
-    return text.replace(here, "") if here != os.sep else text
+    if here == os.sep:
+        return text
+    # only where a path starts (not inside another one: /data/work/... stays whole)
+    return re.sub(r"(?<![^\s='\"])" + re.escape(here), "", text)
 
 
 def _sets(overrides: tuple[str, ...]) -> list[str]:
