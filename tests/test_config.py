@@ -75,6 +75,30 @@ def test_overrides_set_nested_keys_and_refuse_unknown_ones():
         config.apply_override(raw, "rate", Outer)
 
 
+def test_an_override_of_a_string_key_takes_the_text_as_written():
+    raw: dict = {}
+    config.apply_override(raw, "mode=b:", Outer)  # YAML would read a mapping {b: null}
+    config.apply_override(raw, "names=[x, y]", Outer)  # a list of strings is not a string: YAML
+    assert raw == {"mode": "b:", "names": ["x", "y"]}
+    config.apply_override(raw, "mode= 12 ", Outer)
+    assert raw["mode"] == "12"
+    config.apply_override(raw, "mode='quoted:'", Outer)  # quoting still works
+    assert raw["mode"] == "quoted:"
+    config.apply_override(raw, "mode=null", Outer)
+    assert raw["mode"] is None  # and null is still null: the check then says it must not be
+    config.apply_override(raw, "count=12", Outer)
+    assert raw["count"] == 12
+
+
+def test_a_recipe_string_key_set_on_the_command_line_keeps_its_colon(tmp_path):
+    from rosetrain.train.recipe import load_recipe
+
+    path = recipe_file(tmp_path)
+    sets = ["method=grpo", "grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.loss_from=inside:"]
+    assert load_recipe(path, sets).grpo.loss_from == "inside:"
+    assert load_recipe(path, ["output_dir=123"]).output_dir == "123"
+
+
 def test_the_key_table_shows_defaults_ranges_and_choices():
     lines = config.render_keys(Outer)
     assert "- `rate` (default `0.5`; in [0, 1)): a rate" in lines

@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a recipe key, nested with dots (lora.r=8, data.folder=DIR); "
-        "the value is YAML (5e-7, null, true, [a, b]); repeatable",
+        "the value is YAML (5e-7, null, true, [a, b]), or the text as written for a key "
+        "that takes only text; repeatable",
     )
     parser.add_argument(
         "--check",

@@ -339,13 +339,20 @@ def apply_override(
         raise ConfigError(f"override {item!r}: the value is not YAML: {err}") from None
     parts = key.split(".")
     section: type | None = cls
+    hint: Any = None  # the key's type, where a section declares it
     for depth, part in enumerate(parts):
         if section is None:  # a free-form mapping (trl, rewards): checked when validated
+            hint = None
             break
         keys = valid_keys(section, hidden if section is cls else frozenset())
         if part not in keys:
             raise unknown_key(part, keys, ".".join(parts[:depth]) or "the top level")
-        section = _section(_options(typing.get_type_hints(section)[part])[0])
+        hint = typing.get_type_hints(section)[part]
+        section = _section(_options(hint)[0])
+    if value is not None and not isinstance(value, str) and hint is not None and _options(hint)[0] == [str]:
+        # a key that only takes a string takes the text as written: `loss_from=inside:`
+        # means the text "inside:", not the YAML mapping {inside: null}
+        value = text.strip()
     node = raw
     for part in parts[:-1]:
         if not isinstance(node.get(part), dict):
