@@ -20,14 +20,14 @@ NOT_COPIED = ("optimizer.pt", "scheduler.pt", "rng_state.pth", "checkpoint-*", "
 
 
 def average(out: Path, checkpoints: list[Path]) -> None:
+    if out.exists():
+        raise SystemExit(f"{out}: exists; give a new folder")
     states = [load_file(path / "model.safetensors") for path in checkpoints]
     keys = set(states[0])
     for path, state in zip(checkpoints[1:], states[1:]):
         if set(state) != keys or any(state[k].shape != states[0][k].shape for k in keys):
             raise SystemExit(f"{path}: not the architecture of {checkpoints[0]}")
     mean = {k: (sum(s[k].double() for s in states) / len(states)).to(states[0][k].dtype) for k in keys}
-    if out.exists():
-        raise SystemExit(f"{out}: exists; give a new folder")
     shutil.copytree(checkpoints[-1], out, ignore=shutil.ignore_patterns(*NOT_COPIED))
     save_file(mean, out / "model.safetensors", metadata={"format": "pt"})
 
