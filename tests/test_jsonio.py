@@ -48,6 +48,7 @@ def test_spaced_line_is_json_dumps_text(row):
         {"t": (1, 2.5, "x")},
         {"s": "\ud800 lone"},
         {"nested": {"deep": [0.00001234]}},
+        {1: "a key not a str", None: 2.5},
     ],
 )
 def test_spaced_line_takes_the_standard_library_where_orjson_differs(row):
