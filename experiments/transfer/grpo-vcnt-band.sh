@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GRPO on the band's V-Cnt prompts (experiments/transfer/rl-vcnt-band.yaml) after
 # one of round 16's family SFTs, for each seed given: train, evaluate on rdev,
-# compare with the SFT (docs/experiments.md, rounds 17, 19 and 20).
+# compare with the SFT (docs/experiments.md, rounds 17, 19 and 20). SPEC names
+# another prompt spec of experiments/transfer/ (round 32: rl-count-band).
 #
-#   [SFT=famseen] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [CORES=1] [EXTRA="--set ..."] \
+#   [SFT=famseen] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [CORES=1] [SPEC=rl-count-band] [EXTRA="--set ..."] \
 #     bash experiments/transfer/grpo-vcnt-band.sh SEED...
 #
 # CORES=2 trains a seed on two processes of one thread (torchrun, gloo), each
@@ -22,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .venv ] && source .venv/bin/activate
-SFT=${SFT:-famseen} STEPS=${STEPS:-60} LR=${LR:-1e-5} O=runs/${TAG:-grpo-vcb} C=${CORES:-1}
+SFT=${SFT:-famseen} SPEC=${SPEC:-rl-vcnt-band} STEPS=${STEPS:-60} LR=${LR:-1e-5} O=runs/${TAG:-grpo-vcb} C=${CORES:-1}
 if [ "$C" -gt 1 ]; then
   GRPO=(python -m torch.distributed.run --standalone --nproc-per-node "$C" -m rosetrain train grpo
     --set cpu_threads=1 --set gradient_accumulation_steps=$((4 / C)))
@@ -38,7 +39,7 @@ for S in "$@"; do
     rosetrain eval --model $M --data data/rdev-dim --max-new-tokens 96 --out $E --no-progress
   # shellcheck disable=SC2086  # EXTRA holds several flags
   OMP_NUM_THREADS=1 "${GRPO[@]}" --recipe rosetrain/assets/demo/recipes/demo-grpo.yaml --set model=$M \
-    --set data.spec=experiments/transfer/rl-vcnt-band.yaml --set data.seed=$((S + 2)) --set seed=$((S + 2)) \
+    --set data.spec=experiments/transfer/$SPEC.yaml --set data.seed=$((S + 2)) --set seed=$((S + 2)) \
     --set max_steps=$STEPS --set learning_rate=$LR --set save_steps=100 --set save_total_limit=4 \
     --set output_dir=$O/s$S ${EXTRA:-}
   rosetrain eval --model $O/s$S --data data/rdev-dim --max-new-tokens 96 --out $O/eval-s$S-rdev --no-progress
