@@ -4,7 +4,7 @@
 # compare with the SFT (docs/experiments.md, rounds 17, 19 and 20). SPEC names
 # another prompt spec of experiments/transfer/ (round 32: rl-count-band).
 #
-#   [SFT=famseen] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [CORES=1] [SPEC=rl-count-band] [EXTRA="--set ..."] \
+#   [SFT=famseen] [SFT_STEPS=5000] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [CORES=1] [SPEC=rl-count-band] [EXTRA="--set ..."] \
 #     bash experiments/transfer/grpo-vcnt-band.sh SEED...
 #
 # CORES=2 trains a seed on two processes of one thread (torchrun, gloo), each
@@ -12,7 +12,7 @@
 # (1.56-1.65x one process for F: docs/benchmarks.md); a run resumes only on
 # the number of processes it started with.
 #
-# Reads runs/curves-SFT-sS (the SFT and its rdev evaluation) and data/rdev-dim;
+# Reads runs/curves-SFT-sS (the SFT and its rdev evaluation at step SFT_STEPS) and data/rdev-dim;
 # where runs/ lacks the SFT (runs/ is not kept from one machine to the next),
 # its final model committed as experiments/transfer/sft/SFT-seedS, evaluated
 # on rdev first if its evaluation is missing too.
@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .venv ] && source .venv/bin/activate
-SFT=${SFT:-famseen} SPEC=${SPEC:-rl-vcnt-band} STEPS=${STEPS:-60} LR=${LR:-1e-5} O=runs/${TAG:-grpo-vcb} C=${CORES:-1}
+SFT=${SFT:-famseen} SFT_STEPS=${SFT_STEPS:-5000} SPEC=${SPEC:-rl-vcnt-band} STEPS=${STEPS:-60} LR=${LR:-1e-5} O=runs/${TAG:-grpo-vcb} C=${CORES:-1}
 if [ "$C" -gt 1 ]; then
   GRPO=(python -m torch.distributed.run --standalone --nproc-per-node "$C" -m rosetrain train grpo
     --set cpu_threads=1 --set gradient_accumulation_steps=$((4 / C)))
@@ -31,7 +31,7 @@ else
   GRPO=(rosetrain train grpo)
 fi
 for S in "$@"; do
-  M=runs/curves-$SFT-s$S/$SFT-seed$S/checkpoint-final E=runs/curves-$SFT-s$S/eval/$SFT-seed$S-5000-rdev
+  M=runs/curves-$SFT-s$S/$SFT-seed$S/checkpoint-final E=runs/curves-$SFT-s$S/eval/$SFT-seed$S-$SFT_STEPS-rdev
   [ -f $M/model.safetensors ] || M=experiments/transfer/sft/$SFT-seed$S
   mkdir -p "$O"
   mkdir "$O/claim-s$S" 2>/dev/null || continue
