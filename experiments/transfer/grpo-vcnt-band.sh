@@ -4,8 +4,8 @@
 # compare with the SFT (docs/experiments.md, rounds 17, 19 and 20). SPEC names
 # another prompt spec of experiments/transfer/ (round 32: rl-count-band).
 #
-#   [SFT=famseen] [SFT_STEPS=5000] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [CORES=1] [SPEC=rl-count-band] [EXTRA="--set ..."] \
-#     bash experiments/transfer/grpo-vcnt-band.sh SEED...
+#   [SFT=famseen] [SFT_STEPS=5000] [TAG=grpo-vcb] [STEPS=60] [LR=1e-5] [CORES=1] \
+#     [SPEC=rl-vcnt-band] [EXTRA="--set ..."] bash experiments/transfer/grpo-vcnt-band.sh SEED...
 #
 # CORES=2 trains a seed on two processes of one thread (torchrun, gloo), each
 # with half the recipe's 4 prompts an update, so the update is the same size
