@@ -12,9 +12,12 @@ runs/TAG/fvd-sS-N``; at the last step ``fvd-sS-LAST`` compares the finals).
 Item 4 asks +2 avg PASS with the interval above 0 on 3 of 5 seeds, on the
 held-out band; rdev (its development split) decides what goes there. The last
 lines count, at each step, the seeds that reach it on rdev
-(docs/experiments.md, rounds 20, 22 and 23).
+(docs/experiments.md, rounds 20, 22 and 23). ``--heldout`` adds the verdict
+where item 4 is judged: the final models on the band's held-out splits, r and
+rconf, as ``grpo-heldout.sh`` compared them (``runs/heldout/cmp-TAG-sS-SPLIT``;
+round 33).
 
-    python experiments/transfer/grpo_curves.py grpo-r22f 0 1 2 3 4 [--steps 300 600 900 1200 1500 1800] [--frontier]
+    python experiments/transfer/grpo_curves.py grpo-r22f 0 1 2 3 4 [--steps 300 600 900 1200 1500 1800] [--frontier] [--heldout]
 """
 
 from __future__ import annotations
@@ -56,6 +59,11 @@ def main() -> int:
         action="store_true",
         help="also the share of each template's groups passing all 8 samples",
     )
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="also the final models on the held-out splits r and rconf (grpo-heldout.sh)",
+    )
     args = parser.parse_args()
     folder, last = args.runs / args.tag, max(args.steps)
     header = ["seed", "step", "avg PASS", *(SHORT_NAME[t] for t in TEMPLATES)]
@@ -85,7 +93,35 @@ def main() -> int:
         print(f"step {step}: +2 avg PASS, interval above 0, on seeds {seeds or 'none'} ({verdict})")
     if args.frontier:
         print_frontier(folder, args.seeds)
+    if args.heldout:
+        print_heldout(args.runs / "heldout", args.tag, args.seeds)
     return 0
+
+
+HELDOUT_SPLITS = ("r", "rconf")  # 500 and 2,000 items of the band, never used to choose
+
+
+def print_heldout(folder: Path, tag: str, seeds: list[int]) -> None:
+    """The final models against their SFT on each held-out split: avg PASS,
+    counting, action, the gap and V-Clk, and item 4's count of seeds there."""
+    print("\n| split | seed | items | avg PASS | Counting | Action | Gap | V-Clk |")
+    print("|---|---|---|---|---|---|---|---|")
+    reached: dict[str, list[int]] = {split: [] for split in HELDOUT_SPLITS}
+    for split in HELDOUT_SPLITS:
+        for seed in seeds:
+            path = folder / f"cmp-{tag}-s{seed}-{split}" / "compare.json"
+            if not path.is_file():
+                continue
+            compare = json.loads(path.read_text())
+            figures = [compare[key] for key in ("avg_pass", "counting_avg", "action_avg", "gap")]
+            cells = [points(f) for f in [*figures, compare["templates"][TEMPLATES[0]]]]
+            print(f"| {split} | {seed} | {compare['n_items']} | " + " | ".join(cells) + " |")
+            if meets(compare["avg_pass"]):
+                reached[split].append(seed)
+    print()
+    for split, passing in reached.items():
+        verdict = "item 4 met" if len(passing) >= SEEDS_NEEDED else f"{SEEDS_NEEDED} needed"
+        print(f"{split}: +2 avg PASS, interval above 0, on seeds {passing or 'none'} ({verdict})")
 
 
 def print_frontier(folder: Path, seeds: list[int]) -> None:
