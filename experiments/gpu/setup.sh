@@ -1,6 +1,6 @@
 # Sourced by each experiments/gpu/round*.sh on the lent GPU machine (no network):
 # the log under $OUT, the packages the image lacks from the wheels in .whl/
-# (docs/experiments.md says how to bring them), offline Hugging Face, versions.
+# (experiments/README.md says how to bring them), offline Hugging Face, versions.
 # The device tool refuses a working tree over 64 MiB, and the committed models
 # alone are about 150 MB: `bash experiments/gpu/travel.sh out KEEP...` first.
 set -uo pipefail
