@@ -182,7 +182,18 @@ def test_a_recipe_value_that_cannot_run_is_refused_naming_the_key_and_range(tmp_
     with pytest.raises(RecipeError) as err:
         load_recipe(path, [override])
     assert message in str(err.value) and str(path) in str(err.value)
+    assert f"(override {override})" in str(err.value)  # the file itself is fine: say what was not
     assert "\n" not in str(err.value)
+
+
+def test_a_bad_value_in_the_recipe_file_is_not_blamed_on_an_override(tmp_path):
+    from rosetrain.train.recipe import RecipeError, load_recipe
+
+    path = recipe_file(tmp_path)
+    path.write_text(path.read_text().replace("max_steps: 2", "max_steps: many"))
+    with pytest.raises(RecipeError) as err:
+        load_recipe(path, ["learning_rate=1e-4", "grpo.beta=0.1"])
+    assert str(err.value) == f"{path}: max_steps: expected an integer, got 'many'"
 
 
 def test_a_recipe_built_in_python_is_held_to_the_same_ranges():

@@ -224,7 +224,10 @@ def test_answers_cut_off_while_thinking_score_empty_and_are_said(smoke_split, tm
 def test_a_grpo_recipe_refuses_reasoning_targets(tmp_path):
     from rosetrain.train.recipe import RecipeError, load_recipe
 
-    with pytest.raises(RecipeError, match="demo-grpo.yaml: data.reasoning: shapes SFT targets"):
+    with pytest.raises(
+        RecipeError,
+        match=r"demo-grpo.yaml \(override data.reasoning=cells\): data.reasoning: shapes SFT targets",
+    ):
         load_recipe(
             "rosetrain/assets/demo/recipes/demo-grpo.yaml",
             overrides=["data.reasoning=cells", f"output_dir={tmp_path}"],

@@ -467,7 +467,7 @@ def load_recipe(path: str | Path, overrides: Sequence[str] = (), method: str | N
                 f"{path}: method: the recipe is for {raw['method']!r}, but `rosetrain train {method}` was run"
             )
         raw["method"] = method
-    recipe = recipe_from_dict(raw, path)
+    recipe = recipe_from_dict(raw, path, overrides)
     recipe.overrides = tuple(overrides)
     return recipe
 
@@ -502,7 +502,11 @@ TRL_YAML_KEYS = {"model_name_or_path": "model"}
 TRL_DATA_KEYS = ("dataset_name", "dataset_config", "dataset_train_split", "dataset_mixture")
 
 
-def recipe_from_dict(raw: Mapping[str, Any], path: str | Path = "<recipe>") -> Recipe:
+def recipe_from_dict(
+    raw: Mapping[str, Any], path: str | Path = "<recipe>", overrides: Sequence[str] = ()
+) -> Recipe:
+    """The recipe, validated; an error names the file, and the override that
+    gave the bad value when one did (the file itself may be fine)."""
     raw = dict(raw)
     if raw.get("lora") is False:  # `lora: false`: full fine-tuning, as `lora: null`
         raw["lora"] = None
@@ -527,7 +531,18 @@ def recipe_from_dict(raw: Mapping[str, Any], path: str | Path = "<recipe>") -> R
             raise ValueError("data: required (data.spec to stream, or data.folder)")
         return Recipe(**kwargs, source=str(path))
     except (TypeError, ValueError) as err:
-        raise RecipeError(f"{path}: {err}") from None
+        raise RecipeError(f"{_origin(str(err), path, overrides)}: {err}") from None
+
+
+def _origin(message: str, path: str | Path, overrides: Sequence[str]) -> str:
+    """The recipe file, with the last override that set the key ``message``
+    starts with (or a section above it)."""
+    key = message.partition(":")[0]
+    for item in reversed(overrides):
+        name = item.partition("=")[0].strip()
+        if key == name or key.startswith(name + "."):
+            return f"{path} (override {item.strip()})"
+    return str(path)
 
 
 def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
