@@ -15,7 +15,7 @@ for N in "$@"; do
   while [ ! -f $O/s$S/checkpoint-$N/model.safetensors ] && [ ! -f $O/cmp-s$S/compare.json ]; do sleep 30; done
   [ -d $O/s$S/checkpoint-$N ] || continue
   sleep 20 # the checkpoint's other files written whole
-  cp -r $O/s$S/checkpoint-$N $O/ck-s$S-$N
+  [ -d $O/ck-s$S-$N ] || cp -r $O/s$S/checkpoint-$N $O/ck-s$S-$N  # a rerun keeps its copy
   rosetrain eval --model $O/ck-s$S-$N --data data/rdev-dim --max-new-tokens 96 --out $O/eval-s$S-$N-rdev --no-progress
   rosetrain compare runs/curves-$SFT-s$S/eval/$SFT-seed$S-$SFT_STEPS-rdev $O/eval-s$S-$N-rdev --out $O/cmp-s$S-$N
 done
