@@ -22,16 +22,16 @@ shift
 [ -f data/rconf-dim/metadata_test.jsonl ] ||
   rosetrain generate --formats release --quiet --spec $G/heldout-palette.yaml --out data/rconf-dim --split test \
     --scenes 400 --seed 2033 --exclude data/r-dim/metadata_test.jsonl --exclude data/rdev-dim/metadata_test.jsonl
-evaluate() { # MODEL OUT
-  [ -f "$2/per_item_eval.jsonl" ] ||
-    rosetrain eval --model "$1" --data "data/${2##*-}-dim" --max-new-tokens 96 --out "$2" --no-progress
+evaluate() { # MODEL SPLIT OUT
+  [ -f "$3/per_item_eval.jsonl" ] ||
+    rosetrain eval --model "$1" --data "data/$2-dim" --max-new-tokens 96 --out "$3" --no-progress
 }
 for S in "$@"; do
   M=runs/curves-$SFT-s$S/$SFT-seed$S/checkpoint-final
   [ -f $M/model.safetensors ] || M=experiments/transfer/sft/$SFT-seed$S
   for D in r rconf; do
-    evaluate $M $O/$SFT-s$S-$D
-    evaluate runs/$TAG/s$S $O/$TAG-s$S-$D
+    evaluate $M $D $O/$SFT-s$S-$D
+    evaluate runs/$TAG/s$S $D $O/$TAG-s$S-$D
     rosetrain compare $O/$SFT-s$S-$D $O/$TAG-s$S-$D --out $O/cmp-$TAG-s$S-$D
   done
 done

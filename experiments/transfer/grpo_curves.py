@@ -114,7 +114,7 @@ def print_heldout(folder: Path, tag: str, seeds: list[int]) -> None:
                 continue
             compare = json.loads(path.read_text())
             figures = [compare[key] for key in ("avg_pass", "counting_avg", "action_avg", "gap")]
-            cells = [points(f) for f in [*figures, compare["templates"][TEMPLATES[0]]]]
+            cells = [points(f) for f in [*figures, compare["templates"]["T4_CLICK_VISUAL_REGION"]]]
             print(f"| {split} | {seed} | {compare['n_items']} | " + " | ".join(cells) + " |")
             if meets(compare["avg_pass"]):
                 reached[split].append(seed)
