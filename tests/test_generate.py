@@ -629,28 +629,71 @@ def test_v_clks_counting_twin_counts_inside_t4s_highlighted_region(tmp_path, wri
     assert tree_digest(tmp_path / "plain" / "images") == tree_digest(tmp_path / "twin" / "images")
 
 
-def test_a_training_split_with_v_cnt_is_read_where_training_reads_it(tmp_path, write_spec, capsys):
-    """generate writes V-Cnt rows into a training split; preview and the signal
-    check (select_records with ``training``) read them, while eval and score,
-    which grade ROSE items, refuse them in one line that says where they are read."""
+EXCLUSION_SPEC = CUE_SPEC.replace(
+    "T4_CLICK_VISUAL_REGION: 1}", "T4_CLICK_VISUAL_REGION: 1, T5_CLICK_COUNT_EXCLUSION: 1}"
+)
+
+
+def test_excl_css_counting_twin_counts_what_t5_clicks(tmp_path, write_spec):
+    """T5C (training only) asks T5's question as a count: the same excluded
+    region of the same plain image, the count T5 submits, and with a reasoning
+    style T5's own thinking; every other record and every image are those of
+    the same spec without it, and the scorer grades its answer."""
+    from rosetrain.core.reasoning import rationale
+    from rosetrain.generators.prompts import exclusion_phrase
+    from rosetrain.scoring.gold import Gold
+
+    plain = generate(write_spec(tmp_path, EXCLUSION_SPEC, "plain.yaml"), tmp_path / "plain", scenes=8)
+    text = EXCLUSION_SPEC.replace(
+        "T5_CLICK_COUNT_EXCLUSION: 1}", "T5_CLICK_COUNT_EXCLUSION: 1, T5C_COUNT_EXCLUSION: 1}"
+    )
+    twin = generate(write_spec(tmp_path, text, "twin.yaml"), tmp_path / "twin", scenes=8)
+    counts, failed = [r for r in twin if r["task_template"] == P.T5C], []
+    assert [r for r in twin if r["task_template"] != P.T5C] == plain and len(counts) == 8
+    for row in counts:
+        t5 = next(r for r in twin if r["scene_id"] == row["scene_id"] and r["task_template"] == P.T5)
+        assert row["task_mode"] == P.COUNT and row["region_type"] == P.EXCLUSION
+        assert (row["region_params"], row["image"], row["cue_type"], row["region_case"]) == (
+            t5["region_params"],
+            t5["image"],
+            "NONE",
+            t5["region_case"],
+        )
+        assert row["answer"] == f"COUNT({t5['ground_truth_count']})"
+        assert t5["answer"].endswith(f"SUBMIT({t5['ground_truth_count']})")
+        excluded = f", except {exclusion_phrase(row['region_params'])}"
+        assert excluded + ", then" in t5["prompt"]
+        assert row["prompt"].endswith(excluded + ". Answer only in the format: COUNT(n).")
+        assert rationale("cells-seen", row) == rationale("cells-seen", t5)
+        assert score_item(Gold(row), row["answer"])["pass"] == 1
+        if row["global_target_count"] != row["ground_truth_count"]:  # counting the excluded cells too
+            failed.append(score_item(Gold(row), f"COUNT({row['global_target_count']})"))
+    assert failed and all(r["pass"] == 0 and r["exclusion_failure"] == 1 for r in failed)
+    assert tree_digest(tmp_path / "plain" / "images") == tree_digest(tmp_path / "twin" / "images")
+
+
+@pytest.mark.parametrize("twin", [P.T4C, P.T5C])
+def test_a_training_split_with_a_counting_twin_is_read_where_training_reads_it(
+    tmp_path, write_spec, capsys, twin
+):
+    """generate writes V-Cnt or Excl-Cnt rows into a training split; preview and
+    the signal check (select_records with ``training``) read them, while eval
+    and score, which grade ROSE items, refuse them in one line that says where
+    they are read."""
     from rosetrain.data.release import select_records
     from rosetrain.generators.preview import REGION_COLORS
 
-    text = CUE_SPEC.replace(
-        "T4_CLICK_VISUAL_REGION: 1}", "T4_CLICK_VISUAL_REGION: 1, T4C_COUNT_VISUAL_REGION: 1}"
-    )
+    text = EXCLUSION_SPEC.replace("T5_CLICK_COUNT_EXCLUSION: 1}", f"T5_CLICK_COUNT_EXCLUSION: 1, {twin}: 1}}")
     rows = generate(write_spec(tmp_path, text), tmp_path / "twin", scenes=4)
     records, root = select_records(tmp_path / "twin", "test", None, training=True)
     assert [r["item_id"] for r in records] == [r["item_id"] for r in rows] and root == tmp_path / "twin"
-    assert P.T4C in {r["task_template"] for r in records}
+    assert twin in {r["task_template"] for r in records}
     sheet = tmp_path / "sheet.png"
-    assert main(["preview", str(tmp_path / "twin"), "--template", P.T4C, "--out", str(sheet)]) == 0
-    assert REGION_COLORS[P.T4C] in {
+    assert main(["preview", str(tmp_path / "twin"), "--template", twin, "--out", str(sheet)]) == 0
+    assert REGION_COLORS[twin] in {
         c for _, c in Image.open(sheet).convert("RGB").getcolors(1 << 20)
     }  # its regions, outlined
-    with pytest.raises(
-        RosetrainError, match="T4C_COUNT_VISUAL_REGION \\(V-Cnt\\) is a training-only template"
-    ):
+    with pytest.raises(RosetrainError, match=rf"{twin} \({P.SHORT_NAME[twin]}\) is a training-only template"):
         select_records(tmp_path / "twin", "test", None)
     capsys.readouterr()
     predictions = tmp_path / "predictions.jsonl"
@@ -673,11 +716,10 @@ def test_a_training_split_with_v_cnt_is_read_where_training_reads_it(tmp_path, w
     assert not out.exists()
 
 
-def test_v_clks_counting_twin_is_training_only(tmp_path, write_spec):
-    text = CUE_SPEC.replace("role: train", "role: eval").replace(
-        "T4_CLICK_VISUAL_REGION: 1}", "T4C_COUNT_VISUAL_REGION: 1}"
-    )
-    with pytest.raises(RosetrainError, match="tasks: T4C_COUNT_VISUAL_REGION is a training-only template"):
+@pytest.mark.parametrize("twin", [P.T4C, P.T5C])
+def test_the_counting_twins_are_training_only(tmp_path, write_spec, twin):
+    text = CUE_SPEC.replace("role: train", "role: eval").replace("T4_CLICK_VISUAL_REGION: 1}", f"{twin}: 1}}")
+    with pytest.raises(RosetrainError, match=f"tasks: {twin} is a training-only template"):
         load_spec(write_spec(tmp_path, text))
 
 

@@ -63,6 +63,17 @@ Ignoring {where}, click all cells unlike the others and submit how many you clic
 Ignoring {where}, click all cells that do not match the rest and submit how many you clicked.
 Ignoring {where}, click all exceptions to the pattern and submit how many you clicked.
 Click all cells that are different from the majority in the whole grid, except {where}, then submit the number of cells you clicked.
+Count the cells that differ from the majority in the whole grid, except {where}.
+Count the odd cells in the whole grid, except {where}.
+Count the cells unlike the others in the whole grid, except {where}.
+Count the cells that do not match the rest in the whole grid, except {where}.
+Count the exceptions to the pattern in the whole grid, except {where}.
+Ignoring {where}, how many cells differ from the majority?
+Ignoring {where}, how many cells are odd ones out?
+Ignoring {where}, how many cells are unlike the others?
+Ignoring {where}, how many cells do not match the rest?
+Ignoring {where}, how many cells break the pattern?
+Count the number of cells that are different from the majority in the whole grid, except {where}.
 """.strip().splitlines()
 
 # Every shape of numeric region, with the natural phrase a person would use.
@@ -80,10 +91,14 @@ SINGULAR_VERBS = {"is", "differs", "does", "breaks"}
 PLURAL_VERBS = {"are", "differ", "do", "break"}
 
 
+EXCLUSION_COUNT = "exclusion count"  # Excl-Cnt's phrasings: COUNT's, naming the cells left out
+FORM_SETS = {**Q.VARIED_SENTENCES, EXCLUSION_COUNT: Q.VARIED_EXCLUSION_COUNT}
+
+
 def all_forms() -> list[str]:
     forms = [
         Q.fill_varied(template, odd, "{where}")
-        for templates in Q.VARIED_SENTENCES.values()
+        for templates in FORM_SETS.values()
         for template in templates
         for odd in Q.ODD_PHRASES
     ]
@@ -91,7 +106,7 @@ def all_forms() -> list[str]:
 
 
 def all_wheres(mode: str) -> list[str]:
-    if mode == P.CLICK_COUNT:  # the excluded cells
+    if mode in (P.CLICK_COUNT, EXCLUSION_COUNT):  # the excluded cells
         return [
             Q.natural_exclusion_phrase({"exclude_type": kind, "exclude_params": params})
             for kind, params, _ in NUMERIC_REGIONS
@@ -103,7 +118,7 @@ def all_wheres(mode: str) -> list[str]:
 def all_sentences() -> list[str]:
     return [
         Q.fill_varied(template, odd, where)
-        for mode, templates in Q.VARIED_SENTENCES.items()
+        for mode, templates in FORM_SETS.items()
         for template in templates
         for odd in Q.ODD_PHRASES
         for where in all_wheres(mode)
@@ -192,6 +207,21 @@ def test_varied_sentences_come_from_the_reviewed_forms_and_end_with_the_answer_f
         assert "Answer only" + hint == Q.ANSWER_HINT[P.COUNT]
 
 
+def test_excl_cnt_names_the_cells_left_out_and_asks_a_count():
+    """Excl-Cnt is a COUNT of an EXCLUSION region: its phrasings are the
+    exclusion counting ones, never COUNT's "cells in ..." (which would name the
+    excluded cells as the ones to count)."""
+    rng = random.Random(0)
+    excluded = {"exclude_type": P.ROW_RANGE, "exclude_params": {"r1": 2, "r2": 4}}
+    bodies = set()
+    for _ in range(60):
+        body, hint = Q.task_sentence(P.T5C, P.EXCLUSION, excluded, "varied", rng).rsplit(" Answer only", 1)
+        bodies.add(body.replace("the cells in rows 2 to 4", "{where}"))
+        assert "Answer only" + hint == Q.ANSWER_HINT[P.COUNT]
+    assert bodies <= set(Q.fill_varied(f, o, "{where}") for f in Q.VARIED_EXCLUSION_COUNT for o in Q.ODD_PHRASES)
+    assert len(bodies) > 5
+
+
 # ----------------------------------------------------------------- rose: the release's words
 
 ROSE_EXPECTED = {
@@ -220,6 +250,10 @@ def test_rose_sentences_are_the_release_words_and_draw_nothing():
     assert Q.task_sentence(P.T5, P.EXCLUSION, excluded, "rose", rng) == (
         "Click all cells that are different from the majority in the whole grid, except the cells in row 2, "
         "then submit the number of cells you clicked. Answer only using CLICK(Rr,Cc); ...; SUBMIT(n)."
+    )
+    assert Q.task_sentence(P.T5C, P.EXCLUSION, excluded, "rose", rng) == (
+        "Count the number of cells that are different from the majority in the whole grid, except the cells "
+        "in row 2. Answer only in the format: COUNT(n)."
     )
     assert rng.random() == random.Random(7).random()
 

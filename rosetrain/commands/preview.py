@@ -91,7 +91,7 @@ def run(args) -> int:
         if value < 1:
             raise RosetrainError(f"{flag} must be at least 1, got {value}")
     data = resolve_split(args.data)
-    records, root = select_records(data, args.split, None, training=True)  # a training split's V-Cnt too
+    records, root = select_records(data, args.split, None, training=True)  # a training split's twins too
     for record in records:
         missing = [field for field in PREVIEW_FIELDS if record.get(field) is None]
         if missing:

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     recipe_path = find_config("recipe", args.recipe) if args.recipe else RECIPES / "demo-grpo.yaml"
     grpo = load_recipe(recipe_path, [f"model={args.model}"]).grpo
     k = args.k or grpo.num_generations
-    # a GRPO spec may weight a training-only template (V-Cnt): the rewards' scorer grades it
+    # a GRPO spec may weight a training-only template (V-Cnt, Excl-Cnt): the rewards' scorer grades it
     records, root = select_records(resolve_split(args.data, "--data"), args.split, args.limit, training=True)
     args.model = resolve_model(args.model)  # a run folder: its final model
     import torch

@@ -23,16 +23,30 @@ T2B = "T2B_COUNT_LOCAL_MATCHED"
 # highlighted region), as L-Cnt is L-Clk's. Counting data may show what action
 # data must not (a held-out family), so it can teach reading the highlight there.
 T4C = "T4C_COUNT_VISUAL_REGION"
+# Excl-CS's counting twin (count every exception cell but the excluded ones), of
+# the same region: with a reasoning style its thinking is Excl-CS's own, word
+# for word, so counting data can teach that thinking where action data may not.
+T5C = "T5C_COUNT_EXCLUSION"
 
 MAIN_TEMPLATES = (T1, T2, T3, T4, T5)  # the five that make a model's Avg
 BRIDGE_TEMPLATES = (T1B, T2B)  # controls, reported apart
 TEMPLATES = MAIN_TEMPLATES + BRIDGE_TEMPLATES
-TRAINING_TEMPLATES = (T4C,)  # a spec with role train may weight them; no release holds them
+TRAINING_TEMPLATES = (T4C, T5C)  # a spec with role train may weight them; no release holds them
 SPEC_TEMPLATES = TEMPLATES + TRAINING_TEMPLATES  # every template a spec may weight, in order
 COUNTING_TEMPLATES = (T1, T2)  # Counting Avg
 ACTION_TEMPLATES = (T3, T4, T5)  # Action Avg
 
-TASK_MODE = {T1: COUNT, T2: COUNT, T3: CLICK, T4: CLICK, T5: CLICK_COUNT, T1B: CLICK, T2B: COUNT, T4C: COUNT}
+TASK_MODE = {
+    T1: COUNT,
+    T2: COUNT,
+    T3: CLICK,
+    T4: CLICK,
+    T5: CLICK_COUNT,
+    T1B: CLICK,
+    T2B: COUNT,
+    T4C: COUNT,
+    T5C: COUNT,
+}
 SHORT_NAME = {
     T1: "G-Cnt",
     T2: "L-Cnt",
@@ -42,6 +56,7 @@ SHORT_NAME = {
     T1B: "G-Clk",
     T2B: "mL-Cnt",
     T4C: "V-Cnt",
+    T5C: "Excl-Cnt",
 }
 
 ROW_RANGE, COL_RANGE, RECTANGLE = "ROW_RANGE", "COL_RANGE", "RECTANGLE"

@@ -51,7 +51,7 @@ def check_record(
 
     ``images_checked``: image paths of the same file already found inside its
     folder (the tasks of one scene share an image), added to as checked.
-    ``training``: the record may also be of a training-only template (V-Cnt),
+    ``training``: the record may also be of a training-only template (V-Cnt, Excl-Cnt),
     which a training split holds and no release does."""
     where = f"{path}:{number}"
     template = record.get("task_template")

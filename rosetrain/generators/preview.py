@@ -22,7 +22,9 @@ REGION_COLORS = {
     P.T3: (0, 170, 0),
     P.T4: (255, 140, 0),
     P.T5: (120, 0, 200),
-    P.T4C: (150, 90, 30),  # V-Clk's counting twin, in a training split: its region, darker
+    # the counting twins, in a training split: their actions' colours, darker
+    P.T4C: (150, 90, 30),
+    P.T5C: (70, 0, 120),
 }
 
 
@@ -106,7 +108,9 @@ def contact_sheet(
     draw = ImageDraw.Draw(sheet)
     x = 4
     shown = {task["task_template"] for tasks in scenes for task in tasks}
-    keys = [(P.SHORT_NAME[t], c) for t, c in REGION_COLORS.items() if t != P.T4C or P.T4C in shown]
+    keys = [
+        (P.SHORT_NAME[t], c) for t, c in REGION_COLORS.items() if t not in P.TRAINING_TEMPLATES or t in shown
+    ]
     for name, color in [("target", TARGET_COLOR), *keys]:
         draw.rectangle((x, 5, x + 12, 17), outline=color, width=3)
         draw.text((x + 16, 5), name, fill="black")

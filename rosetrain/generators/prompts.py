@@ -27,6 +27,7 @@ ROSE_SENTENCES = {
     P.T4C: "Count the number of cells that are different from the majority inside the highlighted region.",
     P.T5: "Click all cells that are different from the majority in the whole grid, except {where}, "
     "then submit the number of cells you clicked.",
+    P.T5C: "Count the number of cells that are different from the majority in the whole grid, except {where}.",
 }
 
 # Varied phrasings. Each way of naming the exception cells comes in the forms
@@ -54,6 +55,13 @@ VARIED_SENTENCES = {
         "then submit the number of cells you clicked.",
     ],
 }
+# A count of every exception cell but the excluded ones (Excl-Cnt): COUNT's
+# phrasings name a region the cells are in, these the cells left out.
+VARIED_EXCLUSION_COUNT = [
+    "Count the {odd_cells} in the whole grid, except {where}.",
+    "Ignoring {where}, how many cells {odd_those}?",
+    "Count the number of cells that are different from the majority in the whole grid, except {where}.",
+]
 # (the cells as a noun phrase, what one such cell does, what several do)
 ODD_PHRASES = [
     ("cells that differ from the majority", "differs from the majority", "differ from the majority"),
@@ -108,11 +116,12 @@ def natural_exclusion_phrase(params: Mapping) -> str:
     return ("the cell " if one_cell else "the cells ") + natural_region_phrase(kind, inner)
 
 
-def varied_sentence(mode: str, where: str, rng: random.Random) -> str:
+def varied_sentence(mode: str, where: str, rng: random.Random, exclusion: bool = False) -> str:
     """One of the mode's phrasings with one way of naming the exception cells.
-    For CLICK_COUNT, ``where`` is the excluded cells' phrase."""
+    For CLICK_COUNT, and a COUNT with ``exclusion``, ``where`` is the excluded cells' phrase."""
     odd = rng.choice(ODD_PHRASES)
-    return fill_varied(rng.choice(VARIED_SENTENCES[mode]), odd, where)
+    sentences = VARIED_EXCLUSION_COUNT if exclusion and mode == P.COUNT else VARIED_SENTENCES[mode]
+    return fill_varied(rng.choice(sentences), odd, where)
 
 
 def fill_varied(template: str, odd: tuple[str, str, str], where: str) -> str:
@@ -125,7 +134,8 @@ def task_sentence(template: str, region_type: str, params: Mapping, style: str, 
     if style == "rose":  # the release's sentences, byte for byte; draws nothing from rng
         sentence = ROSE_SENTENCES[template].format(where=rose_where(region_type, params))
     else:
-        sentence = varied_sentence(mode, varied_where(region_type, params, rng), rng)
+        where = varied_where(region_type, params, rng)
+        sentence = varied_sentence(mode, where, rng, exclusion=region_type == P.EXCLUSION)
     return f"{sentence} {ANSWER_HINT[mode]}"
 
 

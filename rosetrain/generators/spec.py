@@ -187,9 +187,10 @@ class LevelSpec:
         parse=_weights,
     )
     tasks: dict[str, float] = setting(
-        help="task templates -> weight; role train may also weight T4C_COUNT_VISUAL_REGION "
-        "(training only: V-Clk's counting twin, the count inside the highlighted region; "
-        "`preview` and `signal` read a split holding it, `eval` and `score` grade ROSE items only)",
+        help="task templates -> weight; role train may also weight the training-only counting twins "
+        "T4C_COUNT_VISUAL_REGION (V-Cnt: V-Clk's, the count inside the highlighted region) and "
+        "T5C_COUNT_EXCLUSION (Excl-Cnt: Excl-CS's, the count of every exception cell but the excluded "
+        "ones); `preview` and `signal` read a split holding them, `eval` and `score` grade ROSE items only",
         factory=lambda: {t: 1.0 for t in P.TEMPLATES},
         parse=_weights,
     )

@@ -1,4 +1,5 @@
-"""Derive the ROSE tasks of one scene: T1..T5 and the bridges T1B, T2B.
+"""Derive the ROSE tasks of one scene: T1..T5, the bridges T1B, T2B and the
+training-only counting twins T4C, T5C.
 
 Tasks only know the grid and the set of exception cells. Each local task gets
 a region drawn to land in a wanted ``region_case`` (zero, partial or all of
@@ -181,6 +182,7 @@ def _plan(
         P.T4: t4,
         P.T4C: t4,  # V-Clk's counting twin asks of the same highlighted image
         P.T5: t5,
+        P.T5C: t5,  # Excl-CS's counting twin counts what it clicks: the same excluded cells
     }
     wanted = [t for t, w in level.tasks.items() if w > 0]
     if level.tasks_per_scene is not None:
