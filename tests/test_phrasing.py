@@ -218,7 +218,9 @@ def test_excl_cnt_names_the_cells_left_out_and_asks_a_count():
         body, hint = Q.task_sentence(P.T5C, P.EXCLUSION, excluded, "varied", rng).rsplit(" Answer only", 1)
         bodies.add(body.replace("the cells in rows 2 to 4", "{where}"))
         assert "Answer only" + hint == Q.ANSWER_HINT[P.COUNT]
-    assert bodies <= set(Q.fill_varied(f, o, "{where}") for f in Q.VARIED_EXCLUSION_COUNT for o in Q.ODD_PHRASES)
+    assert bodies <= set(
+        Q.fill_varied(f, o, "{where}") for f in Q.VARIED_EXCLUSION_COUNT for o in Q.ODD_PHRASES
+    )
     assert len(bodies) > 5
 
 
