@@ -91,6 +91,84 @@ def test_reuse_hands_each_kept_group_to_trl_once_and_samples_what_it_does_not_ho
     assert counts == [{"reused": 1, "resampled": 0}, {"reused": 0, "resampled": 2}]
 
 
+def test_with_greedy_each_group_ends_with_the_greedy_answer_where_it_is_sampled(tmp_path):
+    """grpo.frontier_greedy: the filter's groups, and those TRL asks for that it
+    does not hold, are the samples and then the greedy answer; the pass count
+    (what keeps a prompt) counts it too."""
+    keep = make_filter(tmp_path, {})
+    keep.reuse = keep.greedy = True
+    drawn = []
+
+    def generate(rows, samples, greedy=False):
+        drawn.append((len(rows), samples, greedy))
+        mark = 9 if greedy else 1
+        return F.Sampled(
+            [[7]] * len(rows), [[mark, i] for i in range(samples * len(rows))], [""] * (samples * len(rows))
+        )
+
+    keep.generate = generate
+    group = keep.group([{}, {}], 4)
+    assert drawn == [(2, 3, False), (2, 1, True)]
+    assert group.completion_ids == [[1, 0], [1, 1], [1, 2], [9, 0], [1, 3], [1, 4], [1, 5], [9, 1]]
+    assert len(group.texts) == 8 and group.prompt_ids == [[7], [7]]
+    keep.passes = lambda rows, texts: [len(texts) // len(rows)] * len(rows)  # every text passes
+    assert keep({"item_id": ["a"], "task_template": ["T1_COUNT_GLOBAL"], "prompt": [[]], "images": [[]]}) == [
+        False
+    ]
+    assert keep.group([{}], 1).completion_ids == [[1, 0]]  # a lone completion is sampled
+
+
+def test_the_greedy_answer_is_what_greedy_generate_writes(tiny_model_dir, tiny_train_spec, tmp_path):
+    """The filter's greedy member of a group, decoded from a copy of TRL's
+    sampling config, is ``generate(do_sample=False)``'s answer; TRL's config is
+    left as it was."""
+    import itertools
+
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    from transformers import GenerationConfig
+
+    from rosetrain.data.hf import stream_dataset
+    from rosetrain.models.loading import load_model_and_processor
+
+    model, processor = load_model_and_processor(str(tiny_model_dir), device="cpu", dtype=torch.float32)
+    processor.tokenizer.padding_side = "left"
+    (tmp_path / "spec.yaml").write_text(tiny_train_spec("t-greedy"))
+    rows = list(itertools.islice(iter(stream_dataset(str(tmp_path / "spec.yaml"))), 2))
+    trl_config = GenerationConfig(
+        do_sample=True,
+        temperature=0.7,
+        top_k=0,
+        max_new_tokens=6,
+        pad_token_id=processor.tokenizer.pad_token_id,
+    )
+    keep = F.FrontierFilter(
+        processor,
+        samples=3,
+        temperature=0.7,
+        top_p=1.0,
+        max_new_tokens=6,
+        output_dir=str(tmp_path),
+        reuse=True,
+        greedy=True,
+    )
+    keep.trainer = SimpleNamespace(model=model, generation_config=trl_config, eos_token_ids=None)
+    group = keep.group(rows, 3)
+    texts = [
+        processor.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows
+    ]
+    inputs = processor(
+        text=texts, images=[list(r["images"]) for r in rows], return_tensors="pt", padding=True
+    )
+    with torch.inference_mode():
+        greedy = model.generate(**inputs, do_sample=False, max_new_tokens=6)
+    ends = set(keep.end_ids(model))
+    expected = [F._up_to_end(ids, ends) for ids in greedy[:, inputs["input_ids"].shape[1] :].tolist()]
+    assert [group.completion_ids[2], group.completion_ids[5]] == expected
+    assert trl_config.do_sample and trl_config.temperature == 0.7
+
+
 def test_held_groups_stay_bounded_when_trl_takes_none(monkeypatch):
     monkeypatch.setattr(F, "MAX_PENDING_GROUPS", 3)
     held = F.HeldGroups()

@@ -668,6 +668,10 @@ def test_frontier_reuse_needs_the_frontier_and_transformers_sampling(tmp_path, e
         load_recipe(recipe, ["grpo.frontier=true", "grpo.loss_from='inside:'"])
     with pytest.raises(RecipeError, match="grpo.loss_from: needs .* a non-empty text"):
         load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.loss_from=''"])
+    with pytest.raises(RecipeError, match="grpo.frontier_greedy: needs grpo.frontier_reuse: true"):
+        load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_greedy=true"])
+    reuse = ["grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.frontier_greedy=true"]
+    assert load_recipe(recipe, reuse).grpo.frontier_greedy
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ groups reused and sampled anew.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import hashlib
 import json
@@ -138,6 +139,7 @@ class FrontierFilter:
         max_new_tokens: int,
         output_dir: str,
         reuse: bool = False,
+        greedy: bool = False,
         thinking: str | None = None,
         loss_from: str | None = None,
     ):
@@ -154,6 +156,7 @@ class FrontierFilter:
         self.rejected_in_a_row = 0
         self.exhausted = False
         self.reuse = reuse
+        self.greedy = greedy  # the last completion of each group is the greedy answer
         self.thinking = thinking  # a style: a pass counts only with the item's own <think> block
         self.loss_from = loss_from  # with reuse: TRL trains a completion only after this text
         self.held = HeldGroups()  # with reuse: the kept prompts' groups, until TRL takes them
@@ -162,7 +165,7 @@ class FrontierFilter:
         rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
         if self.exhausted:
             return [True] * len(rows)
-        sampled = self.generate(rows, self.samples)
+        sampled = self.group(rows, self.samples)
         passes = self.passes(rows, sampled.texts)
         keep = [0 < p < self.samples for p in passes]
         self.record(rows, passes)
@@ -224,8 +227,22 @@ class FrontierFilter:
         """``samples`` completions per row, row after row, from the live policy."""
         return self.generate(rows, self.samples).texts
 
-    def generate(self, rows: Sequence[Mapping[str, Any]], samples: int) -> Sampled:
-        """``samples`` completions per row from the live policy (``sampling``)."""
+    def group(self, rows: Sequence[Mapping[str, Any]], size: int) -> Sampled:
+        """Each row's group of ``size`` completions from the live policy: all
+        sampled, or with ``greedy`` all but the last, which is the greedy answer."""
+        if not self.greedy or size < 2:  # a lone completion is sampled, as TRL would
+            return self.generate(rows, size)
+        sampled, greedy = self.generate(rows, size - 1), self.generate(rows, 1, greedy=True)
+        merged = Sampled(sampled.prompt_ids, [], [])
+        for i in range(len(rows)):
+            own = slice(i * (size - 1), (i + 1) * (size - 1))
+            merged.completion_ids += [*sampled.completion_ids[own], greedy.completion_ids[i]]
+            merged.texts += [*sampled.texts[own], greedy.texts[i]]
+        return merged
+
+    def generate(self, rows: Sequence[Mapping[str, Any]], samples: int, greedy: bool = False) -> Sampled:
+        """``samples`` completions per row from the live policy (``sampling``), or
+        with ``greedy`` its one greedy completion of each row."""
         import torch
 
         from rosetrain.train.prefill import sample
@@ -244,7 +261,7 @@ class FrontierFilter:
         model.eval()
         try:
             with torch.inference_mode():  # each prompt's prefill once for its samples
-                output = sample(model, inputs, samples, self.sampling())
+                output = sample(model, inputs, samples, self.greedy_decoding() if greedy else self.sampling())
         finally:
             model.train(was_training)
         completions = output[:, inputs["input_ids"].shape[1] :]
@@ -279,6 +296,19 @@ class FrontierFilter:
             "max_new_tokens": self.max_new_tokens,
         }
 
+    def greedy_decoding(self) -> dict[str, Any]:
+        """``sampling``'s settings, greedy: the answer ``rosetrain eval`` would read."""
+        sampling = self.sampling()
+        config = sampling.get("generation_config")
+        if config is None:
+            return {"do_sample": False, "max_new_tokens": self.max_new_tokens}
+        config = copy.deepcopy(config)
+        config.do_sample = False
+        config.temperature = config.top_p = config.top_k = (
+            None  # sampling's only: unset, or transformers warns
+        )
+        return {"generation_config": config}
+
     def end_ids(self, model: Any) -> list[int]:
         """The tokens that end a completion: TRL's list, else the model's."""
         ends = getattr(self.trainer, "eos_token_ids", None)
@@ -296,7 +326,7 @@ class FrontierFilter:
         for messages, key, copies in _runs(prompts, getattr(trainer, "num_generations", self.samples)):
             held = self.held.take(key, copies)
             if held is None:
-                sampled = self.generate([{"prompt": messages, "images": message_images(messages)}], copies)
+                sampled = self.group([{"prompt": messages, "images": message_images(messages)}], copies)
                 held = (sampled.prompt_ids[0], sampled.completion_ids)
                 resampled += 1
             else:

@@ -93,6 +93,7 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
         max_new_tokens=grpo.max_completion_length,
         output_dir=recipe.output_dir,
         reuse=grpo.frontier_reuse,
+        greedy=grpo.frontier_greedy,
         thinking=grpo.thinking if grpo.frontier_thinking else None,
         loss_from=grpo.loss_from,
     )

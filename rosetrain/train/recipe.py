@@ -198,6 +198,14 @@ class GrpoConfig:
         "from the wrong cells stays live (give rewards.thinking a weight, or such a "
         "group's samples all earn the same)",
     )
+    frontier_greedy: bool = key(
+        False,
+        "with frontier_reuse: the last completion of every group is the live policy's "
+        "greedy answer (the others sampled as usual), so the group's advantage falls on "
+        "the answer evaluation reads: a greedy answer that fails beside samples that pass "
+        "is pushed down, one that passes beside samples that fail is pushed up; costs one "
+        "greedy decoding per candidate prompt",
+    )
     loss_from: str | None = key(
         None,
         "with frontier_reuse: train each completion only on its tokens after the first "
@@ -217,6 +225,11 @@ class GrpoConfig:
             raise ValueError(
                 "grpo.frontier_thinking: needs grpo.frontier: true and grpo.thinking "
                 "(the style whose <think> block it checks)"
+            )
+        if self.frontier_greedy and not self.frontier_reuse:
+            raise ValueError(
+                "grpo.frontier_greedy: needs grpo.frontier_reuse: true (TRL must train on the "
+                "filter's groups, which hold the greedy answer)"
             )
         if self.frontier_reuse and not self.frontier:
             raise ValueError(
