@@ -18,6 +18,9 @@ filter keeps the samples of each prompt it keeps, and TRL's ``rollout_func``
 group TRL trains on holds a pass and a fail, as in DAPO. A prompt TRL asks for
 that the filter holds no samples of (the filter stepped aside, a resumed run)
 is sampled there and then, with the same settings.
+With ``grpo.frontier_greedy`` the last member of every group is the live
+policy's greedy answer, the one evaluation reads, so the group's advantage
+lands on it too.
 
 Each batch's counts go to ``OUTPUT_DIR/frontier.jsonl``: per template, the
 prompts seen, live (kept), all-pass and all-fail; with reuse, each rollout's
@@ -304,9 +307,8 @@ class FrontierFilter:
             return {"do_sample": False, "max_new_tokens": self.max_new_tokens}
         config = copy.deepcopy(config)
         config.do_sample = False
-        config.temperature = config.top_p = config.top_k = (
-            None  # sampling's only: unset, or transformers warns
-        )
+        # sampling's own settings, unset: transformers warns of them beside greedy decoding
+        config.temperature = config.top_p = config.top_k = None
         return {"generation_config": config}
 
     def end_ids(self, model: Any) -> list[int]:
