@@ -560,12 +560,14 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("greedy", [False, True], ids=["sampled", "greedy-last"])
 def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
-    tmp_path, env, monkeypatch, recwarn
+    tmp_path, env, monkeypatch, recwarn, greedy
 ):
     """grpo.frontier_reuse: every group TRL trains on is the one the filter kept
     its prompt with (TRL's own sampling never runs), through TRL's rollout_func;
-    with grpo.loss_from, TRL's loss mask is the filter's token mask."""
+    with grpo.loss_from, TRL's loss mask is the filter's token mask. With
+    grpo.frontier_greedy, each group's last member is decoded greedily."""
     from trl import GRPOTrainer
 
     from rosetrain.train import frontier as F
@@ -609,6 +611,7 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
                 "max_completion_length": 6,
                 "frontier": True,
                 "frontier_reuse": True,
+                "frontier_greedy": greedy,
                 "loss_from": "inside:",
             },
         )
@@ -650,6 +653,10 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
     )
     # the count goes into a copy: TRL's own config is left as it was
     assert all(kwargs["generation_config"] is not trl_config for kwargs in calls)
+    # with greedy, the calls for each group's last member decode greedily, the others sample
+    assert {kwargs["generation_config"].do_sample for kwargs in calls} == (
+        {True, False} if greedy else {True}
+    )
     assert trl_config.num_return_sequences != 2
     assert built.trainer.state.global_step == 2
     assert given and all(group in held for batch in given for group in (batch[:2], batch[2:]) if group)
