@@ -94,27 +94,44 @@ def test_reuse_hands_each_kept_group_to_trl_once_and_samples_what_it_does_not_ho
 def test_with_greedy_each_group_ends_with_the_greedy_answer_where_it_is_sampled(tmp_path):
     """grpo.frontier_greedy: the filter's groups, and those TRL asks for that it
     does not hold, are the samples and then the greedy answer; the pass count
-    (what keeps a prompt) counts it too."""
+    (what keeps a prompt) counts the greedy answer too."""
+    import copy
+
+    from PIL import Image
+    from trl.data_utils import prepare_multimodal_messages
+
     keep = make_filter(tmp_path, {})
     keep.reuse = keep.greedy = True
-    drawn = []
+    drawn, judged = [], []
 
     def generate(rows, samples, greedy=False):
         drawn.append((len(rows), samples, greedy))
         mark = 9 if greedy else 1
-        return F.Sampled(
-            [[7]] * len(rows), [[mark, i] for i in range(samples * len(rows))], [""] * (samples * len(rows))
-        )
+        ids = [[mark, i] for i in range(samples * len(rows))]
+        return F.Sampled([[7]] * len(rows), ids, [str(i) for i in ids])
 
     keep.generate = generate
     group = keep.group([{}, {}], 4)
     assert drawn == [(2, 3, False), (2, 1, True)]
     assert group.completion_ids == [[1, 0], [1, 1], [1, 2], [9, 0], [1, 3], [1, 4], [1, 5], [9, 1]]
-    assert len(group.texts) == 8 and group.prompt_ids == [[7], [7]]
-    keep.passes = lambda rows, texts: [len(texts) // len(rows)] * len(rows)  # every text passes
-    assert keep({"item_id": ["a"], "task_template": ["T1_COUNT_GLOBAL"], "prompt": [[]], "images": [[]]}) == [
-        False
+    assert group.texts == [str(ids) for ids in group.completion_ids] and group.prompt_ids == [[7], [7]]
+    keep.passes = lambda rows, texts: judged.append(texts) or [1] * len(rows)
+    red = Image.new("RGB", (8, 8), "red")
+    prompt = [
+        {"role": "user", "content": [{"type": "image", "text": None}, {"type": "text", "text": "Count."}]}
     ]
+    batch = {"item_id": ["a"], "task_template": ["T1_COUNT_GLOBAL"], "prompt": [prompt], "images": [[red]]}
+    assert keep(batch) == [True]
+    assert judged == [
+        ["[1, 0]", "[1, 1]", "[1, 2]", "[9, 0]"]
+    ]  # the greedy answer is judged with the samples
+    for_trl = [prepare_multimodal_messages(copy.deepcopy(prompt), images=[red.copy()]) for _ in range(4)]
+    assert keep.rollout(for_trl, SimpleNamespace(num_generations=4))["completion_ids"][3] == [9, 0]  # held
+    assert keep.rollout(for_trl, SimpleNamespace(num_generations=4))["completion_ids"][3] == [
+        9,
+        0,
+    ]  # sampled now
+    assert drawn[-2:] == [(1, 3, False), (1, 1, True)]
     assert keep.group([{}], 1).completion_ids == [[1, 0]]  # a lone completion is sampled
 
 
