@@ -235,12 +235,12 @@ class FrontierFilter:
         sampled, or with ``greedy`` all but the last, which is the greedy answer."""
         if not self.greedy or size < 2:  # a lone completion is sampled, as TRL would
             return self.generate(rows, size)
-        sampled, greedy = self.generate(rows, size - 1), self.generate(rows, 1, greedy=True)
+        sampled, answers = self.generate(rows, size - 1), self.generate(rows, 1, greedy=True)
         merged = Sampled(sampled.prompt_ids, [], [])
         for i in range(len(rows)):
             own = slice(i * (size - 1), (i + 1) * (size - 1))
-            merged.completion_ids += [*sampled.completion_ids[own], greedy.completion_ids[i]]
-            merged.texts += [*sampled.texts[own], greedy.texts[i]]
+            merged.completion_ids += [*sampled.completion_ids[own], answers.completion_ids[i]]
+            merged.texts += [*sampled.texts[own], answers.texts[i]]
         return merged
 
     def generate(self, rows: Sequence[Mapping[str, Any]], samples: int, greedy: bool = False) -> Sampled:
