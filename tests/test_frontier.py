@@ -260,3 +260,30 @@ def test_the_loss_mask_starts_after_the_marker_in_the_completions_text():
     assert F.loss_mask(ids, "region", decode) == [0, 0] + [1] * 7
     assert F.loss_mask(ids, "odd:", decode) == [1] * 9
     assert F.loss_mask([], "inside:", decode) == []
+
+
+def test_by_reward_keeps_a_group_that_always_fails_but_earns_different_soft_credit(tmp_path):
+    """``grpo.frontier_by: reward``: the filter calls the reward functions as TRL
+    does and keeps a group whose weighted totals differ, PASS or not."""
+    soft = {"near": 0.5, "far": 0.0, "same": 0.25}
+
+    def pass_reward(completions, **columns):
+        return [0.0] * len(completions)
+
+    def soft_reward(completions, item_id, **columns):
+        return [soft[text] if item == "a" else 0.25 for text, item in zip(completions, item_id)]
+
+    keep = F.FrontierFilter(
+        processor=None,
+        samples=2,
+        temperature=1.0,
+        top_p=1.0,
+        max_new_tokens=8,
+        output_dir=str(tmp_path),
+        rewards=([pass_reward, soft_reward], [1.0, 0.5]),
+    )
+    keep.generate = lambda rows, samples: F.Sampled([], [], ["near", "far", "same", "same"])
+    keep.passes = lambda rows, texts: [0, 0]
+    batch = {"item_id": ["a", "b"], "task_template": ["T4_CLICK_VISUAL_REGION"] * 2}
+    assert keep(batch) == [True, False]  # a: 0.25 against 0.0; b: 0.125 twice
+    assert F.frontier_summary(tmp_path)["V-Clk"] == {"seen": 2, "all_fail": 2, "kept": 1, "live_share": 0.0}

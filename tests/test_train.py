@@ -560,14 +560,19 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("greedy", [False, True], ids=["sampled", "greedy-last"])
+@pytest.mark.parametrize(
+    "greedy, by",
+    [(False, "pass"), (True, "pass"), (False, "reward")],
+    ids=["sampled", "greedy-last", "by-reward"],
+)
 def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
-    tmp_path, env, monkeypatch, recwarn, greedy
+    tmp_path, env, monkeypatch, recwarn, greedy, by
 ):
     """grpo.frontier_reuse: every group TRL trains on is the one the filter kept
     its prompt with (TRL's own sampling never runs), through TRL's rollout_func;
     with grpo.loss_from, TRL's loss mask is the filter's token mask. With
-    grpo.frontier_greedy, each group's last member is decoded greedily."""
+    grpo.frontier_greedy, each group's last member is decoded greedily; with
+    grpo.frontier_by: reward, the filter keeps by the recipe's own rewards."""
     from trl import GRPOTrainer
 
     from rosetrain.train import frontier as F
@@ -578,6 +583,13 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
     held, given = [], []
     # an untrained model passes nothing: call every prompt live, one sample of two passing
     monkeypatch.setattr(F.FrontierFilter, "passes", lambda self, rows, texts: [1] * len(rows))
+    varies = []
+
+    def every_group_varies(self, rows, texts):
+        varies.append(self.rewards)
+        return [True] * len(rows)
+
+    monkeypatch.setattr(F.FrontierFilter, "varies", every_group_varies)
     put, rollout = F.HeldGroups.put, F.FrontierFilter.rollout
     monkeypatch.setattr(
         F.HeldGroups, "put", lambda self, key, ids, group: held.append(group) or put(self, key, ids, group)
@@ -606,12 +618,14 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
             learning_rate=1e-5,
             eval={},
             per_device_train_batch_size=None,
+            rewards={"pass": 1.0, "soft": 0.5, "format": 0.1},
             grpo={
                 "num_generations": 2,
                 "max_completion_length": 6,
                 "frontier": True,
                 "frontier_reuse": True,
                 "frontier_greedy": greedy,
+                "frontier_by": by,
                 "loss_from": "inside:",
             },
         )
@@ -663,6 +677,12 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
     lines = [json.loads(line) for line in (tmp_path / "run" / F.FRONTIER_LOG).read_text().splitlines()]
     groups = [line["groups"] for line in lines if "groups" in line]
     assert groups and sum(g["reused"] for g in groups) >= 2 and sum(g["resampled"] for g in groups) == 0
+    # by reward, the filter weighs TRL's own reward functions with the recipe's weights
+    if by == "reward":
+        funcs, weights = varies[0]
+        assert [f.__name__ for f in funcs] == ["pass", "soft", "format"] and weights == [1.0, 0.5, 0.1]
+    else:
+        assert not varies
 
 
 def test_frontier_reuse_needs_the_frontier_and_transformers_sampling(tmp_path, env):
@@ -679,6 +699,11 @@ def test_frontier_reuse_needs_the_frontier_and_transformers_sampling(tmp_path, e
         load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_greedy=true"])
     reuse = ["grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.frontier_greedy=true"]
     assert load_recipe(recipe, reuse).grpo.frontier_greedy
+    with pytest.raises(RecipeError, match="grpo.frontier_by: needs grpo.frontier: true"):
+        load_recipe(recipe, ["grpo.frontier_by=reward"])
+    with pytest.raises(RecipeError, match="grpo.frontier_by"):
+        load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_by=soft"])
+    assert load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_by=reward"]).grpo.frontier_by == "reward"
 
 
 @pytest.mark.slow

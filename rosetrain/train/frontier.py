@@ -20,11 +20,13 @@ that the filter holds no samples of (the filter stepped aside, a resumed run)
 is sampled there and then, with the same settings.
 With ``grpo.frontier_greedy`` the last member of every group is the live
 policy's greedy answer, the one evaluation reads, so the group's advantage
-lands on it too.
+lands on it too. With ``grpo.frontier_by: reward`` a prompt is kept when its
+samples' total reward varies (TRL's own reward functions and weights), so a
+group that always fails but earns some SOFT credit still trains.
 
 Each batch's counts go to ``OUTPUT_DIR/frontier.jsonl``: per template, the
-prompts seen, live (kept), all-pass and all-fail; with reuse, each rollout's
-groups reused and sampled anew.
+prompts seen, live, all-pass and all-fail, counted on PASS (and, by reward,
+``kept``); with reuse, each rollout's groups reused and sampled anew.
 """
 
 from __future__ import annotations
@@ -130,7 +132,9 @@ class HeldGroups:
 
 class FrontierFilter:
     """``IterableDataset.filter(FrontierFilter(...), batched=True)``: keeps a row
-    when the policy's pass rate on it over ``samples`` samples is in (0, 1)."""
+    when the policy's pass rate on it over ``samples`` samples is in (0, 1), or
+    given ``rewards`` (TRL's reward functions and their weights), when the
+    samples' weighted total reward is not the same for all."""
 
     def __init__(
         self,
@@ -145,6 +149,7 @@ class FrontierFilter:
         greedy: bool = False,
         thinking: str | None = None,
         loss_from: str | None = None,
+        rewards: tuple[Sequence[Any], Sequence[float]] | None = None,
     ):
         from rosetrain.train.rewards import ScoreCache
 
@@ -163,6 +168,7 @@ class FrontierFilter:
         self.thinking = thinking  # a style: a pass counts only with the item's own <think> block
         self.loss_from = loss_from  # with reuse: TRL trains a completion only after this text
         self.held = HeldGroups()  # with reuse: the kept prompts' groups, until TRL takes them
+        self.rewards = rewards  # keep by the total reward's spread instead of PASS
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
         rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
@@ -170,8 +176,11 @@ class FrontierFilter:
             return [True] * len(rows)
         sampled = self.group(rows, self.samples)
         passes = self.passes(rows, sampled.texts)
-        keep = [0 < p < self.samples for p in passes]
-        self.record(rows, passes)
+        if self.rewards is None:
+            keep = [0 < p < self.samples for p in passes]
+        else:
+            keep = self.varies(rows, sampled.texts)
+        self.record(rows, passes, keep if self.rewards is not None else None)
         if self.reuse:
             for i, (row, kept) in enumerate(zip(rows, keep)):
                 if kept:
@@ -215,6 +224,22 @@ class FrontierFilter:
             answers = texts[i * self.samples : (i + 1) * self.samples]
             counts.append(sum(self.solved(gold, text) for text in answers))
         return counts
+
+    def varies(self, rows: Sequence[Mapping[str, Any]], texts: Sequence[str]) -> list[bool]:
+        """Whether each row's samples earn different weighted total rewards, each
+        reward function called as TRL calls it (the row's columns once a sample)."""
+        if self.rewards is None:
+            raise RosetrainError("grpo.frontier: varies() needs the reward functions (frontier_by: reward)")
+        funcs, weights = self.rewards
+        columns = {c: [row[c] for row in rows for _ in range(self.samples)] for c in rows[0]}
+        totals = [0.0] * len(texts)
+        for func, weight in zip(funcs, weights):
+            if weight:
+                for i, value in enumerate(func(completions=list(texts), **columns)):
+                    totals[i] += weight * value
+        groups = [totals[i * self.samples : (i + 1) * self.samples] for i in range(len(rows))]
+        # a float tolerance: SOFT's means of fractions differ in the last bits
+        return [max(g) - min(g) > 1e-6 for g in groups]
 
     def solved(self, gold: Mapping[str, Any], text: str) -> bool:
         """The scorer's PASS; with ``thinking``, also the item's own <think> block."""
@@ -342,12 +367,16 @@ class FrontierFilter:
             out["env_mask"] = [loss_mask(ids, self.loss_from, tokenizer.decode) for ids in completion_ids]
         return out
 
-    def record(self, rows: Sequence[Mapping[str, Any]], passes: Sequence[int]) -> None:
+    def record(
+        self, rows: Sequence[Mapping[str, Any]], passes: Sequence[int], kept: Sequence[bool] | None = None
+    ) -> None:
+        """Per template, the prompts seen and their PASS outcome; given ``kept``
+        (the filter keeps by reward), also how many it kept."""
         counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-        for row, p in zip(rows, passes):
+        for i, (row, p) in enumerate(zip(rows, passes)):
             template = SHORT_NAME.get(row["task_template"], row["task_template"])
             outcome = "all_fail" if p == 0 else "all_pass" if p == self.samples else "live"
-            counts[template].update({"seen": 1, outcome: 1})
+            counts[template].update({"seen": 1, outcome: 1, **({"kept": 1} if kept and kept[i] else {})})
         self.log({"templates": {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}})
 
 

@@ -96,6 +96,7 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
         greedy=grpo.frontier_greedy,
         thinking=grpo.thinking if grpo.frontier_thinking else None,
         loss_from=grpo.loss_from,
+        rewards=build_rewards(recipe.rewards, grpo.thinking) if grpo.frontier_by == "reward" else None,
     )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).

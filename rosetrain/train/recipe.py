@@ -75,6 +75,7 @@ MAX_THREADS = 1024
 # checks them against TRL's own field help).
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 SCALE_REWARDS = ("group", "batch", "none")
+FRONTIER_BY = ("pass", "reward")  # grpo.frontier_by: what a kept group's samples differ in
 
 
 # ----------------------------------------------------------------- sections
@@ -183,6 +184,14 @@ class GrpoConfig:
         "OUTPUT_DIR/frontier.jsonl (rosetrain.train.frontier); after 128 dead "
         "prompts in a row (e.g. an untrained policy) it stops filtering, with a warning",
     )
+    frontier_by: str = key(
+        "pass",
+        "with frontier: what a kept prompt's samples must differ in. `pass`: some pass "
+        "and some fail; `reward`: their weighted total reward (rewards) is not the same "
+        "for all, so a prompt the policy always fails still trains where SOFT or the "
+        "thinking reward tells its samples apart",
+        choices=FRONTIER_BY,
+    )
     frontier_reuse: bool = key(
         False,
         "with frontier: TRL trains each kept prompt on the very samples that kept it (DAPO's "
@@ -231,6 +240,8 @@ class GrpoConfig:
                 "grpo.frontier_greedy: needs grpo.frontier_reuse: true (TRL must train on the "
                 "filter's groups, which hold the greedy answer)"
             )
+        if self.frontier_by != "pass" and not self.frontier:
+            raise ValueError("grpo.frontier_by: needs grpo.frontier: true (it says what the filter keeps)")
         if self.frontier_reuse and not self.frontier:
             raise ValueError(
                 "grpo.frontier_reuse: needs grpo.frontier: true (it reuses the filter's samples)"
