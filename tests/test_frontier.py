@@ -287,3 +287,75 @@ def test_by_reward_keeps_a_group_that_always_fails_but_earns_different_soft_cred
     batch = {"item_id": ["a", "b"], "task_template": ["T4_CLICK_VISUAL_REGION"] * 2}
     assert keep(batch) == [True, False]  # a: 0.25 against 0.0; b: 0.125 twice
     assert F.frontier_summary(tmp_path)["V-Clk"] == {"seen": 2, "all_fail": 2, "kept": 1, "live_share": 0.0}
+
+
+def test_with_gold_an_all_fail_group_is_kept_with_the_gold_completion_first(tmp_path):
+    """grpo.frontier_gold: a prompt none of whose samples pass is kept, its group's
+    first member replaced by the row's gold completion, tokenized as text and
+    ended by the tokenizer's end of turn; a live group keeps its samples; the
+    log counts the gold groups per template."""
+    import copy
+
+    from PIL import Image
+    from trl.data_utils import prepare_multimodal_messages
+
+    class Tokenizer:
+        eos_token_id = 5
+
+        def __call__(self, text, add_special_tokens=True):
+            assert not add_special_tokens
+            return {"input_ids": [ord(c) for c in text]}
+
+    keep = make_filter(tmp_path, {"a": 0, "b": 2, "c": 4})
+    keep.processor = SimpleNamespace(tokenizer=Tokenizer())
+    keep.reuse = True
+    keep.gold = lambda row: f"<{row['answer']}>"
+    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[0, 5]))
+    keep.trainer = SimpleNamespace(model=model)
+    keep.generate = lambda rows, samples: F.Sampled(
+        [[7]] * len(rows), [[9, i] for i in range(samples * len(rows))], ["x"] * (samples * len(rows))
+    )
+    red = Image.new("RGB", (8, 8), "red")
+    prompt = [
+        {"role": "user", "content": [{"type": "image", "text": None}, {"type": "text", "text": "Count."}]}
+    ]
+    batch = {
+        "item_id": ["a", "b", "c"],
+        "answer": ["COUNT(1)", "COUNT(2)", "COUNT(0)"],
+        "task_template": ["T4C_COUNT_VISUAL_REGION"] * 3,
+        "prompt": [prompt] * 3,
+        "images": [[red], [Image.new("RGB", (8, 8), "blue")], [Image.new("RGB", (8, 8), "green")]],
+    }
+    assert keep(batch) == [True, True, False]  # a by its gold, b live, c all-pass
+    for_trl = [prepare_multimodal_messages(copy.deepcopy(prompt), images=[red.copy()]) for _ in range(4)]
+    group = keep.rollout(for_trl, SimpleNamespace(num_generations=4))["completion_ids"]
+    assert group == [[ord(c) for c in "<COUNT(1)>"] + [5], [9, 1], [9, 2], [9, 3]]
+    assert F.frontier_summary(tmp_path)["V-Cnt"] == {
+        "seen": 3,
+        "all_fail": 1,
+        "gold": 1,
+        "live": 1,
+        "all_pass": 1,
+        "live_share": 0.3333,
+    }
+    # without the tokenizer's end of turn among the ending tokens, the first of them
+    model.generation_config.eos_token_id = [3, 4]
+    assert keep.turn_end() == 3
+
+
+def test_the_gold_completion_is_the_sft_target_thinking_first():
+    from rosetrain.core.reasoning import reasoned_answer
+    from rosetrain.train.grpo import gold_completion
+
+    row = {
+        "all_target_cells": ["R1,C2"],
+        "region_target_cells": ["R1,C2"],
+        "region_type": "VISUAL_REGION",
+        "region_params_json": '{"r1": 1, "r2": 1, "c1": 1, "c2": 2}',
+        "rows": 3,
+        "cols": 3,
+        "answer": "CLICK(R1,C2); DONE",
+    }
+    assert gold_completion(None, row) == "CLICK(R1,C2); DONE"
+    thought = gold_completion("cells-seen", row)
+    assert thought == reasoned_answer("cells-seen", row) and thought.endswith("</think>CLICK(R1,C2); DONE")

@@ -561,18 +561,20 @@ def test_grpo_rewards_get_gold_columns_and_per_template_pass_is_logged(tmp_path,
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "greedy, by",
-    [(False, "pass"), (True, "pass"), (False, "reward")],
-    ids=["sampled", "greedy-last", "by-reward"],
+    "greedy, by, gold",
+    [(False, "pass", False), (True, "pass", False), (False, "reward", False), (False, "pass", True)],
+    ids=["sampled", "greedy-last", "by-reward", "gold-first"],
 )
 def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
-    tmp_path, env, monkeypatch, recwarn, greedy, by
+    tmp_path, env, monkeypatch, recwarn, greedy, by, gold
 ):
     """grpo.frontier_reuse: every group TRL trains on is the one the filter kept
     its prompt with (TRL's own sampling never runs), through TRL's rollout_func;
     with grpo.loss_from, TRL's loss mask is the filter's token mask. With
     grpo.frontier_greedy, each group's last member is decoded greedily; with
-    grpo.frontier_by: reward, the filter keeps by the recipe's own rewards."""
+    grpo.frontier_by: reward, the filter keeps by the recipe's own rewards; with
+    grpo.frontier_gold, a group no sample of which passes trains with the row's
+    answer as its first member."""
     from trl import GRPOTrainer
 
     from rosetrain.train import frontier as F
@@ -581,8 +583,16 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
     from rosetrain.train.run import run
 
     held, given = [], []
-    # an untrained model passes nothing: call every prompt live, one sample of two passing
-    monkeypatch.setattr(F.FrontierFilter, "passes", lambda self, rows, texts: [1] * len(rows))
+    # an untrained model passes nothing: call every prompt live, one sample of two
+    # passing (with gold, leave every prompt failing, so each group gets the answer)
+    monkeypatch.setattr(F.FrontierFilter, "passes", lambda self, rows, texts: [int(not gold)] * len(rows))
+    golds, put_gold = [], F.FrontierFilter.put_gold
+
+    def recording_put_gold(self, rows, sampled, guided):
+        put_gold(self, rows, sampled, guided)
+        golds.extend(sampled.completion_ids[i * self.samples] for i, g in enumerate(guided) if g)
+
+    monkeypatch.setattr(F.FrontierFilter, "put_gold", recording_put_gold)
     varies = []
 
     def every_group_varies(self, rows, texts):
@@ -626,6 +636,7 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
                 "frontier_reuse": True,
                 "frontier_greedy": greedy,
                 "frontier_by": by,
+                "frontier_gold": gold,
                 "loss_from": "inside:",
             },
         )
@@ -677,6 +688,10 @@ def test_grpo_trains_on_the_frontier_filters_own_samples_with_frontier_reuse(
     lines = [json.loads(line) for line in (tmp_path / "run" / F.FRONTIER_LOG).read_text().splitlines()]
     groups = [line["groups"] for line in lines if "groups" in line]
     assert groups and sum(g["reused"] for g in groups) >= 2 and sum(g["resampled"] for g in groups) == 0
+    # with gold, each group TRL trained on opens with its row's answer, ended as a turn ends
+    eos = built.trainer.processing_class.tokenizer.eos_token_id
+    assert all(ids[-1] == eos for ids in golds)
+    assert all((group[0] in golds) == gold for batch in given for group in (batch[:2], batch[2:]) if group)
     # by reward, the filter weighs TRL's own reward functions with the recipe's weights
     if by == "reward":
         funcs, weights = varies[0]
@@ -699,6 +714,9 @@ def test_frontier_reuse_needs_the_frontier_and_transformers_sampling(tmp_path, e
         load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_greedy=true"])
     reuse = ["grpo.frontier=true", "grpo.frontier_reuse=true", "grpo.frontier_greedy=true"]
     assert load_recipe(recipe, reuse).grpo.frontier_greedy
+    with pytest.raises(RecipeError, match="grpo.frontier_gold: needs grpo.frontier_reuse: true"):
+        load_recipe(recipe, ["grpo.frontier=true", "grpo.frontier_gold=true"])
+    assert load_recipe(recipe, [*reuse[:2], "grpo.frontier_gold=true"]).grpo.frontier_gold
     with pytest.raises(RecipeError, match="grpo.frontier_by: needs grpo.frontier: true"):
         load_recipe(recipe, ["grpo.frontier_by=reward"])
     with pytest.raises(RecipeError, match="grpo.frontier_by"):

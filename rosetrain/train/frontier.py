@@ -26,7 +26,8 @@ group that always fails but earns some SOFT credit still trains.
 
 Each batch's counts go to ``OUTPUT_DIR/frontier.jsonl``: per template, the
 prompts seen, live, all-pass and all-fail, counted on PASS (and, by reward,
-``kept``); with reuse, each rollout's groups reused and sampled anew.
+``kept``; with gold, ``gold``); with reuse, each rollout's groups reused and
+sampled anew.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,7 @@ class FrontierFilter:
         thinking: str | None = None,
         loss_from: str | None = None,
         rewards: tuple[Sequence[Any], Sequence[float]] | None = None,
+        gold: Callable[[Mapping[str, Any]], str] | None = None,
     ):
         from rosetrain.train.rewards import ScoreCache
 
@@ -169,6 +171,7 @@ class FrontierFilter:
         self.loss_from = loss_from  # with reuse: TRL trains a completion only after this text
         self.held = HeldGroups()  # with reuse: the kept prompts' groups, until TRL takes them
         self.rewards = rewards  # keep by the total reward's spread instead of PASS
+        self.gold = gold  # a row's gold completion text: an all-fail group keeps it, and is kept
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
         rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
@@ -180,7 +183,11 @@ class FrontierFilter:
             keep = [0 < p < self.samples for p in passes]
         else:
             keep = self.varies(rows, sampled.texts)
-        self.record(rows, passes, keep if self.rewards is not None else None)
+        guided = [self.gold is not None and p == 0 for p in passes]
+        if any(guided):
+            self.put_gold(rows, sampled, guided)
+            keep = [k or g for k, g in zip(keep, guided)]
+        self.record(rows, passes, keep if self.rewards is not None else None, guided)
         if self.reuse:
             for i, (row, kept) in enumerate(zip(rows, keep)):
                 if kept:
@@ -240,6 +247,33 @@ class FrontierFilter:
         groups = [totals[i * self.samples : (i + 1) * self.samples] for i in range(len(rows))]
         # a float tolerance: SOFT's means of fractions differ in the last bits
         return [max(g) - min(g) > 1e-6 for g in groups]
+
+    def put_gold(self, rows: Sequence[Mapping[str, Any]], sampled: Sampled, guided: Sequence[bool]) -> None:
+        """In place: the first member of each ``guided`` row's group becomes the
+        row's gold completion, tokenized as the SFT tokenized its target and
+        ended by the token the policy ends a turn with."""
+        if self.gold is None:
+            raise RosetrainError("grpo.frontier: put_gold() needs the gold completions (frontier_gold)")
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        end = self.turn_end()
+        for i, (row, wanted) in enumerate(zip(rows, guided)):
+            if wanted:
+                text = self.gold(row)
+                first = i * self.samples
+                sampled.completion_ids[first] = tokenizer(text, add_special_tokens=False)["input_ids"] + [end]
+                sampled.texts[first] = text
+
+    def turn_end(self) -> int:
+        """The end token a gold completion gets: the tokenizer's end of turn
+        when it is one of the tokens that end a completion, else the first of those."""
+        ends = self.end_ids(self.trainer.model)
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        eos = getattr(tokenizer, "eos_token_id", None)
+        if eos in ends:
+            return eos
+        if not ends:
+            raise RosetrainError("grpo.frontier_gold: the model names no end-of-sequence token")
+        return ends[0]
 
     def solved(self, gold: Mapping[str, Any], text: str) -> bool:
         """The scorer's PASS; with ``thinking``, also the item's own <think> block."""
@@ -368,15 +402,24 @@ class FrontierFilter:
         return out
 
     def record(
-        self, rows: Sequence[Mapping[str, Any]], passes: Sequence[int], kept: Sequence[bool] | None = None
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        passes: Sequence[int],
+        kept: Sequence[bool] | None = None,
+        guided: Sequence[bool] = (),
     ) -> None:
         """Per template, the prompts seen and their PASS outcome; given ``kept``
-        (the filter keeps by reward), also how many it kept."""
+        (the filter keeps by reward), also how many it kept; given ``guided``,
+        how many it kept with their gold completion."""
         counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         for i, (row, p) in enumerate(zip(rows, passes)):
             template = SHORT_NAME.get(row["task_template"], row["task_template"])
             outcome = "all_fail" if p == 0 else "all_pass" if p == self.samples else "live"
-            counts[template].update({"seen": 1, outcome: 1, **({"kept": 1} if kept and kept[i] else {})})
+            counts[template].update({"seen": 1, outcome: 1})
+            if kept and kept[i]:
+                counts[template]["kept"] += 1
+            if guided and guided[i]:
+                counts[template]["gold"] += 1
         self.log({"templates": {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}})
 
 

@@ -12,6 +12,7 @@ On M-RoPE (Qwen-VL) models the per-device batch equals ``num_generations``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from rosetrain.train.build import PreparedRows, TrainerParts
@@ -65,6 +66,14 @@ def trainer_parts(recipe: Recipe) -> TrainerParts:
     return TrainerParts(GRPOTrainer, kwargs={"reward_funcs": reward_funcs}, prepare_rows=frontier)
 
 
+def gold_completion(style: str | None, row: Mapping[str, Any]) -> str:
+    """A row's SFT target: its answer, after its thinking in ``style`` when the
+    policy was taught to think first (``grpo.thinking``)."""
+    from rosetrain.core.reasoning import reasoned_answer
+
+    return reasoned_answer(style, row) if style is not None else str(row["answer"])
+
+
 def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> PreparedRows:
     """The stream filtered to frontier prompts (``grpo.frontier``), and the filter,
     which needs the trainer (its live policy samples each candidate); with
@@ -97,6 +106,7 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
         thinking=grpo.thinking if grpo.frontier_thinking else None,
         loss_from=grpo.loss_from,
         rewards=build_rewards(recipe.rewards, grpo.thinking) if grpo.frontier_by == "reward" else None,
+        gold=functools.partial(gold_completion, grpo.thinking) if grpo.frontier_gold else None,
     )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
     # the policy; the stream is already shuffled (data.shuffle_buffer).

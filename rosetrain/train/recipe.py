@@ -215,6 +215,14 @@ class GrpoConfig:
         "is pushed down, one that passes beside samples that fail is pushed up; costs one "
         "greedy decoding per candidate prompt",
     )
+    frontier_gold: bool = key(
+        False,
+        "with frontier_reuse: a prompt whose samples all fail is kept, with the item's own "
+        "gold completion (its thinking in grpo.thinking's style when set, then its answer) "
+        "in place of its first sample, so the group's advantage pulls the policy towards "
+        "the answer it never samples (off-policy guidance, as LUFFY); counted as `gold` "
+        "in frontier.jsonl; set grpo.thinking to the style a thinking policy was taught",
+    )
     loss_from: str | None = key(
         None,
         "with frontier_reuse: train each completion only on its tokens after the first "
@@ -242,6 +250,11 @@ class GrpoConfig:
             )
         if self.frontier_by != "pass" and not self.frontier:
             raise ValueError("grpo.frontier_by: needs grpo.frontier: true (it says what the filter keeps)")
+        if self.frontier_gold and not self.frontier_reuse:
+            raise ValueError(
+                "grpo.frontier_gold: needs grpo.frontier_reuse: true (TRL must train on the "
+                "filter's groups, which hold the gold completion)"
+            )
         if self.frontier_reuse and not self.frontier:
             raise ValueError(
                 "grpo.frontier_reuse: needs grpo.frontier: true (it reuses the filter's samples)"
