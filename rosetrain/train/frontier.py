@@ -23,6 +23,11 @@ policy's greedy answer, the one evaluation reads, so the group's advantage
 lands on it too. With ``grpo.frontier_by: reward`` a prompt is kept when its
 samples' total reward varies (TRL's own reward functions and weights), so a
 group that always fails but earns some SOFT credit still trains.
+With ``grpo.frontier_gold`` a prompt whose samples all fail is kept with the
+item's own gold completion (its thinking in the policy's style, then its
+answer) in place of its first sample: guidance off the policy, as LUFFY
+(arXiv 2504.14945) mixes expert traces into GRPO groups, so a prompt the
+policy never solves pulls it towards the answer instead of being dropped.
 
 Each batch's counts go to ``OUTPUT_DIR/frontier.jsonl``: per template, the
 prompts seen, live, all-pass and all-fail, counted on PASS (and, by reward,
