@@ -61,8 +61,10 @@ def trainer_parts(recipe: Recipe) -> TrainerParts:
     """``GRPOTrainer`` with the rewards, and the frontier filter when ``grpo.frontier``."""
     from rosetrain.train.grpo_trainer import GRPOTrainer
 
-    reward_funcs, _ = build_rewards(recipe.rewards, recipe.grpo.thinking)
-    frontier = functools.partial(frontier_stream, recipe) if recipe.grpo.frontier else None
+    reward_funcs, weights = build_rewards(recipe.rewards, recipe.grpo.thinking)
+    # the filter judges by the very functions TRL calls, so they share one score cache
+    rewards = (reward_funcs, weights)
+    frontier = functools.partial(frontier_stream, recipe, rewards=rewards) if recipe.grpo.frontier else None
     return TrainerParts(GRPOTrainer, kwargs={"reward_funcs": reward_funcs}, prepare_rows=frontier)
 
 
@@ -74,10 +76,19 @@ def gold_completion(style: str | None, row: Mapping[str, Any]) -> str:
     return reasoned_answer(style, row) if style is not None else str(row["answer"])
 
 
-def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> PreparedRows:
+def frontier_stream(
+    recipe: Recipe,
+    dataset: Any,
+    processor: Any,
+    args: Any,
+    *,
+    rewards: tuple[list, list[float]] | None = None,
+) -> PreparedRows:
     """The stream filtered to frontier prompts (``grpo.frontier``), and the filter,
     which needs the trainer (its live policy samples each candidate); with
-    ``grpo.frontier_reuse``, TRL's rollouts are the filter's own samples."""
+    ``grpo.frontier_reuse``, TRL's rollouts are the filter's own samples.
+    ``rewards``: the trainer's reward functions and weights, which
+    ``grpo.frontier_by: reward`` keeps prompts by."""
     from rosetrain.core.errors import RosetrainError
     from rosetrain.train.frontier import FrontierFilter
     from rosetrain.train.grpo_trainer import prompts_per_generation
@@ -105,7 +116,7 @@ def frontier_stream(recipe: Recipe, dataset: Any, processor: Any, args: Any) -> 
         greedy=grpo.frontier_greedy,
         thinking=grpo.thinking if grpo.frontier_thinking else None,
         loss_from=grpo.loss_from,
-        rewards=build_rewards(recipe.rewards, grpo.thinking) if grpo.frontier_by == "reward" else None,
+        rewards=rewards if grpo.frontier_by == "reward" else None,
         gold=functools.partial(gold_completion, grpo.thinking) if grpo.frontier_gold else None,
     )
     # TRL's own shuffle buffer (1,000 rows) would pull, and so pre-sample, far ahead of
