@@ -33,6 +33,21 @@ def test_a_file_is_replaced_whole_and_no_temp_is_left(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir()) == ["a.txt"]
 
 
+def test_a_file_given_as_pieces_is_written_as_their_concatenation(tmp_path):
+    atomic_writes(
+        {
+            tmp_path / "lines.jsonl": ["{\"a\": \"é\"}\n", b"{}\n", ""],  # text as UTF-8, bytes as they are
+            tmp_path / "tuple.txt": (b"x", "y"),
+            tmp_path / "none.jsonl": [],
+            tmp_path / "bytearray.bin": bytearray(b"ab"),  # one piece, not a sequence of ints
+        }
+    )
+    assert (tmp_path / "lines.jsonl").read_bytes() == '{"a": "é"}\n{}\n'.encode()
+    assert (tmp_path / "tuple.txt").read_bytes() == b"xy"
+    assert (tmp_path / "none.jsonl").read_bytes() == b""
+    assert (tmp_path / "bytearray.bin").read_bytes() == b"ab"
+
+
 def test_an_error_keeps_the_old_file_and_removes_the_temp(tmp_path):
     target = tmp_path / "a.txt"
     atomic_write(target, b"old")

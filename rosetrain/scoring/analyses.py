@@ -19,8 +19,8 @@ class Analyses:
     consistency: dict[str, Any] | None  # the scene-consistency script's bundle
     digits: int = 1
 
-    def files(self) -> dict[str, str]:
-        """File name -> text, as the official scripts name and write them."""
+    def files(self) -> dict[str, str | list[str]]:
+        """File name -> text (or its lines), as the official scripts name and write them."""
         out = {name: text for bridge in self.bridges for name, text in bridge.files().items()}
         if self.consistency is not None:
             out.update(consistency_files(self.consistency, self.digits))

@@ -98,7 +98,7 @@ def _write_rows(out: Path, frame: Frame, lines: Sequence[bytes]) -> None:
     order, failed = frame.id_order(), (frame["pass"] != 1).tolist()
     atomic_writes(
         {
-            out / PER_ITEM_FILE: b"".join([lines[i] for i in order]),
-            out / ERROR_CASES_FILE: b"".join([lines[i] for i in order if failed[i]]),
+            out / PER_ITEM_FILE: [lines[i] for i in order],
+            out / ERROR_CASES_FILE: [lines[i] for i in order if failed[i]],
         }
     )

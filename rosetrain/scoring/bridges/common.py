@@ -41,18 +41,19 @@ class Bridge:
     transfer_failed: list[bool]  # T2B: the count passed and the paired T3 click did not
     case_rows: list[dict]  # T2B: the by-region-case table
 
-    def files(self) -> dict[str, str]:
+    def files(self) -> dict[str, str | list[str]]:
         """File name -> text, as the script names and writes them (an empty table
-        is no file, as there)."""
+        is no file, as there); a JSONL file as its lines (``atomic_writes`` writes
+        them one by one, with no joined copy)."""
         name, model = self.name, self.model
         files = {
-            f"per_item_{name}_eval.jsonl": "".join(self.lines),
-            f"{name}_error_cases.jsonl": "".join(line for line, bad in zip(self.lines, self.failed) if bad),
+            f"per_item_{name}_eval.jsonl": self.lines,
+            f"{name}_error_cases.jsonl": [line for line, bad in zip(self.lines, self.failed) if bad],
         }
         if self.template == T2B:
-            files["mlcnt_correct_lclk_wrong.jsonl"] = "".join(
+            files["mlcnt_correct_lclk_wrong.jsonl"] = [
                 line for line, bad in zip(self.lines, self.transfer_failed) if bad
-            )
+            ]
         files[f"{name}_summary.json"] = _json(self.summary)
         files[f"{name}_by_subset.csv"] = official_csv(
             [{"model": model, "subset": s, **f} for s, f in self.summary["by_subset"].items()]
