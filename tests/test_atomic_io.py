@@ -36,7 +36,7 @@ def test_a_file_is_replaced_whole_and_no_temp_is_left(tmp_path):
 def test_a_file_given_as_pieces_is_written_as_their_concatenation(tmp_path):
     atomic_writes(
         {
-            tmp_path / "lines.jsonl": ["{\"a\": \"é\"}\n", b"{}\n", ""],  # text as UTF-8, bytes as they are
+            tmp_path / "lines.jsonl": ['{"a": "é"}\n', b"{}\n", ""],  # text as UTF-8, bytes as they are
             tmp_path / "tuple.txt": (b"x", "y"),
             tmp_path / "none.jsonl": [],
             tmp_path / "bytearray.bin": bytearray(b"ab"),  # one piece, not a sequence of ints
