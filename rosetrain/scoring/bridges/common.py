@@ -46,7 +46,7 @@ class Bridge:
         is no file, as there); a JSONL file as its lines (``atomic_writes`` writes
         them one by one, with no joined copy)."""
         name, model = self.name, self.model
-        files = {
+        files: dict[str, str | list[str]] = {
             f"per_item_{name}_eval.jsonl": self.lines,
             f"{name}_error_cases.jsonl": [line for line, bad in zip(self.lines, self.failed) if bad],
         }
