@@ -97,13 +97,16 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     first, so LoRA stages stack) on the CPU; the trainer places it."""
     import torch
 
+    from rosetrain.core.allocator import keep_freed_memory
     from rosetrain.models.loading import load_model_and_processor
 
     # a recipe's `bf16: false` keeps float32 weights on a GPU too (the tiny demo models need it)
     bf16 = bf16_supported() if recipe.bf16 is None else recipe.bf16 and bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
-    if recipe.cpu_threads is not None and not has_gpu():
-        torch.set_num_threads(recipe.cpu_threads)
+    if not has_gpu():
+        keep_freed_memory()  # a CPU step frees and asks again for the same memory
+        if recipe.cpu_threads is not None:
+            torch.set_num_threads(recipe.cpu_threads)
     model, processor = load_model_and_processor(
         recipe.model, device="cpu", dtype=dtype, trust_remote_code=recipe.trust_remote_code
     )

@@ -1,0 +1,72 @@
+"""rosetrain.core.allocator: glibc told to keep the memory a CPU training step frees."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rosetrain.core import allocator
+
+glibc = pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt"
+)
+
+# A step's pattern: forty 1 MB blocks allocated, then all freed, five times;
+# the page faults of the last four. By default the freed top of the heap
+# (40 MB, over the trim threshold) goes back to the system and is faulted back
+# in at the next round; once told, the heap keeps it.
+FAULTS = textwrap.dedent(
+    """
+    import resource, sys
+    from rosetrain.core.allocator import keep_freed_memory
+    if sys.argv[1] == "keep":
+        assert keep_freed_memory()
+    def faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    def step():
+        blocks = [bytearray(1 << 20) for _ in range(40)]
+        del blocks
+    step()
+    start = faults()
+    for _ in range(4):
+        step()
+    print(faults() - start)
+    """
+)
+
+
+def _faults(mode: str, env: dict[str, str] | None = None) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", FAULTS, mode], capture_output=True, text=True, check=True, env=env
+    )
+    return int(done.stdout)
+
+
+@glibc
+def test_freed_memory_is_kept_for_the_next_allocation():
+    pages = (40 << 20) // 4096
+    assert _faults("default") >= 3 * pages  # each round faulted in afresh
+    assert _faults("keep") < pages // 4
+
+
+@glibc
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("MALLOC_TRIM_THRESHOLD_", "131072"),
+        ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536"),
+        ("LD_PRELOAD", "/usr/lib/libjemalloc.so.2"),
+    ],
+)
+def test_a_users_own_malloc_settings_are_kept(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    assert allocator.keep_freed_memory() is False
+
+
+def test_elsewhere_nothing_is_set(monkeypatch):
+    monkeypatch.setattr(allocator.platform, "system", lambda: "Darwin")
+    assert allocator.keep_freed_memory() is False
