@@ -58,6 +58,7 @@ def test_freed_memory_is_kept_for_the_next_allocation():
     "name, value",
     [
         ("MALLOC_TRIM_THRESHOLD_", "131072"),
+        ("MALLOC_ARENA_MAX", "2"),
         ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536"),
         ("LD_PRELOAD", "/usr/lib/libjemalloc.so.2"),
     ],

@@ -13,8 +13,8 @@ until it ends, as a training process does anyway.
 
 The same settings as the environment variables ``MALLOC_MMAP_THRESHOLD_`` and
 ``MALLOC_TRIM_THRESHOLD_``, set from inside the process with ``mallopt``. A
-user who set either of those, or glibc's malloc tunables, keeps their own;
-another C library, or an allocator preloaded in glibc's place (jemalloc,
+user who set any ``MALLOC_*`` variable, or glibc's malloc tunables, keeps their
+own; another C library, or an allocator preloaded in glibc's place (jemalloc,
 tcmalloc), is left alone.
 """
 
@@ -43,7 +43,7 @@ def keep_freed_memory() -> bool:
 
 
 def _user_chose() -> bool:
-    if any(name.startswith("MALLOC_") and name.endswith("_") for name in os.environ):
+    if any(name.startswith("MALLOC_") for name in os.environ):
         return True
     preload = os.environ.get("LD_PRELOAD", "")
     return "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", "") or "malloc" in preload
