@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -39,7 +40,13 @@ FAULTS = textwrap.dedent(
 )
 
 
-def _faults(mode: str, env: dict[str, str] | None = None) -> int:
+def _faults(mode: str) -> int:
+    # glibc's defaults, whatever this process was started with
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("MALLOC_") and name not in ("GLIBC_TUNABLES", "LD_PRELOAD")
+    }
     done = subprocess.run(
         [sys.executable, "-c", FAULTS, mode], capture_output=True, text=True, check=True, env=env
     )
