@@ -88,7 +88,8 @@ def frontier_stream(
     which needs the trainer (its live policy samples each candidate); with
     ``grpo.frontier_reuse``, TRL's rollouts are the filter's own samples.
     ``rewards``: the trainer's reward functions and weights, which
-    ``grpo.frontier_by: reward`` keeps prompts by."""
+    ``grpo.frontier_by: reward`` keeps prompts by (built from the recipe when
+    not given: never a silent fall back to PASS)."""
     from rosetrain.core.errors import RosetrainError
     from rosetrain.train.frontier import FrontierFilter
     from rosetrain.train.grpo_trainer import prompts_per_generation
@@ -105,6 +106,8 @@ def frontier_stream(
             f"{dataset.n_shards} shards; each process filters shards of its own"
         )
     grpo = recipe.grpo
+    if grpo.frontier_by == "reward" and rewards is None:  # a caller without the trainer's
+        rewards = build_rewards(recipe.rewards, grpo.thinking)
     keep = FrontierFilter(
         processor,
         samples=grpo.num_generations,
