@@ -78,3 +78,27 @@ def test_a_users_own_malloc_settings_are_kept(monkeypatch, name, value):
 def test_elsewhere_nothing_is_set(monkeypatch):
     monkeypatch.setattr(allocator.platform, "system", lambda: "Darwin")
     assert allocator.keep_freed_memory() is False
+
+
+ARROW_POOL = textwrap.dedent(
+    """
+    import pyarrow as pa
+    from rosetrain.core.allocator import arrow_on_system_allocator
+    print(arrow_on_system_allocator(), pa.default_memory_pool().backend_name)
+    """
+)
+
+
+@pytest.mark.parametrize("chosen", [None, "jemalloc"])
+def test_arrow_tables_go_to_the_system_allocator_unless_the_user_chose(chosen):
+    env = {name: value for name, value in os.environ.items() if name != "ARROW_DEFAULT_MEMORY_POOL"}
+    if chosen is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = chosen
+    done = subprocess.run(
+        [sys.executable, "-c", ARROW_POOL], capture_output=True, text=True, check=True, env=env
+    )
+    set_, pool = done.stdout.split()
+    if chosen is None:
+        assert (set_, pool) == ("True", "system")
+    else:  # left as the user asked (a wheel built without that pool falls back to its default)
+        assert set_ == "False" and pool != "system"

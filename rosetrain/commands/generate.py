@@ -137,7 +137,10 @@ def run(args) -> int:
             )
         check_push(args.push_to_hub)
     if getattr(args, "owns_process", False) and args.engine == "local":  # Ray's driver may want pandas
+        from rosetrain.core.allocator import arrow_on_system_allocator
+
         refuse_pandas()
+        arrow_on_system_allocator()  # the workers fork with it: less kernel time per shard's table
     spec = load_spec(find_config("spec", args.spec))
     job = make_job(
         spec,

@@ -1,4 +1,9 @@
-"""glibc's allocator, told to keep the memory a CPU training step frees.
+"""Process-wide allocator settings for rosetrain's own long CPU jobs.
+
+glibc's allocator, told to keep the memory a CPU training step frees
+(``keep_freed_memory``), and Arrow's tables put on that allocator instead of
+the one pyarrow's wheels default to (``arrow_on_system_allocator``). Only a
+process a command owns calls them; a user's own settings always win.
 
 By default glibc hands a freed block back to the system when it is large
 (its mmap threshold, which adapts up to 32 MB) or sits at the top of the
@@ -16,6 +21,14 @@ The same settings as the environment variables ``MALLOC_MMAP_THRESHOLD_`` and
 user who set any ``MALLOC_*`` variable, or glibc's malloc tunables, keeps their
 own; another C library, or an allocator preloaded in glibc's place (jemalloc,
 tcmalloc), is left alone.
+
+``generate`` builds one Arrow table of PNG bytes per Parquet shard (several
+MB each) and drops it. With pyarrow's default pool (mimalloc in the PyPI
+wheels) a 600-scene split took 0.97-2.60 s of kernel time in one process;
+with the system allocator 0.40-0.84 s, the user time the same (22.0-22.3 s),
+and the split's bytes the same. On two processes that is 24.0-24.2 -> 23.0 CPU s,
+0.82-0.83 -> 0.86-0.87 of the encode-only floor (docs/benchmarks.md,
+"Generate"). A user who set ``ARROW_DEFAULT_MEMORY_POOL`` keeps their pool.
 """
 
 from __future__ import annotations
@@ -40,6 +53,17 @@ def keep_freed_memory() -> bool:
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     # mallopt returns 1 on success: both, or the second is not worth having alone
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD, NO_TRIM))
+
+
+def arrow_on_system_allocator() -> bool:
+    """Arrow's default memory pool set to the system allocator (whatever pool
+    pyarrow was built with); whether it was set."""
+    if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
+        return False
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    return True
 
 
 def _user_chose() -> bool:
