@@ -108,6 +108,11 @@ def _refuse_special(path: Path) -> None:
 # the process has not touched before costs far more than the write itself on a
 # virtual machine (docs/benchmarks.md, score).
 Content = str | bytes | list[str | bytes] | tuple[str | bytes, ...]
+# Pieces gathered into 1 MB writes, not the default 8 KB: each write lets go of
+# the interpreter lock, and a thread writing 150 MB in 8 KB writes beside a
+# busy one waits to get it back at every one of them (score writes its
+# per-item files in a thread while the summaries are computed).
+WRITE_BUFFER = 1 << 20
 
 
 def atomic_write(path: str | os.PathLike, data: Content) -> Path:
@@ -146,7 +151,7 @@ def atomic_writes(files: Mapping[str | os.PathLike, Content]) -> None:
         owned.record_temps(*names)  # before the temps exist
     try:
         for tmp, data in zip(temps, files.values()):
-            with open(tmp, "wb") as handle:
+            with open(tmp, "wb", buffering=WRITE_BUFFER) as handle:
                 handle.writelines(_pieces(data))
         for tmp, path in zip(temps, paths):
             os.replace(tmp, path)
