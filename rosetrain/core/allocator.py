@@ -2,8 +2,9 @@
 
 glibc's allocator, told to keep the memory a CPU training step frees
 (``keep_freed_memory``), and Arrow's tables put on that allocator instead of
-the one pyarrow's wheels default to (``arrow_on_system_allocator``). Only a
-process a command owns calls them; a user's own settings always win.
+the one pyarrow's wheels default to (``arrow_on_system_allocator``), both
+process-wide: a CPU training sets the first, ``rosetrain generate`` in its own
+process the second. A user's own settings always win.
 
 By default glibc hands a freed block back to the system when it is large
 (its mmap threshold, which adapts up to 32 MB) or sits at the top of the
@@ -26,8 +27,8 @@ tcmalloc), is left alone.
 MB each) and drops it. With pyarrow's default pool (mimalloc in the PyPI
 wheels) a 600-scene split took 0.97-2.60 s of kernel time in one process;
 with the system allocator 0.40-0.84 s, the user time the same (22.0-22.3 s),
-and the split's bytes the same. On two processes that is 24.0-24.2 -> 23.0 CPU s,
-0.82-0.83 -> 0.86-0.87 of the encode-only floor (docs/benchmarks.md,
+and the split's bytes the same. On two processes, alternated with the code
+before, it saved 0.6-1.4 of 24-26 CPU s in every pair (docs/benchmarks.md,
 "Generate"). A user who set ``ARROW_DEFAULT_MEMORY_POOL`` keeps their pool.
 """
 
