@@ -132,15 +132,21 @@ def test_score_writes_every_file_of_the_analysis_scripts(rose_split):
 
 
 def test_processes_write_the_folder_one_process_writes(rose_split, monkeypatch, tmp_path):
-    """Chunks scored in workers: every file, the analyses' too, holds the bytes
-    of one process."""
+    """Chunks scored in workers and the analyses computed in a process of their
+    own: every file, the analyses' too, holds the bytes of one process."""
     from rosetrain.scoring import split as split_module
+    from rosetrain.scoring import writer
 
-    cut = split_module.line_chunks
+    cut, forks, run_beside = split_module.line_chunks, [], writer.meanwhile
     monkeypatch.setattr(split_module, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(split_module, "line_chunks", lambda paths, size: cut(paths, size and 20_000))
+    monkeypatch.setattr(writer, "FORKED_ROWS", 0)
+    monkeypatch.setattr(
+        writer, "meanwhile", lambda task, fork, what: forks.append(fork) or run_beside(task, fork, what)
+    )
     one, many = rose_split["out"], tmp_path / "out"
     _score(rose_split["data"], rose_split["root"] / "all.jsonl", many, "--allow-partial", "--num-proc", "3")
+    assert forks == [True]
     names = sorted(path.name for path in one.iterdir())
     assert names == sorted(path.name for path in many.iterdir())
     for name in names:  # the bridge summaries name the folder's own per-item file

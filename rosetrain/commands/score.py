@@ -107,9 +107,8 @@ def _run(args: argparse.Namespace) -> int:
     metadata = split_files(data, args.split, args.bridges)[0]
     predictions = read_predictions(args.predictions)
     model = args.model or predictions_model(predictions, Path(args.predictions).stem)
-    scored = score_split(
-        data, args.split, args.bridges, predictions, model, args.num_proc or available_cpus()
-    )
+    processes = args.num_proc or available_cpus()
+    scored = score_split(data, args.split, args.bridges, predictions, model, processes)
     # after scoring, which hashed the files meanwhile: data that is not the
     # predictions' is named as such before any coverage error
     check_same_data(
@@ -136,7 +135,13 @@ def _run(args: argparse.Namespace) -> int:
         remove_atomic_temps(args.out)  # half-written files of a killed run
         try:
             summary = write_scored_split(
-                args.out, scored.expected, scored.frame, scored.lines, run_info, scored.fingerprint
+                args.out,
+                scored.expected,
+                scored.frame,
+                scored.lines,
+                run_info,
+                scored.fingerprint,
+                processes=processes,
             )
         except OSError as err:  # a folder we may not write, a full disk
             raise RosetrainError(

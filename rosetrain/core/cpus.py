@@ -1,5 +1,5 @@
-"""How many CPUs this process may use (what ``--num-proc`` defaults to), and
-whether work may go to forked processes.
+"""How many CPUs this process may use (what ``--num-proc`` defaults to),
+whether work may go to forked processes, and a task run in one.
 
 ``os.cpu_count()`` counts the machine's CPUs; a container or a cluster job
 is often given a few of them (CPU affinity), and one worker per machine CPU
@@ -8,10 +8,21 @@ would crowd those few.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import multiprocessing
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
+
+# the submodule itself: `concurrent.futures` alone names it only once something imported it
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from rosetrain.core.errors import RosetrainError
+
+T = TypeVar("T")
 
 
 def available_cpus() -> int:
@@ -33,3 +44,52 @@ def leave_interrupts() -> None:
     the parent stops its workers (its pool's exit ends them), without a
     traceback from each."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# The task a forked process runs: set before it forks, so the process inherits
+# what the task reads instead of a pickled copy (only its result is pickled).
+_TASK: Callable[[], Any] | None = None
+
+
+def _run_task() -> Any:
+    assert _TASK is not None
+    return _TASK()
+
+
+@contextlib.contextmanager
+def meanwhile(task: Callable[[], T], fork: bool, what: str) -> Iterator[Callable[[], T]]:
+    """Yields what returns ``task()``: with ``fork``, run in a forked process
+    while this one goes on; else run when asked for. The process forks on
+    entry, so start no thread before: a forked copy of a lock that another
+    thread held would never be released. Leaving the block waits for the
+    process to end. ``what``: the task, as an error names it."""
+    if not (fork and can_fork()):
+        yield task
+        return
+    global _TASK
+    _TASK = task
+    workers = concurrent.futures.ProcessPoolExecutor(
+        1, multiprocessing.get_context("fork"), initializer=leave_interrupts
+    )
+    try:
+        # the fork start method launches the process here, in this thread,
+        # before the pool starts a thread of its own
+        pending = workers.submit(_run_task)
+    except BaseException:
+        workers.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        _TASK = None
+
+    def result() -> T:
+        try:
+            return pending.result()
+        except BrokenProcessPool:
+            raise RosetrainError(
+                f"the process computing {what} died (killed, or out of memory?); run "
+                "again, with num_proc=1 to compute it in this process",
+                argument="num_proc",
+            ) from None
+
+    with workers:
+        yield result

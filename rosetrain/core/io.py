@@ -107,7 +107,7 @@ def _refuse_special(path: Path) -> None:
 # join would make: for score's per-item files (150 MB at 51,000 items), memory
 # the process has not touched before costs far more than the write itself on a
 # virtual machine (docs/benchmarks.md, score).
-Content = str | bytes | list[str | bytes] | tuple[str | bytes, ...]
+Content = str | bytes | list[str] | list[bytes] | list[str | bytes] | tuple[str | bytes, ...]
 # Pieces gathered into 1 MB writes, not the default 8 KB: each write lets go of
 # the interpreter lock, and a thread writing 150 MB in 8 KB writes beside a
 # busy one waits to get it back at every one of them (score writes its

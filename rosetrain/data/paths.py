@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from rosetrain.core.errors import RosetrainError
+from rosetrain.core.memo import memo_table
 
 # letters, digits, '_', '-', '.'; starts with a letter, digit or '_' (so never '.', '..' or a flag)
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
@@ -73,11 +74,16 @@ def _resolves_inside(root: str, relative: str) -> bool:
     """Whether ``root/relative``, symlinks followed, lies inside ``root`` (or, for
     a root in the Hub cache, inside its repo's blobs/). A split has
     thousands of images in a few folders: each folder is resolved once, then
-    only the file itself is looked at (is it a symlink?)."""
+    only the file itself is looked at (is it a symlink?), where the folder is there."""
     real_root = _real_folder(root)
     folder, name = os.path.split(os.path.join(root, relative))
-    real = os.path.join(_real_folder(folder), name)
-    if os.path.islink(real):
+    real_folder = _real_folder(folder)
+    real = os.path.join(real_folder, name)
+    there = _FOLDER_THERE.get(real_folder)
+    if there is None:
+        there = _FOLDER_THERE[real_folder] = os.path.isdir(real_folder)
+    # a folder that is not there holds no link (scoring against the metadata alone)
+    if there and os.path.islink(real):
         real = os.path.realpath(real)
     if _inside(real, real_root):
         return True
@@ -87,6 +93,10 @@ def _resolves_inside(root: str, relative: str) -> bool:
 
 def _inside(real: str, folder: str) -> bool:
     return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+# real folder -> whether it is there, looked at once while a split is read
+_FOLDER_THERE: dict[str, bool] = memo_table()
 
 
 @functools.lru_cache(maxsize=4096)

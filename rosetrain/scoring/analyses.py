@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from rosetrain.scoring.bridges import Bridge, RowAt, bridge_outputs
+from rosetrain.scoring.bridges import Bridge, ScoredRows, bridge_outputs
 from rosetrain.scoring.consistency import consistency_files, scene_consistency
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official_files import Expected, RunInfo
@@ -19,7 +19,7 @@ class Analyses:
     consistency: dict[str, Any] | None  # the scene-consistency script's bundle
     digits: int = 1
 
-    def files(self) -> dict[str, str | list[str]]:
+    def files(self) -> dict[str, str | list[bytes]]:
         """File name -> text (or its lines), as the official scripts name and write them."""
         out = {name: text for bridge in self.bridges for name, text in bridge.files().items()}
         if self.consistency is not None:
@@ -40,11 +40,15 @@ class Analyses:
 
 
 def analyze(
-    expected: Expected, frame: Frame, row_at: RowAt, run: RunInfo | None = None, main_eval: str | None = None
+    expected: Expected,
+    frame: Frame,
+    rows: ScoredRows,
+    run: RunInfo | None = None,
+    main_eval: str | None = None,
 ) -> Analyses:
     run = run or RunInfo()
     return Analyses(
-        bridge_outputs(expected, frame, row_at, run, main_eval),
+        bridge_outputs(expected, frame, rows, run, main_eval),
         scene_consistency(frame, run.split),
         run.digits,
     )

@@ -3,8 +3,9 @@
 summary_by_subset.csv, summary_by_template.csv,
 coverage_by_subset_template.csv, table1_row.txt, table2_row.txt), of the
 official analysis scripts (bridges, scene consistency) and rosetrain's own
-(summary.md, CSV breakdowns), from the summaries ``summaries.py`` computed.
-Every file is written whole or not at all (``atomic_write``)."""
+(summary.md, CSV breakdowns), from the summaries ``summaries.py`` computed
+and the analyses ``analyses.py`` computed. Every file is written whole or not
+at all (``atomic_write``)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from rosetrain.core.cpus import meanwhile
 from rosetrain.core.io import atomic_writes
 from rosetrain.core.jsonio import json_text, jsonl_line
-from rosetrain.scoring.bridges import RowAt
+from rosetrain.core.protocol import BRIDGE_TEMPLATES
+from rosetrain.scoring.analyses import Analyses, analyze
+from rosetrain.scoring.bridges import RowLines, RowsInMemory, ScoredRows
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
+from rosetrain.scoring.metrics import summarize_frame
 from rosetrain.scoring.official_files import (
     ERROR_CASES_FILE,
     Expected,
@@ -29,7 +32,7 @@ from rosetrain.scoring.official_files import (
     expected_items,
     official_files,
 )
-from rosetrain.scoring.summaries import RunSummaries, summarize_run
+from rosetrain.scoring.summaries import with_analyses
 from rosetrain.scoring.tables import csv_tables, summary_markdown
 
 
@@ -44,8 +47,19 @@ def write_scored_run(
     (``write_scored_split``); return the summary."""
     lines = [jsonl_line(row) for row in rows]
     return write_scored_split(
-        out_dir, expected_items(golds), Frame.from_rows(rows), lines, run, data_fingerprint, rows.__getitem__
+        out_dir,
+        expected_items(golds),
+        Frame.from_rows(rows),
+        lines,
+        run,
+        data_fingerprint,
+        RowsInMemory(rows),
     )
+
+
+# Bridge rows from which the analyses go to a process of their own: some 30
+# microseconds a row, against some 30 ms to fork and to send them back
+FORKED_ROWS = 5_000
 
 
 def write_scored_split(
@@ -55,39 +69,49 @@ def write_scored_split(
     lines: Sequence[bytes],
     run: RunInfo | None = None,
     data_fingerprint: str | None = None,
-    row_at: RowAt | None = None,
+    rows: ScoredRows | None = None,
+    processes: int = 1,
 ) -> dict[str, Any]:
     """Summarize scored rows given as a frame and their JSON lines, in the
-    frame's order (``row_at(i)``: row ``i`` itself, else its line is read
-    back: the bridge analyses read only their rows and the rows they pair
-    with), and write every file of the run; return the summary. The per-item files (rows
-    sorted by item id, as the official files are) are written by a thread
-    while the summaries are computed: that writing is mostly the system's,
-    outside the interpreter lock."""
+    frame's order (``rows``: the rows themselves, else they are read from
+    their lines: the bridge analyses read only a few fields of their rows and
+    the rows they pair with), and write every file of the run; return the
+    summary. Three things go on at once: the analyses, in a forked process
+    where ``processes`` allows and the bridge rows are many; the per-item
+    files (rows sorted by item id, as the official files are), written by a
+    thread, as that writing is mostly the system's, outside the interpreter
+    lock; and the main summary. This process alone writes, as it alone keeps
+    the folder's record of what rosetrain wrote (``output_lock``)."""
     out = Path(out_dir)
-    frame.id_order()  # both threads use it: computed once, before they start
-    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+    frame.id_order()  # every process and thread uses it: computed once, before they start
+    rows = rows or RowLines(lines)
+    main_eval = str((out / PER_ITEM_FILE).absolute())
+    bridge_rows = sum(int(frame.rows_of("task_template", t).sum()) for t in BRIDGE_TEMPLATES)
+    with (
+        meanwhile(
+            lambda: analyze(expected, frame, rows, run, main_eval),
+            fork=processes > 1 and bridge_rows >= FORKED_ROWS,
+            what="the bridge analyses",
+        ) as analyses,
+        concurrent.futures.ThreadPoolExecutor(1) as thread,  # after the fork (see ``meanwhile``)
+    ):
         written = thread.submit(_write_rows, out, frame, lines)
-        summaries = summarize_run(
-            expected,
-            frame,
-            row_at or (lambda i: orjson.loads(lines[i])),
-            run,
-            data_fingerprint,
-            str((out / PER_ITEM_FILE).absolute()),
-        )
+        summary = summarize_frame(expected, frame, run)
+        found = analyses()
         written.result()
-    write_summaries(out, summaries, run)
-    return summaries.summary
+    summary = with_analyses(summary, found.summary(), run, data_fingerprint)
+    write_summaries(out, summary, found, run)
+    return summary
 
 
-def write_summaries(out: Path, summaries: RunSummaries, run: RunInfo | None = None) -> None:
-    """Every file of the run but the per-item ones, from its summaries."""
-    summary = summaries.summary
+def write_summaries(
+    out: Path, summary: dict[str, Any], analyses: Analyses, run: RunInfo | None = None
+) -> None:
+    """Every file of the run but the per-item ones, from its summary and analyses."""
     files = {
         SUMMARY_FILE: json_text(summary),
         **official_files(summary, run),
-        **summaries.analyses.files(),
+        **analyses.files(),
         "summary.md": summary_markdown(summary),
         **csv_tables(summary),
     }

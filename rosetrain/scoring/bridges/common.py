@@ -9,20 +9,22 @@ import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
 
 from rosetrain.core.errors import RosetrainError
-from rosetrain.core.jsonio import spaced_line
 from rosetrain.core.protocol import T2B
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS
+from rosetrain.scoring.bridges.rows import ScoredRows, joined_line
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official import ROSE_SUBSETS
 from rosetrain.scoring.official_files import Expected, RunInfo, official_csv
 
-RowAt = Callable[[int], Mapping[str, Any]]  # frame position -> its per-item row
 REGION_CASE_ORDER = ("zero", "partial", "all")
+# the per-item fields every bridge reads of its rows: its groups, its failures
+COMMON_READS = frozenset(("rose_subset", "region_case", "pass"))
 
 
 @dataclasses.dataclass
@@ -36,17 +38,17 @@ class Bridge:
     model: str
     summary: dict[str, Any]
     paper: dict[str, Any]
-    lines: list[str]  # the paired rows, encoded as the script writes them
+    lines: list[bytes]  # the paired rows, encoded as the script writes them
     failed: list[bool]  # each row's PASS is not 1
     transfer_failed: list[bool]  # T2B: the count passed and the paired T3 click did not
     case_rows: list[dict]  # T2B: the by-region-case table
 
-    def files(self) -> dict[str, str | list[str]]:
+    def files(self) -> dict[str, str | list[bytes]]:
         """File name -> text, as the script names and writes them (an empty table
         is no file, as there); a JSONL file as its lines (``atomic_writes`` writes
         them one by one, with no joined copy)."""
         name, model = self.name, self.model
-        files: dict[str, str | list[str]] = {
+        files: dict[str, str | list[bytes]] = {
             f"per_item_{name}_eval.jsonl": self.lines,
             f"{name}_error_cases.jsonl": [line for line, bad in zip(self.lines, self.failed) if bad],
         }
@@ -102,8 +104,10 @@ class Kind:
     template: str
     source: str
     source_fields: tuple[int, ...]  # which sources name the main item, in the order tried
-    row: Callable[[Mapping, Sequence], dict]
-    pair: Callable[[dict, Mapping | None], Any]
+    reads: frozenset[str]  # the per-item fields own, pair and figures read of a bridge row (and COMMON_READS)
+    base_reads: frozenset[str]  # those pair reads of the main row
+    own: Callable[[Mapping, Sequence], dict]  # the bridge's own fields of a row, from its sources
+    pair: Callable[[dict, Mapping | None], Any]  # adds the main row's fields to the row
     figures: Callable[[Sequence[Mapping]], dict]
     paper: tuple[tuple[str, str], ...]  # the paper table's columns: (label, macro figure)
     notes: dict[str, str]
@@ -149,27 +153,28 @@ def _id_rank(frame: Frame) -> np.ndarray:
     return rank
 
 
-def _run_model(info: RunInfo, rows: Sequence[Mapping]) -> str:
+def _run_model(info: RunInfo, frame: Frame, positions: Sequence[int]) -> str:
     """The model the scripts name: the one given, else the rows' one, else "model"."""
     if info.model:
         return info.model
+    models = frame.label("model")
     named = sorted(
-        {str(r["model"]).strip() for r in rows if r.get("model") is not None and str(r["model"]).strip()}
+        {str(models[i]).strip() for i in positions if models[i] is not None and str(models[i]).strip()}
     )
     return ",".join(named) or "model"
 
 
 def analyze_kind(
-    kind: Kind, expected: Expected, frame: Frame, row_at: RowAt, info: RunInfo, main_eval: str | None
+    kind: Kind, expected: Expected, frame: Frame, rows: ScoredRows, info: RunInfo, main_eval: str | None
 ) -> Bridge | None:
     """One bridge's official figures, or None when no row of it was scored
-    (``row_at(i)``: the per-item row at frame position ``i``)."""
+    (``rows``: the per-item rows by frame position)."""
     sources = {
         str(item): source
         for item, template, source in zip(expected["item_id"], expected["task_template"], expected["sources"])
         if template == kind.template
     }
-    ids = frame.label("item_id")
+    ids, subsets, scenes = frame.label("item_id"), frame.label("rose_subset"), frame.label("scene_id")
     scored = [
         i
         for i in _in_id_order(frame, np.flatnonzero(frame.rows_of("task_template", kind.template)))
@@ -177,17 +182,22 @@ def analyze_kind(
     ]
     if not scored:
         return None
-    bridge_rows = [row_at(i) for i in scored]
-    model = _run_model(info, bridge_rows)
-    rows = [kind.row(row, sources[str(row["item_id"])]) for row in bridge_rows]
+    model = _run_model(info, frame, scored)
     by_id, by_scene = _main_rows(frame, kind.source, model)
-    mismatched = 0
-    for row in rows:
-        source = sources[str(row["item_id"])]
+    reads, base_reads = COMMON_READS | kind.reads, kind.base_reads
+    bridge_rows, lines, mismatched = [], [], 0
+    for i in scored:
+        # the fields read, then the bridge's own and the pairing's, which its line adds
+        row = rows.fields(i, reads)
+        read = len(row)
+        source = sources[str(ids[i])]
+        row.update(kind.own(row, source))
         found = next((by_id[str(source[k])] for k in kind.source_fields if str(source[k]) in by_id), None)
         if found is None:
-            found = by_scene.get((str(row.get("rose_subset")), str(row.get("scene_id"))))
-        mismatched += kind.pair(row, None if found is None else row_at(found)) is False
+            found = by_scene.get((str(subsets[i]), str(scenes[i])))
+        mismatched += kind.pair(row, None if found is None else rows.fields(found, base_reads)) is False
+        bridge_rows.append(row)
+        lines.append(joined_line(rows.official_text(i), dict(islice(row.items(), read, None))))
     if mismatched:
         raise RosetrainError(
             f"{mismatched} {kind.template} items count another target number than the "
@@ -196,14 +206,13 @@ def analyze_kind(
             f"give the split's own bridge file, or score without bridges",
             argument="bridges",
         )
-    lines = [spaced_line(row) for row in rows]  # each row encoded once, whatever files hold it
-    return _computed(kind, rows, lines, model, len(sources), info, main_eval)
+    return _computed(kind, bridge_rows, lines, model, len(sources), info, main_eval)
 
 
 def _computed(
     kind: Kind,
     rows: list[dict],
-    lines: list[str],
+    lines: list[bytes],
     model: str,
     expected: int,
     info: RunInfo,

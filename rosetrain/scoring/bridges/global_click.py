@@ -8,17 +8,33 @@ from typing import Any
 
 from rosetrain.core.protocol import T1, T1B
 from rosetrain.scoring.bridges.common import Kind, clean_action, difference, mean_of, share
-from rosetrain.scoring.fields import OFFICIAL_FIELDS
+
+# the per-item fields _own and _figures read of a T1B row, and _pair of its T1 row
+READS = frozenset(
+    (
+        "format_valid",
+        "invalid_coordinate_count",
+        "duplicate_click_count",
+        "pred_click_count_unique",
+        "gt_count",
+        "unified_soft",
+        "api_error",
+        "click_precision",
+        "click_recall",
+        "click_f1_strict",
+        "click_iou_strict",
+    )
+)
+BASE_READS = frozenset(("item_id", "pass", "unified_soft"))
 
 
-def _row(row: Mapping, sources: Sequence) -> dict[str, Any]:
-    out = {field: row[field] for field in OFFICIAL_FIELDS}
+def _own(row: Mapping, sources: Sequence) -> dict[str, Any]:
     clean, predicted, target = (
         clean_action(row),
-        int(row["pred_click_count_unique"] or 0),
-        int(row["gt_count"] or 0),
+        int(row.get("pred_click_count_unique") or 0),
+        int(row.get("gt_count") or 0),
     )
-    out.update(
+    return dict(
         source_item_id=sources[0],
         bridge_type=sources[2],
         clean_action=clean,
@@ -29,7 +45,6 @@ def _row(row: Mapping, sources: Sequence) -> dict[str, Any]:
         cardinality_exact_nonstrict=int(predicted == target),
         cardinality_exact=int(clean == 1 and predicted == target),
     )
-    return out
 
 
 def _pair(row: dict, base: Mapping | None) -> None:
@@ -104,7 +119,9 @@ KIND = Kind(
     T1B,
     T1,
     (0,),
-    _row,
+    READS,
+    BASE_READS,
+    _own,
     _pair,
     _figures,
     PAPER,

@@ -8,13 +8,27 @@ from typing import Any
 
 from rosetrain.core.protocol import T2B, T3
 from rosetrain.scoring.bridges.common import Kind, clean_action, difference, mean_of, share
-from rosetrain.scoring.fields import OFFICIAL_FIELDS
+
+# the per-item fields _pair and _figures read of a T2B row, and _pair of its T3 row
+READS = frozenset(("pred_count", "gt_count", "unified_soft", "format_valid", "count_mae", "count_bias"))
+BASE_READS = frozenset(
+    (
+        "item_id",
+        "pass",
+        "unified_soft",
+        "format_valid",
+        "invalid_coordinate_count",
+        "duplicate_click_count",
+        "gt_count",
+        "pred_click_count_unique",
+        "click_f1_strict",
+        "region_violation_count",
+    )
+)
 
 
-def _row(row: Mapping, sources: Sequence) -> dict[str, Any]:
-    out = {field: row[field] for field in OFFICIAL_FIELDS}
-    out.update(source_item_id=sources[0], source_click_item_id=sources[1], bridge_type=sources[2])
-    return out
+def _own(row: Mapping, sources: Sequence) -> dict[str, Any]:
+    return dict(source_item_id=sources[0], source_click_item_id=sources[1], bridge_type=sources[2])
 
 
 def _pair(row: dict, base: Mapping | None) -> bool:
@@ -133,7 +147,9 @@ KIND = Kind(
     T2B,
     T3,
     (1, 0),
-    _row,
+    READS,
+    BASE_READS,
+    _own,
     _pair,
     _figures,
     PAPER,

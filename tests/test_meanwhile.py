@@ -1,0 +1,52 @@
+"""``meanwhile``: a task run in a forked process while the caller goes on, its
+result or its error brought back; a process that dies is a clear error."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from rosetrain.core.cpus import can_fork, meanwhile
+from rosetrain.core.errors import RosetrainError
+
+forking = pytest.mark.skipif(not can_fork(), reason="needs the fork start method")
+
+
+@forking
+def test_the_task_runs_in_another_process_and_reads_what_this_one_holds():
+    held = list(range(100_000))  # inherited, not pickled
+    with meanwhile(lambda: (os.getpid(), sum(held)), fork=True, what="a sum") as result:
+        held.append(1)  # the process forked on entry: it sees the list as it was
+        pid, total = result()
+    assert pid != os.getpid() and total == sum(range(100_000))
+
+
+@forking
+def test_the_tasks_error_reaches_the_caller():
+    def fail():
+        raise RosetrainError("bad bridge file", argument="bridges")
+
+    with meanwhile(fail, fork=True, what="the bridge analyses") as result:
+        with pytest.raises(RosetrainError, match="bad bridge file") as caught:
+            result()
+    assert caught.value.argument == "bridges"
+
+
+@forking
+def test_a_process_that_dies_is_named():
+    with meanwhile(
+        lambda: os.kill(os.getpid(), signal.SIGKILL), fork=True, what="the bridge analyses"
+    ) as result:
+        with pytest.raises(RosetrainError, match="computing the bridge analyses died.*num_proc=1") as caught:
+            result()
+    assert caught.value.argument == "num_proc"
+
+
+def test_without_fork_the_task_runs_here_when_asked():
+    ran = []
+    with meanwhile(lambda: ran.append(os.getpid()) or "done", fork=False, what="x") as result:
+        assert ran == []
+        assert result() == "done"
+    assert ran == [os.getpid()]
