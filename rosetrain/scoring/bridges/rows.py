@@ -6,8 +6,9 @@ own. The analyses read only a few fields of each row (its figures, its
 pairing), and copy the official fields into the file as text. Read from a
 line, neither needs the whole row decoded: the few fields come from a decoder
 that skips the rest, and the official fields' text is the line's own first
-part, respaced as the scripts write it. At 51,000 items that is a third of
-the time of decoding each row whole and encoding it again.
+part, respaced as the scripts write it. At 51,000 items that takes a fifth
+less time than decoding each row whole and encoding it again (0.22 against
+0.28 s on one core).
 """
 
 from __future__ import annotations
