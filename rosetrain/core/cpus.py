@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from rosetrain.core.errors import RosetrainError
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 def available_cpus() -> int:
@@ -57,7 +57,7 @@ def _run_task() -> Any:
 
 
 @contextlib.contextmanager
-def meanwhile(task: Callable[[], T], fork: bool, what: str) -> Iterator[Callable[[], T]]:
+def meanwhile(task: Callable[[], _T], fork: bool, what: str) -> Iterator[Callable[[], _T]]:
     """Yields what returns ``task()``: with ``fork``, run in a forked process
     while this one goes on; else run when asked for. The process forks on
     entry, so start no thread before: a forked copy of a lock that another
@@ -81,7 +81,7 @@ def meanwhile(task: Callable[[], T], fork: bool, what: str) -> Iterator[Callable
     finally:
         _TASK = None
 
-    def result() -> T:
+    def result() -> _T:
         try:
             return pending.result()
         except BrokenProcessPool:

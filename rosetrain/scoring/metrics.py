@@ -264,7 +264,7 @@ def t1_passed_scenes(frame: Frame) -> dict[str, Any] | None:
 
 def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None) -> dict[str, Any]:
     """The main summary of the expected items and the rows of a frame: the
-    official evaluator's keys, then rosetrain's (``summaries.summarize_run``
+    official evaluator's keys, then rosetrain's (``summaries.with_analyses``
     adds the official analyses' figures).
 
     The official keys count every row as the official evaluator does;

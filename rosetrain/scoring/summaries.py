@@ -9,30 +9,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rosetrain.scoring.analyses import analyze
-from rosetrain.scoring.bridges import RowsInMemory, ScoredRows
+from rosetrain.scoring.bridges import RowsInMemory
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
 from rosetrain.scoring.metrics import summarize_frame
-from rosetrain.scoring.official_files import Expected, RunInfo, expected_items
-
-
-def summarize_run(
-    expected: Expected,
-    frame: Frame,
-    rows: ScoredRows,
-    run: RunInfo | None = None,
-    data_fingerprint: str | None = None,
-    main_eval: str | None = None,
-) -> dict[str, Any]:
-    """The summary of scored rows given as a frame (``rows``: the rows by
-    frame position, which the bridge analyses read). ``data_fingerprint``
-    (of the split scored) goes into the summary, so that ``rosetrain compare``
-    can refuse runs of different data; ``main_eval``: the path the analyses
-    name as the main per-item file."""
-    summary = summarize_frame(expected, frame, run)
-    return with_analyses(
-        summary, analyze(expected, frame, rows, run, main_eval).summary(), run, data_fingerprint
-    )
+from rosetrain.scoring.official_files import RunInfo, expected_items
 
 
 def with_analyses(
@@ -57,5 +38,6 @@ def summarize(
     keys, then rosetrain's (``metrics.summarize_frame``), then the official
     analyses'. ``golds`` only set the expected items (coverage, bridge
     pairing); every figure comes from ``results``."""
-    expected = expected_items(golds)
-    return summarize_run(expected, Frame.from_rows(results), RowsInMemory(results), run)
+    expected, frame = expected_items(golds), Frame.from_rows(results)
+    analyses = analyze(expected, frame, RowsInMemory(results), run)
+    return with_analyses(summarize_frame(expected, frame, run), analyses.summary(), run)
