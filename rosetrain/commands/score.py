@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=integer(1, MAX_PROCESSES),
         default=None,
         help="processes that read and score the split, in chunks of 2 MB of lines (default: "
-        "the CPUs this process may use; a split under 16 MB is scored in one)",
+        "the CPUs this process may use; a split under 16 MB is scored in one); with 2 or more, "
+        "the bridge analyses of 5,000 bridge rows or more run in a process of their own",
     )
     add_bridges_flags(parser, "read")
 
