@@ -46,6 +46,13 @@ def leave_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def forked_pool(processes: int) -> concurrent.futures.ProcessPoolExecutor:
+    """Worker processes forked from this one (``can_fork``), which leave Ctrl-C
+    to it (``leave_interrupts``)."""
+    context = multiprocessing.get_context("fork")
+    return concurrent.futures.ProcessPoolExecutor(processes, context, initializer=leave_interrupts)
+
+
 # The task a forked process runs: set before it forks, so the process inherits
 # what the task reads instead of a pickled copy (only its result is pickled).
 _TASK: Callable[[], Any] | None = None
@@ -68,9 +75,7 @@ def meanwhile(task: Callable[[], _T], fork: bool, what: str) -> Iterator[Callabl
         return
     global _TASK
     _TASK = task
-    workers = concurrent.futures.ProcessPoolExecutor(
-        1, multiprocessing.get_context("fork"), initializer=leave_interrupts
-    )
+    workers = forked_pool(1)
     try:
         # the fork start method launches the process here, in this thread,
         # before the pool starts a thread of its own

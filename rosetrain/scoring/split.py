@@ -14,16 +14,14 @@ error names the file, line and field.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
-import multiprocessing
 import os
 from collections.abc import Mapping, Sequence
 
 # the submodule itself: `concurrent.futures` alone names it only once something imported it
 from concurrent.futures.process import BrokenProcessPool
 
-from rosetrain.core.cpus import can_fork, leave_interrupts
+from rosetrain.core.cpus import can_fork, forked_pool
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.jsonio import jsonl_line
 from rosetrain.core.memo import clear_memos
@@ -133,8 +131,7 @@ def _in_workers(
     """The chunks scored by ``processes`` forked workers, in order, and the
     split's fingerprint. A worker that dies (killed, out of memory) fails the
     run at once, and an interrupt cancels the chunks not yet begun."""
-    context = multiprocessing.get_context("fork")
-    workers = concurrent.futures.ProcessPoolExecutor(processes, context, initializer=leave_interrupts)
+    workers = forked_pool(processes)
     try:
         hashed = workers.submit(split_fingerprint, *split)
         parts = list(workers.map(_score_chunk, chunks))
