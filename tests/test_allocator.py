@@ -82,9 +82,24 @@ def test_elsewhere_nothing_is_set(monkeypatch):
 
 ARROW_POOL = textwrap.dedent(
     """
-    import pyarrow as pa
+    import io
+    import sys
+
     from rosetrain.core.allocator import arrow_on_system_allocator
-    print(arrow_on_system_allocator(), pa.default_memory_pool().backend_name)
+
+    set_ = arrow_on_system_allocator()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # what a Parquet shard's writer allocates in C++, not only pyarrow's own tables
+    with pq.ParquetWriter(io.BytesIO(), pa.schema([("png", pa.binary())])) as writer:
+        writer.write_table(pa.table({"png": [bytes(range(256)) * 4000] * 8}))
+    try:
+        others = pa.mimalloc_memory_pool().max_memory() + pa.jemalloc_memory_pool().max_memory()
+    except NotImplementedError:  # a wheel built without one of them
+        others = -1
+    print(set_, pa.default_memory_pool().backend_name, pa.system_memory_pool().max_memory() > 0, others,
+          "ARROW_DEFAULT_MEMORY_POOL" in __import__("os").environ)
     """
 )
 
@@ -97,8 +112,24 @@ def test_arrow_tables_go_to_the_system_allocator_unless_the_user_chose(chosen):
     done = subprocess.run(
         [sys.executable, "-c", ARROW_POOL], capture_output=True, text=True, check=True, env=env
     )
-    set_, pool = done.stdout.split()
+    set_, pool, system_used, others, left_set = done.stdout.split()
     if chosen is None:
-        assert (set_, pool) == ("True", "system")
+        # the Parquet writer too (its pool is chosen when pyarrow is imported), and
+        # the variable that chose it is not left for processes started later
+        assert (set_, pool, system_used, left_set) == ("True", "system", "True", "False")
+        assert others in ("0", "-1")
     else:  # left as the user asked (a wheel built without that pool falls back to its default)
         assert set_ == "False" and pool != "system"
+
+
+def test_where_pyarrow_was_imported_already_its_own_calls_still_move(monkeypatch):
+    import pyarrow as pa
+
+    before = pa.default_memory_pool()
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    try:
+        assert allocator.arrow_on_system_allocator() is True
+        assert pa.default_memory_pool().backend_name == "system"
+        assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
+    finally:
+        pa.set_memory_pool(before)

@@ -24,12 +24,14 @@ own; another C library, or an allocator preloaded in glibc's place (jemalloc,
 tcmalloc), is left alone.
 
 ``generate`` builds one Arrow table of PNG bytes per Parquet shard (several
-MB each) and drops it. With pyarrow's default pool (mimalloc in the PyPI
-wheels) a 600-scene split took 0.97-2.60 s of kernel time in one process;
-with the system allocator 0.40-0.84 s, the user time the same (22.0-22.3 s),
-and the split's bytes the same. On two processes, alternated with the code
-before, it saved 0.6-1.4 of 24-26 CPU s in every pair (docs/benchmarks.md,
-"Generate"). A user who set ``ARROW_DEFAULT_MEMORY_POOL`` keeps their pool.
+MB each), writes it and drops it. pyarrow's default pool in the PyPI wheels
+is mimalloc, which asks the kernel for transparent huge pages on its arenas:
+where the kernel then compacts memory to find one, a shard's write stalls in
+kernel time, 0.1-0.5 s at a time. On the system allocator the Parquet writes
+of a 600-scene split on two processes took 0.41-0.44 CPU s against 0.98-1.14,
+the whole split 23.4-24.7 CPU s against 24.6-24.9, and the split's bytes are
+the same (docs/benchmarks.md, "Generate"). A user who set
+``ARROW_DEFAULT_MEMORY_POOL`` keeps their pool.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 MMAP_THRESHOLD = 32 << 20  # glibc's own upper limit for the adaptive threshold
@@ -58,9 +61,20 @@ def keep_freed_memory() -> bool:
 
 def arrow_on_system_allocator() -> bool:
     """Arrow's default memory pool set to the system allocator (whatever pool
-    pyarrow was built with); whether it was set."""
+    pyarrow was built with); whether it was set. Arrow's C++ side, the Parquet
+    writer included, reads ``ARROW_DEFAULT_MEMORY_POOL`` once, when pyarrow is
+    imported; ``pyarrow.set_memory_pool`` reaches only the pool that pyarrow's
+    Python calls use. So the variable is set around pyarrow's import, and taken
+    out again so that no process started later inherits it. Where pyarrow was
+    imported already, only its Python calls can be moved."""
     if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
         return False
+    if "pyarrow" not in sys.modules:
+        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
+        try:
+            import pyarrow  # noqa: F401
+        finally:
+            del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
     import pyarrow as pa
 
     pa.set_memory_pool(pa.system_memory_pool())
