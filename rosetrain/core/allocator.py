@@ -26,8 +26,8 @@ tcmalloc), is left alone.
 ``generate`` builds one Arrow table of PNG bytes per Parquet shard (several
 MB each), writes it and drops it. pyarrow's default pool in the PyPI wheels
 is mimalloc, which asks the kernel for transparent huge pages on its arenas:
-where the kernel then compacts memory to find one, a shard's write stalls in
-kernel time, 0.1-0.5 s at a time. On the system allocator the Parquet writes
+faulting them in, a shard's write stalled in kernel time, 0.1-0.5 s at a
+time. On the system allocator the Parquet writes
 of a 600-scene split on two processes took 0.41-0.44 CPU s against 0.98-1.14,
 the whole split 23.4-24.7 CPU s against 24.6-24.9, and the split's bytes are
 the same (docs/benchmarks.md, "Generate"). A user who set
