@@ -98,6 +98,7 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     import torch
 
     from rosetrain.core.allocator import keep_freed_memory
+    from rosetrain.core.cpus import pin_local_rank
     from rosetrain.models.loading import load_model_and_processor
 
     # a recipe's `bf16: false` keeps float32 weights on a GPU too (the tiny demo models need it)
@@ -105,6 +106,7 @@ def load_policy(recipe: Recipe) -> tuple[Any, Any]:
     dtype = torch.bfloat16 if bf16 else torch.float32
     if not has_gpu():
         keep_freed_memory()  # a CPU step frees and asks again for the same memory
+        pin_local_rank()  # several processes: each keeps to its own core(s)
         if recipe.cpu_threads is not None:
             torch.set_num_threads(recipe.cpu_threads)
     model, processor = load_model_and_processor(
