@@ -187,6 +187,36 @@ def test_split_fingerprint_names_the_metadata_bytes(split_dir, other_split_dir):
     )
 
 
+def test_split_fingerprint_is_the_hash_of_each_files_bytes_mapped_or_read(split_dir, tmp_path):
+    """The value results carry, the same whether a file is mapped (a whole one)
+    or read (an empty one cannot be mapped); a line msgspec cannot read names
+    no image, and the others still do."""
+    import hashlib
+    import shutil
+
+    from rosetrain.data.release import IMAGES_PART, split_fingerprint
+
+    folder = tmp_path / "data"
+    shutil.copytree(split_dir, folder)
+    main = folder / "metadata_test.jsonl"
+    bridge = folder / "metadata_test_global_click_bridge.jsonl"
+    bridge.write_bytes(b"")
+
+    def expected(*files):
+        outer = hashlib.sha256()
+        for path in files:
+            outer.update(hashlib.sha256(path.read_bytes()).digest())
+        return f"sha256:{outer.hexdigest()}"
+
+    with_images = split_fingerprint(folder, "test", bridges=True)
+    assert with_images.split(IMAGES_PART)[0] == expected(main, bridge)
+    assert IMAGES_PART in with_images  # the smoke split's images are on disk
+    main.write_bytes(main.read_bytes() + b"{not json\n")
+    mended = split_fingerprint(folder, "test", bridges=True)
+    assert mended.split(IMAGES_PART)[0] == expected(main, bridge)
+    assert mended.split(IMAGES_PART)[1] == with_images.split(IMAGES_PART)[1]
+
+
 def test_eval_into_a_run_of_regenerated_data_is_refused(split_dir, other_split_dir, tmp_path):
     import shutil
 

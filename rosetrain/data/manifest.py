@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import glob
 import json
+import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -114,9 +115,9 @@ def part_image_names(path: Path) -> list[str]:
     return image_names_in(data)
 
 
-def image_names_in(data: bytes) -> list[str]:
-    """The image names of JSON lines, in order; ValueError (msgspec's
-    DecodeError) if a line is not a JSON object."""
+def image_names_in(data: bytes | mmap.mmap) -> list[str]:
+    """The image names of JSON lines (bytes, or a mapped file), in order;
+    ValueError (msgspec's DecodeError) if a line is not a JSON object."""
     rows = fields_decoder(frozenset(IMAGE_FIELDS)).decode_lines(data)
     return [name for row in rows for field in IMAGE_FIELDS if isinstance(name := getattr(row, field), str)]
 

