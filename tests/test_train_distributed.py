@@ -49,8 +49,11 @@ def recording_build(checked):
 build_phase.build = recording_build
 summary = train(load_recipe(sys.argv[1]))
 args = recording_build.trainer.args
+wrapped = recording_build.trainer.model_wrapped  # DDP's module: its gradients and buckets
 Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(
-    json.dumps({"world_size": args.world_size, "rows": seen, "summary": summary}))
+    json.dumps({"world_size": args.world_size, "rows": seen, "summary": summary,
+                "bucket_view": getattr(wrapped, "gradient_as_bucket_view", None),
+                "cores": sorted(__import__("os").sched_getaffinity(0))}))
 """
 
 
@@ -122,6 +125,10 @@ def test_two_processes_without_a_gpu_train_as_one_job_on_disjoint_data(recipe, t
     assert ranks[0]["summary"]["world_size"] == 2 and ranks[0]["summary"]["is_main_process"]
     assert not ranks[1]["summary"]["is_main_process"]
     assert (tmp_path / "run" / "checkpoint-final" / "model.safetensors").is_file()
+    # the gradients are views of DDP's all-reduce buckets (no copy in and out each step)
+    assert [r["bucket_view"] for r in ranks] == [True, True]
+    if len(os.sched_getaffinity(0)) >= 2 and len(os.sched_getaffinity(0)) % 2 == 0:
+        assert not set(ranks[0]["cores"]) & set(ranks[1]["cores"])  # each rank on its own cores
 
 
 # GRPO on the frontier's own samples, every prompt made live (an untrained model
