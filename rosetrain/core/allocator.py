@@ -27,11 +27,11 @@ tcmalloc), is left alone.
 MB each), writes it and drops it. pyarrow's default pool in the PyPI wheels
 is mimalloc, which asks the kernel for transparent huge pages on its arenas:
 faulting them in, a shard's write stalled in kernel time, 0.1-0.5 s at a
-time. On the system allocator the Parquet writes
-of a 600-scene split on two processes took 0.41-0.44 CPU s against 0.98-1.14,
-the whole split 23.4-24.7 CPU s against 24.6-24.9, and the split's bytes are
-the same (docs/benchmarks.md, "Generate"). A user who set
-``ARROW_DEFAULT_MEMORY_POOL`` keeps their pool.
+time. On the system allocator the Parquet writes of a 600-scene split on two
+processes took 0.41-0.44 CPU s against 0.98-1.14, the whole split 23.4-24.7
+CPU s against 24.6-24.9, and the split's bytes are the same
+(docs/benchmarks.md, "Generate"). A user who set ``ARROW_DEFAULT_MEMORY_POOL``
+keeps their pool.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def pin_local_rank() -> list[int] | None:
     cores they may all use, its threads with it; the cores it got, or None when
     nothing was pinned. Left to the scheduler, the processes and their threads
     (gloo's, the progress bar's) move between the cores and wait on each other
-    at every all-reduce: two processes of the demo's SFT ran 2-5% faster pinned
+    at every all-reduce: two processes of the demo's SFT ran about 3% faster pinned
     (docs/benchmarks.md, "The training step"). Nothing is pinned where the
     cores do not split evenly, or where each process sees too few of them (the
     user has already given each its own)."""
