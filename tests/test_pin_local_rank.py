@@ -1,5 +1,6 @@
 """Several CPU training processes on one machine: each keeps to its own cores."""
 
+import json
 import os
 import subprocess
 import sys
@@ -33,8 +34,6 @@ PIN = textwrap.dedent(
 
 
 def pinned(allowed: list[int], rank: int, ranks: int) -> list:
-    import json
-
     done = subprocess.run(
         [sys.executable, "-c", PIN, json.dumps([allowed, rank, ranks])],
         capture_output=True,

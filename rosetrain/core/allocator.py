@@ -69,15 +69,16 @@ def arrow_on_system_allocator() -> bool:
     imported already, only its Python calls can be moved."""
     if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
         return False
-    if "pyarrow" not in sys.modules:
-        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
-        try:
-            import pyarrow  # noqa: F401
-        finally:
-            del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
-    import pyarrow as pa
+    if "pyarrow" in sys.modules:
+        import pyarrow as pa
 
-    pa.set_memory_pool(pa.system_memory_pool())
+        pa.set_memory_pool(pa.system_memory_pool())
+        return True
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # both sides' default, Python's and C++'s
+    try:
+        import pyarrow  # noqa: F401
+    finally:
+        del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
     return True
 
 
