@@ -24,6 +24,16 @@ def test_the_task_runs_in_another_process_and_reads_what_this_one_holds():
 
 
 @forking
+def test_a_large_result_comes_back_whole_and_leaves_no_file_open():
+    lines = [b"%d," % i * 20 for i in range(60_000)]  # some 20 MB, far past a pipe's 64 KB
+    open_before = sorted(os.listdir("/proc/self/fd"))
+    with meanwhile(lambda: (lines, "and a label"), fork=True, what="x") as result:
+        back, label = result()
+    assert back == lines and label == "and a label"
+    assert sorted(os.listdir("/proc/self/fd")) == open_before
+
+
+@forking
 def test_the_tasks_error_reaches_the_caller():
     def fail():
         raise RosetrainError("bad bridge file", argument="bridges")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import mmap
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -81,13 +83,26 @@ def forked_pool(processes: int) -> concurrent.futures.ProcessPoolExecutor:
 
 
 # The task a forked process runs: set before it forks, so the process inherits
-# what the task reads instead of a pickled copy (only its result is pickled).
-_TASK: Callable[[], Any] | None = None
+# what the task reads instead of a pickled copy (only its result is pickled),
+# and the memory file its result goes to.
+_TASK: tuple[Callable[[], Any], int] | None = None
 
 
-def _run_task() -> Any:
+def _run_task() -> int:
+    """Run the task, write its pickled result to the memory file; its size."""
     assert _TASK is not None
-    return _TASK()
+    task, memory = _TASK
+    data = pickle.dumps(task(), protocol=pickle.HIGHEST_PROTOCOL)
+    with open(memory, "wb", closefd=False) as handle:
+        handle.write(data)
+    return len(data)
+
+
+def _read_result(memory: int, size: int) -> Any:
+    if not size:
+        raise EOFError("the forked task wrote no result")
+    with mmap.mmap(memory, size, prot=mmap.PROT_READ) as data:
+        return pickle.loads(data)
 
 
 @contextlib.contextmanager
@@ -101,7 +116,10 @@ def meanwhile(task: Callable[[], _T], fork: bool, what: str) -> Iterator[Callabl
         yield task
         return
     global _TASK
-    _TASK = task
+    # A large result (the bridge analyses': 35 MB at 51,000 items) crosses a pipe
+    # 64 KB at a time, 0.11-0.44 s; through a memory file, 0.07-0.10 s.
+    memory = os.memfd_create("rosetrain-result", os.MFD_CLOEXEC)
+    _TASK = (task, memory)
     workers = forked_pool(1)
     try:
         # the fork start method launches the process here, in this thread,
@@ -109,13 +127,14 @@ def meanwhile(task: Callable[[], _T], fork: bool, what: str) -> Iterator[Callabl
         pending = workers.submit(_run_task)
     except BaseException:
         workers.shutdown(wait=True, cancel_futures=True)
+        os.close(memory)
         raise
     finally:
         _TASK = None
 
     def result() -> _T:
         try:
-            return pending.result()
+            return _read_result(memory, pending.result())
         except BrokenProcessPool:
             raise RosetrainError(
                 f"the process computing {what} died (killed, or out of memory?); run "
@@ -123,5 +142,8 @@ def meanwhile(task: Callable[[], _T], fork: bool, what: str) -> Iterator[Callabl
                 argument="num_proc",
             ) from None
 
-    with workers:
-        yield result
+    try:
+        with workers:
+            yield result
+    finally:
+        os.close(memory)
