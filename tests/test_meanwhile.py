@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from rosetrain.core.cpus import can_fork, meanwhile
+from rosetrain.core.cpus import ResultMemory, can_fork, forked_pool, meanwhile
 from rosetrain.core.errors import RosetrainError
 
 forking = pytest.mark.skipif(not can_fork(), reason="needs the fork start method")
@@ -60,3 +60,30 @@ def test_without_fork_the_task_runs_here_when_asked():
         assert ran == []
         assert result() == "done"
     assert ran == [os.getpid()]
+
+
+_MEMORY: ResultMemory | None = None  # inherited by the forked workers
+
+
+def _block(n: int) -> list[bytes]:
+    return [b"%d:%d" % (n, i) for i in range(5_000 * (n % 3 + 1))]  # results of unlike sizes
+
+
+def _put_block(n: int) -> tuple[int, int]:
+    assert _MEMORY is not None
+    return _MEMORY.put(_block(n))
+
+
+@forking
+def test_result_memory_keeps_each_workers_results_apart():
+    global _MEMORY
+    memory = _MEMORY = ResultMemory()
+    try:
+        with forked_pool(2) as workers:
+            places = list(workers.map(_put_block, range(12)))
+        assert [memory.take(place) for place in places] == [_block(n) for n in range(12)]
+        spans = sorted((start, start + size) for start, size in places)
+        assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))  # none overlaps another
+    finally:
+        memory.close()
+        _MEMORY = None

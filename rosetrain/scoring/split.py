@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 # the submodule itself: `concurrent.futures` alone names it only once something imported it
 from concurrent.futures.process import BrokenProcessPool
 
-from rosetrain.core.cpus import can_fork, forked_pool
+from rosetrain.core.cpus import ResultMemory, can_fork, forked_pool
 from rosetrain.core.errors import RosetrainError
 from rosetrain.core.jsonio import jsonl_line
 from rosetrain.core.memo import clear_memos
@@ -57,6 +57,7 @@ PARALLEL_BYTES = 16 << 20  # a smaller split is scored sooner than worker proces
 # What the chunks are scored against (predictions, model): set before the
 # worker processes fork, so they inherit the predictions instead of a copy.
 _JOB: tuple[Mapping[str, Mapping], str | None, str] | None = None  # ..., and the split's name
+_RESULTS: ResultMemory | None = None  # where the workers put the scored chunks
 
 
 def score_split(
@@ -131,13 +132,23 @@ def _in_workers(
     """The chunks scored by ``processes`` forked workers, in order, and the
     split's fingerprint. A worker that dies (killed, out of memory) fails the
     run at once, and an interrupt cancels the chunks not yet begun."""
+    global _RESULTS
+    results = _RESULTS = ResultMemory()
     workers = forked_pool(processes)
     try:
         hashed = workers.submit(split_fingerprint, *split)
-        parts = list(workers.map(_score_chunk, chunks))
+        # read as each is scored, in order (the pipe carries only their places)
+        parts = [results.take(place) for place in workers.map(_scored_chunk_place, chunks)]
         return parts, hashed.result()
     finally:
         workers.shutdown(wait=True, cancel_futures=True)
+        results.close()
+        _RESULTS = None
+
+
+def _scored_chunk_place(chunk: Chunk) -> tuple[int, int]:
+    assert _RESULTS is not None
+    return _RESULTS.put(_score_chunk(chunk))
 
 
 def _score_chunk(chunk: Chunk) -> ScoredSplit:
