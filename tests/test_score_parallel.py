@@ -18,6 +18,7 @@ from rosetrain.data.predictions import read_predictions
 from rosetrain.data.release import line_chunks
 from rosetrain.scoring import split as split_module
 from rosetrain.scoring.batch import check_coverage
+from rosetrain.scoring.lines import MappedLines
 from rosetrain.scoring.split import score_split
 
 SPLIT_FILES = ("per_item_eval.jsonl", "error_cases.jsonl", "evaluation_summary.json", "table1_row.txt")
@@ -61,7 +62,8 @@ def test_many_processes_give_one_process_bytes(split, tmp_path):
     preds = read_predictions(predictions)
     one = score_split(data, "test", None, preds, "m", num_proc=1)
     many = score_split(data, "test", None, preds, "m", num_proc=3, chunk_bytes=5000)
-    assert many.lines == one.lines
+    assert isinstance(many.lines, MappedLines)  # the workers' text, in shared memory
+    assert list(many.lines) == one.lines
     assert many.expected == one.expected
     assert many.frame.numbers.tobytes() == one.frame.numbers.tobytes()
     assert {k: list(v) for k, v in many.frame.labels.items()} == {

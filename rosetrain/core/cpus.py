@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import mmap
 import multiprocessing
 import os
 import pickle
@@ -82,35 +83,47 @@ def forked_pool(processes: int) -> concurrent.futures.ProcessPoolExecutor:
 
 
 class ResultMemory:
-    """Results of forked processes, pickled into one anonymous memory file
+    """Results of forked processes, written into one anonymous memory file
     (``memfd``) that the processes inherit, where the pool's pipe would carry
     them 64 KB at a time: a worker stalls on a full pipe until the parent's
     reading thread, which waits for a core of its own, drains it. Scoring 51,000
     items sends 110 MB of per-item lines from its workers: 0.1 s less wall time
     this way (docs/benchmarks.md). Create it before the processes fork; each
-    ``put`` appends where a shared counter says, and returns the place that
-    ``take`` reads from. The file holds every result until ``close``."""
+    ``put`` (pickled) or ``put_bytes`` appends where a shared counter says, and
+    returns the place that ``take`` (or ``read``) reads from; ``mapped`` maps
+    all of it once the processes are done. The file holds every result until
+    ``close`` and the map is gone."""
 
     def __init__(self) -> None:
         self.fd = os.memfd_create("rosetrain-results", os.MFD_CLOEXEC)
         self._end = multiprocessing.get_context("fork").Value("q", 0)  # its lock is shared too
 
     def put(self, value: Any) -> tuple[int, int]:
-        data = memoryview(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        return self.put_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_bytes(self, data: bytes) -> tuple[int, int]:
         with self._end.get_lock():
             start = self._end.value
             self._end.value = start + len(data)
-        done = 0
+        view, done = memoryview(data), 0
         while done < len(data):
-            done += os.pwrite(self.fd, data[done:], start + done)
+            done += os.pwrite(self.fd, view[done:], start + done)
         return start, len(data)
 
     def take(self, place: tuple[int, int]) -> Any:
+        return pickle.loads(self.read(place))
+
+    def read(self, place: tuple[int, int]) -> bytes:
         start, size = place
         data = os.pread(self.fd, size, start)
         while len(data) < size:  # a read stops at 2 GB
             data += os.pread(self.fd, size - len(data), start + len(data))
-        return pickle.loads(data)
+        return data
+
+    def mapped(self) -> mmap.mmap | bytes:
+        """Everything put, mapped (read-only; empty bytes when nothing was)."""
+        size = self._end.value
+        return mmap.mmap(self.fd, size, prot=mmap.PROT_READ) if size else b""
 
     def close(self) -> None:
         os.close(self.fd)

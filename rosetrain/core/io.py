@@ -103,11 +103,19 @@ def _refuse_special(path: Path) -> None:
 
 
 # A file's content: text (written as UTF-8, newlines as given), bytes, or a
-# list or tuple of either, written one piece after another. Pieces spare the copy a
-# join would make: for score's per-item files (150 MB at 51,000 items), memory
-# the process has not touched before costs far more than the write itself on a
-# virtual machine (docs/benchmarks.md, score).
-Content = str | bytes | list[str] | list[bytes] | list[str | bytes] | tuple[str | bytes, ...]
+# list or tuple of either (or of views of bytes), written one piece after
+# another. Pieces spare the copy a join would make: for score's per-item files
+# (150 MB at 51,000 items), memory the process has not touched before costs far
+# more than the write itself on a virtual machine (docs/benchmarks.md, score).
+Content = (
+    str
+    | bytes
+    | list[str]
+    | list[bytes]
+    | list[str | bytes]
+    | list[bytes | memoryview]
+    | tuple[str | bytes, ...]
+)
 # Pieces gathered into 1 MB writes, not the default 8 KB: each write lets go of
 # the interpreter lock, and a thread writing 150 MB in 8 KB writes beside a
 # busy one waits to get it back at every one of them (score writes its
@@ -125,7 +133,7 @@ def atomic_write(path: str | os.PathLike, data: Content) -> Path:
     return Path(path)
 
 
-def _pieces(data: Content) -> Iterator[bytes]:
+def _pieces(data: Content) -> Iterator[bytes | memoryview]:
     for piece in data if isinstance(data, (list, tuple)) else (data,):
         yield piece.encode("utf-8") if isinstance(piece, str) else piece
 

@@ -3,9 +3,10 @@
 ``rosetrain score`` cuts the split's files into chunks of whole lines. Each
 chunk is read (only the fields the scorer needs), checked, scored against the
 predictions and encoded (one JSON line per item) by one process, which keeps
-only the lines and the summary's columns of its rows, never the row dicts.
-The chunks come back in file order, so the run writes the same bytes whatever
-the number of processes.
+only the lines and the summary's columns of its rows, never the row dicts,
+and puts the lines in memory it shares with the main process, as one text
+(``MappedLines``). The chunks come back in file order, so the run writes the
+same bytes whatever the number of processes.
 
 Any problem with the split (a bad line, a record that contradicts itself, an
 item id given twice) sends the run to ``load_split``'s full reading, whose
@@ -20,6 +21,8 @@ from collections.abc import Mapping, Sequence
 
 # the submodule itself: `concurrent.futures` alone names it only once something imported it
 from concurrent.futures.process import BrokenProcessPool
+
+import numpy as np
 
 from rosetrain.core.cpus import ResultMemory, can_fork, forked_pool
 from rosetrain.core.errors import RosetrainError
@@ -37,6 +40,7 @@ from rosetrain.data.release import (
 from rosetrain.scoring.batch import score_prediction
 from rosetrain.scoring.frame import LABELS_OF, NUMBERS_OF, Frame, concat
 from rosetrain.scoring.gold import GOLD_FIELDS, Gold
+from rosetrain.scoring.lines import MappedLines
 from rosetrain.scoring.official_files import Expected, expected_items
 
 
@@ -47,7 +51,7 @@ class ScoredSplit:
 
     expected: Expected
     frame: Frame
-    lines: list[bytes]
+    lines: Sequence[bytes]  # a list, or MappedLines from the worker processes
     fingerprint: str = ""  # split_fingerprint of the files scored
 
 
@@ -113,42 +117,56 @@ def _score_chunks(
     try:
         if processes < 2:
             parts = [_score_chunk(chunk) for chunk in chunks] or [_score_golds([], predictions, model)]
+            lines: Sequence[bytes] = [line for part in parts for line in part.lines]
             fingerprint = split_fingerprint(*split)
         else:
-            parts, fingerprint = _in_workers(chunks, processes, split)
+            parts, lines, fingerprint = _in_workers(chunks, processes, split)
     finally:
         _JOB = None
     return ScoredSplit(
         expected={field: [v for part in parts for v in part.expected[field]] for field in parts[0].expected},
         frame=concat([part.frame for part in parts]),
-        lines=[line for part in parts for line in part.lines],
+        lines=lines,
         fingerprint=fingerprint,
     )
 
 
 def _in_workers(
     chunks: Sequence[Chunk], processes: int, split: tuple[str | os.PathLike, str, bool | None]
-) -> tuple[list[ScoredSplit], str]:
-    """The chunks scored by ``processes`` forked workers, in order, and the
-    split's fingerprint. A worker that dies (killed, out of memory) fails the
-    run at once, and an interrupt cancels the chunks not yet begun."""
+) -> tuple[list[ScoredSplit], MappedLines, str]:
+    """The chunks scored by ``processes`` forked workers, in order (without
+    their lines), the lines, and the split's fingerprint. A worker that dies
+    (killed, out of memory) fails the run at once, and an interrupt cancels the
+    chunks not yet begun."""
     global _RESULTS
     results = _RESULTS = ResultMemory()
     workers = forked_pool(processes)
     try:
         hashed = workers.submit(split_fingerprint, *split)
+        parts, starts, ends = [], [], []
         # read as each is scored, in order (the pipe carries only their places)
-        parts = [results.take(place) for place in workers.map(_scored_chunk_place, chunks)]
-        return parts, hashed.result()
+        for place, (text_start, _) in workers.map(_scored_chunk_places, chunks):
+            part, lengths = results.take(place)
+            parts.append(part)
+            ends.append(text_start + np.cumsum(lengths))
+            starts.append(ends[-1] - lengths)
+        lines = MappedLines(results.mapped(), np.concatenate(starts), np.concatenate(ends))
+        return parts, lines, hashed.result()
     finally:
         workers.shutdown(wait=True, cancel_futures=True)
-        results.close()
+        results.close()  # the map keeps the memory for as long as it lives
         _RESULTS = None
 
 
-def _scored_chunk_place(chunk: Chunk) -> tuple[int, int]:
+def _scored_chunk_places(chunk: Chunk) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Score the chunk; the places of what came of it (without its lines, and
+    the lengths of its lines) and of its lines' text."""
     assert _RESULTS is not None
-    return _RESULTS.put(_score_chunk(chunk))
+    part = _score_chunk(chunk)
+    text = _RESULTS.put_bytes(b"".join(part.lines))
+    lengths = np.fromiter(map(len, part.lines), dtype=np.int64, count=len(part.lines))
+    part.lines = []
+    return _RESULTS.put((part, lengths)), text
 
 
 def _score_chunk(chunk: Chunk) -> ScoredSplit:

@@ -24,6 +24,7 @@ from rosetrain.scoring.bridges import RowLines, RowsInMemory, ScoredRows
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
+from rosetrain.scoring.lines import in_order
 from rosetrain.scoring.metrics import summarize_frame
 from rosetrain.scoring.official_files import (
     ERROR_CASES_FILE,
@@ -122,7 +123,7 @@ def _write_rows(out: Path, frame: Frame, lines: Sequence[bytes]) -> None:
     order, failed = frame.id_order(), (frame["pass"] != 1).tolist()
     atomic_writes(
         {
-            out / PER_ITEM_FILE: [lines[i] for i in order],
-            out / ERROR_CASES_FILE: [lines[i] for i in order if failed[i]],
+            out / PER_ITEM_FILE: in_order(lines, order),
+            out / ERROR_CASES_FILE: in_order(lines, [i for i in order if failed[i]]),
         }
     )
