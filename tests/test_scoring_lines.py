@@ -28,7 +28,8 @@ def test_rows_that_lie_next_to_each_other_are_one_piece():
         assert b"".join(bytes(p) for p in pieces) == b"".join(ROWS[i] for i in order)
     assert [bytes(p) for p in in_order(lines, [0, 1, 2, 5])] == [b"a1\na2\na3\nb1\n"]
     assert [bytes(p) for p in in_order(lines, [0, 2, 1])] == [b"a1\n", b"a3\n", b"a2\n"]
-    assert [bytes(p) for p in in_order(lines, [3, 4, 0, 1])] == [b"c1\nc2\na1\na2\n"]  # c2 ends where a1 begins
+    # c2 ends where a1 begins
+    assert [bytes(p) for p in in_order(lines, [3, 4, 0, 1])] == [b"c1\nc2\na1\na2\n"]
 
 
 def test_a_list_of_lines_gives_them_as_they_are():
