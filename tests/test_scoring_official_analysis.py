@@ -154,6 +154,26 @@ def test_processes_write_the_folder_one_process_writes(rose_split, monkeypatch, 
         assert ours == (one / name).read_bytes(), name
 
 
+def test_the_two_parts_of_the_analyses_are_the_whole(rose_split):
+    """``write_scored_split`` computes the analyses as two parts, at once in two
+    processes: joined, they are every analysis computed in one go."""
+    from rosetrain.data.release import load_split
+    from rosetrain.scoring.analyses import PARTS, analyze
+    from rosetrain.scoring.bridges import RowsInMemory
+    from rosetrain.scoring.frame import Frame
+    from rosetrain.scoring.official_files import RunInfo, expected_items
+
+    rows = _rows(rose_split["out"] / "per_item_eval.jsonl")
+    expected = expected_items(load_split(rose_split["data"], "test", bridges=True))
+    frame, run = Frame.from_rows(rows), RunInfo(model=MODEL, split="test")
+    whole = analyze(expected, frame, RowsInMemory(rows), run)
+    first, second = (analyze(expected, frame, RowsInMemory(rows), run, part=n) for n in range(len(PARTS)))
+    assert first.bridges and second.bridges and second.consistency is not None
+    joined = first + second
+    assert list(joined.files().items()) == list(whole.files().items())
+    assert json.dumps(joined.summary()) == json.dumps(whole.summary())  # in the same order
+
+
 def test_the_summary_names_each_figure_as_the_paper_does(rose_split):
     summary, out = rose_split["summary"], rose_split["out"]
     tables = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from rosetrain.scoring.bridges import Bridge, ScoredRows, bridge_outputs
+from rosetrain.scoring.bridges import KINDS, Bridge, ScoredRows, bridge_outputs
 from rosetrain.scoring.consistency import consistency_files, scene_consistency
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official_files import Expected, RunInfo
@@ -38,6 +38,19 @@ class Analyses:
             }
         return out
 
+    def __add__(self, other: Analyses) -> Analyses:
+        """The figures of both parts (``analyze``'s ``part``), the first's first."""
+        return Analyses(
+            self.bridges + other.bridges,
+            self.consistency if other.consistency is None else other.consistency,
+            self.digits,
+        )
+
+
+# The analyses in two parts, which ``write_scored_split`` computes at once in
+# two processes: (the bridges, the scene consistency) of each
+PARTS = ((KINDS[:1], False), (KINDS[1:], True))
+
 
 def analyze(
     expected: Expected,
@@ -45,10 +58,13 @@ def analyze(
     rows: ScoredRows,
     run: RunInfo | None = None,
     main_eval: str | None = None,
+    part: int | None = None,
 ) -> Analyses:
+    """Every analysis, or those of ``PARTS[part]`` (``a + b`` joins the parts in order)."""
     run = run or RunInfo()
+    kinds, consistency = (KINDS, True) if part is None else PARTS[part]
     return Analyses(
-        bridge_outputs(expected, frame, rows, run, main_eval),
-        scene_consistency(frame, run.split),
+        bridge_outputs(expected, frame, rows, run, main_eval, kinds),
+        scene_consistency(frame, run.split) if consistency else None,
         run.digits,
     )

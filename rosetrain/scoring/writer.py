@@ -77,12 +77,15 @@ def write_scored_split(
     frame's order (``rows``: the rows themselves, else they are read from
     their lines: the bridge analyses read only a few fields of their rows and
     the rows they pair with), and write every file of the run; return the
-    summary. Three things go on at once: the analyses, in a forked process
-    where ``processes`` allows and the bridge rows are many; the per-item
-    files (rows sorted by item id, as the official files are), written by a
-    thread, as that writing is mostly the system's, outside the interpreter
-    lock; and the main summary. This process alone writes, as it alone keeps
-    the folder's record of what rosetrain wrote (``output_lock``)."""
+    summary. Three things go on at once: the second part of the analyses
+    (``analyses.PARTS``), in a forked process where ``processes`` allows and
+    the bridge rows are many; the per-item files (rows sorted by item id, as
+    the official files are), written by a thread, as that writing is mostly
+    the system's, outside the interpreter lock; and the main summary, then the
+    analyses' first part (with the per-item lines in shared memory, this
+    process was idle for a third of a second waiting for all of them). This
+    process alone writes, as it alone keeps the folder's record of what
+    rosetrain wrote (``output_lock``)."""
     out = Path(out_dir)
     frame.id_order()  # every process and thread uses it: computed once, before they start
     rows = rows or RowLines(lines)
@@ -90,15 +93,15 @@ def write_scored_split(
     bridge_rows = sum(int(frame.rows_of("task_template", t).sum()) for t in BRIDGE_TEMPLATES)
     with (
         meanwhile(
-            lambda: analyze(expected, frame, rows, run, main_eval),
+            lambda: analyze(expected, frame, rows, run, main_eval, part=1),
             fork=processes > 1 and bridge_rows >= FORKED_ROWS,
             what="the bridge analyses",
-        ) as analyses,
+        ) as second_part,
         concurrent.futures.ThreadPoolExecutor(1) as thread,  # after the fork (see ``meanwhile``)
     ):
         written = thread.submit(_write_rows, out, frame, lines)
         summary = summarize_frame(expected, frame, run)
-        found = analyses()
+        found = analyze(expected, frame, rows, run, main_eval, part=0) + second_part()
         written.result()
     summary = with_analyses(summary, found.summary(), run, data_fingerprint)
     write_summaries(out, summary, found, run)

@@ -16,13 +16,15 @@ same subset and scene, of the same model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rosetrain.scoring.bridges import global_click, matched_count
-from rosetrain.scoring.bridges.common import Bridge, analyze_kind
+from rosetrain.scoring.bridges.common import Bridge, Kind, analyze_kind
 from rosetrain.scoring.bridges.rows import RowLines, RowsInMemory, ScoredRows
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.official_files import Expected, RunInfo
 
-__all__ = ["Bridge", "RowLines", "RowsInMemory", "ScoredRows", "bridge_outputs"]
+__all__ = ["KINDS", "Bridge", "RowLines", "RowsInMemory", "ScoredRows", "bridge_outputs"]
 
 KINDS = (global_click.KIND, matched_count.KIND)
 
@@ -33,10 +35,11 @@ def bridge_outputs(
     rows: ScoredRows,
     info: RunInfo | None = None,
     main_eval: str | None = None,
+    kinds: Sequence[Kind] = KINDS,
 ) -> list[Bridge]:
-    """The official figures of each bridge the run scored rows of (``rows``:
-    the per-item rows by frame position; ``main_eval``: the path the
+    """The official figures of each bridge of ``kinds`` the run scored rows of
+    (``rows``: the per-item rows by frame position; ``main_eval``: the path the
     summaries name as the main run's per-item file)."""
     info = info or RunInfo()
-    found = (analyze_kind(kind, expected, frame, rows, info, main_eval) for kind in KINDS)
+    found = (analyze_kind(kind, expected, frame, rows, info, main_eval) for kind in kinds)
     return [bridge for bridge in found if bridge is not None]
