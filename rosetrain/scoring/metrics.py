@@ -271,16 +271,19 @@ def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None
     rosetrain's own figures leave out rows whose request failed
     (``rosetrain.scoring.errored``), counted in ``n_errors``: ``n`` and
     ``coverage_rate`` count answered items."""
-    api_errors = every["api_error"]
-    failed = is_set(api_errors) & (api_errors != 0)
+    return joined_summary(official_summary(expected, every, run), own_figures(expected, every), every)
+
+
+def own_figures(expected: Expected, every: Frame) -> dict[str, Any]:
+    """rosetrain's keys of the main summary (``summarize_frame``), without its note."""
+    failed = _failed(every)
     errored = np.flatnonzero(failed).tolist()
-    frame = every.take(np.flatnonzero(~failed)) if errored else every
+    frame = _answered(every)
     expected_ids = set(map(str, expected["item_id"]))
     scored_ids = set(map(str, frame.label("item_id")))
     ids, texts = every.label("item_id"), every.label("api_error_text")
     table = template_table(frame)
-    summary: dict[str, Any] = {
-        **official_summary(expected, every, run),
+    return {
         "n": frame.n,
         "n_expected": len(expected_ids),
         "coverage_rate": (len(scored_ids & expected_ids) / len(expected_ids) if expected_ids else None),
@@ -292,5 +295,24 @@ def summarize_frame(expected: Expected, every: Frame, run: RunInfo | None = None
         "t1_passed_scenes": t1_passed_scenes(frame),
         **breakdowns(frame),
     }
-    summary["headline_note"] = headline_note(summary, frame)
+
+
+def joined_summary(official: dict[str, Any], own: dict[str, Any], every: Frame) -> dict[str, Any]:
+    """The main summary of its two parts, each computed from ``every``
+    (``official_summary``, ``own_figures``: ``write_scored_split`` computes
+    them at once, in two processes), and the note on its headline."""
+    summary = {**official, **own}
+    summary["headline_note"] = headline_note(summary, _answered(every))
     return summary
+
+
+def _failed(every: Frame) -> np.ndarray:
+    api_errors = every["api_error"]
+    return is_set(api_errors) & (api_errors != 0)
+
+
+def _answered(every: Frame) -> Frame:
+    """The rows whose request did not fail (taken once)."""
+    if not _failed(every).any():
+        return every
+    return every.derived("answered", lambda f: f.take(np.flatnonzero(~_failed(f))))

@@ -18,20 +18,20 @@ from typing import Any
 from rosetrain.core.cpus import meanwhile
 from rosetrain.core.io import atomic_writes
 from rosetrain.core.jsonio import json_text, jsonl_line
-from rosetrain.core.protocol import BRIDGE_TEMPLATES
 from rosetrain.scoring.analyses import Analyses, analyze
 from rosetrain.scoring.bridges import RowLines, RowsInMemory, ScoredRows
 from rosetrain.scoring.files import PER_ITEM_FILE, SUMMARY_FILE
 from rosetrain.scoring.frame import Frame
 from rosetrain.scoring.gold import Gold
 from rosetrain.scoring.lines import in_order
-from rosetrain.scoring.metrics import summarize_frame
+from rosetrain.scoring.metrics import joined_summary, own_figures
 from rosetrain.scoring.official_files import (
     ERROR_CASES_FILE,
     Expected,
     RunInfo,
     expected_items,
     official_files,
+    official_summary,
 )
 from rosetrain.scoring.summaries import with_analyses
 from rosetrain.scoring.tables import csv_tables, summary_markdown
@@ -58,9 +58,10 @@ def write_scored_run(
     )
 
 
-# Bridge rows from which the analyses go to a process of their own: some 30
-# microseconds a row, against some 30 ms to fork and to send them back
-FORKED_ROWS = 5_000
+# Rows from which half the summaries go to a process of their own: the
+# official summary costs some 3 microseconds a row, the matched-count bridge
+# some 30 a bridge row, forking and sending them back some 30 ms
+FORKED_ROWS = 20_000
 
 
 def write_scored_split(
@@ -77,31 +78,33 @@ def write_scored_split(
     frame's order (``rows``: the rows themselves, else they are read from
     their lines: the bridge analyses read only a few fields of their rows and
     the rows they pair with), and write every file of the run; return the
-    summary. Three things go on at once: the second part of the analyses
+    summary. Three things go on at once, each about a third of the work: the
+    official part of the main summary and the second part of the analyses
     (``analyses.PARTS``), in a forked process where ``processes`` allows and
-    the bridge rows are many; the per-item files (rows sorted by item id, as
-    the official files are), written by a thread, as that writing is mostly
-    the system's, outside the interpreter lock; and the main summary, then the
-    analyses' first part (with the per-item lines in shared memory, this
-    process was idle for a third of a second waiting for all of them). This
-    process alone writes, as it alone keeps the folder's record of what
-    rosetrain wrote (``output_lock``)."""
+    the rows are many; rosetrain's part of the main summary and the first part
+    of the analyses; and, in a thread, the per-item files (rows sorted by item
+    id, as the official files are), as that writing is mostly the system's,
+    outside the interpreter lock. This process alone writes, as it alone keeps
+    the folder's record of what rosetrain wrote (``output_lock``)."""
     out = Path(out_dir)
     frame.id_order()  # every process and thread uses it: computed once, before they start
     rows = rows or RowLines(lines)
     main_eval = str((out / PER_ITEM_FILE).absolute())
-    bridge_rows = sum(int(frame.rows_of("task_template", t).sum()) for t in BRIDGE_TEMPLATES)
     with (
         meanwhile(
-            lambda: analyze(expected, frame, rows, run, main_eval, part=1),
-            fork=processes > 1 and bridge_rows >= FORKED_ROWS,
-            what="the bridge analyses",
-        ) as second_part,
+            lambda: (
+                official_summary(expected, frame, run),
+                analyze(expected, frame, rows, run, main_eval, part=1),
+            ),
+            fork=processes > 1 and frame.n >= FORKED_ROWS,
+            what="the official summary and bridge analyses",
+        ) as forked,
         concurrent.futures.ThreadPoolExecutor(1) as thread,  # after the fork (see ``meanwhile``)
     ):
         written = thread.submit(_write_rows, out, frame, lines)
-        summary = summarize_frame(expected, frame, run)
-        found = analyze(expected, frame, rows, run, main_eval, part=0) + second_part()
+        own, first_part = own_figures(expected, frame), analyze(expected, frame, rows, run, main_eval, part=0)
+        official, second_part = forked()
+        summary, found = joined_summary(official, own, frame), first_part + second_part
         written.result()
     summary = with_analyses(summary, found.summary(), run, data_fingerprint)
     write_summaries(out, summary, found, run)
