@@ -140,7 +140,7 @@ def _in_workers(
     chunks not yet begun."""
     global _RESULTS
     results = _RESULTS = ResultMemory()
-    workers = forked_pool(processes)
+    workers, broken = forked_pool(processes), False
     try:
         hashed = workers.submit(split_fingerprint, *split)
         parts, starts, ends = [], [], []
@@ -152,8 +152,13 @@ def _in_workers(
             starts.append(ends[-1] - lengths)
         lines = MappedLines(results.mapped(), np.concatenate(starts), np.concatenate(ends))
         return parts, lines, hashed.result()
+    except BrokenProcessPool:
+        broken = True
+        raise
     finally:
-        workers.shutdown(wait=True, cancel_futures=True)
+        # a broken pool fails the chunks not begun itself: cancelling them too
+        # races with it, and its thread prints an InvalidStateError
+        workers.shutdown(wait=True, cancel_futures=not broken)
         results.close()  # the map keeps the memory for as long as it lives
         _RESULTS = None
 
