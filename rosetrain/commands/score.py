@@ -63,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="processes that read and score the split, in chunks of 2 MB of lines (default: "
         "the CPUs this process may use; a split under 16 MB is scored in one); with 2 or more, "
-        "the bridge analyses of 5,000 bridge rows or more run in a process of their own",
+        "half the summaries and analyses of 20,000 rows or more are computed in a process of "
+        "their own",
     )
     add_bridges_flags(parser, "read")
 
