@@ -135,3 +135,36 @@ def test_where_pyarrow_was_imported_already_its_own_calls_still_move(monkeypatch
         assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
     finally:
         pa.set_memory_pool(before)
+
+
+# NumPy's own switch, read back: _set_madvise_hugepage returns the value it replaces
+HUGE_PAGES = textwrap.dedent(
+    """
+    import os, sys
+    from rosetrain.core.allocator import numpy_without_huge_pages
+    if sys.argv[1] == "before":
+        import numpy
+    print(numpy_without_huge_pages(), "NUMPY_MADVISE_HUGEPAGE" in os.environ)
+    import numpy
+    print(bool(numpy._core.multiarray._set_madvise_hugepage(False)))
+    """
+)
+
+
+def _huge_pages(order: str, **env: str) -> list[str]:
+    clean = {name: value for name, value in os.environ.items() if name != "NUMPY_MADVISE_HUGEPAGE"}
+    done = subprocess.run(
+        [sys.executable, "-c", HUGE_PAGES, order],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**clean, **env},
+    )
+    return done.stdout.split()
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="NumPy asks for huge pages on Linux only")
+def test_numpy_is_imported_without_huge_pages_and_the_variable_is_gone():
+    assert _huge_pages("after") == ["True", "False", "False"]
+    assert _huge_pages("before") == ["False", "False", "True"]  # imported already: left as it was
+    assert _huge_pages("after", NUMPY_MADVISE_HUGEPAGE="1") == ["False", "True", "True"]  # the user's

@@ -82,6 +82,9 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rosetrain.core.allocator import numpy_without_huge_pages
+
+    numpy_without_huge_pages()  # before anything imports NumPy
     from rosetrain.scoring.batch import collector_paused
 
     with collector_paused():

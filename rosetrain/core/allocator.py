@@ -32,6 +32,15 @@ processes took 0.41-0.44 CPU s against 0.98-1.14, the whole split 23.4-24.7
 CPU s against 24.6-24.9, and the split's bytes are the same
 (docs/benchmarks.md, "Generate"). A user who set ``ARROW_DEFAULT_MEMORY_POOL``
 keeps their pool.
+
+NumPy asks for transparent huge pages on every array of 4 MB or more. Where
+the kernel's THP defrag setting is ``madvise`` (this machine's, and a common
+default), faulting such an array in can wait for the kernel to compact
+memory into 2 MB pages: ``rosetrain score``'s one such array (the summary's
+13.5 MB of numbers at 51,000 items) took 0.02-0.20 s of kernel time,
+zeroing huge pages, in runs that were otherwise alike
+(``numpy_without_huge_pages``; docs/benchmarks.md, score). A user who set
+``NUMPY_MADVISE_HUGEPAGE`` keeps their choice.
 """
 
 from __future__ import annotations
@@ -79,6 +88,21 @@ def arrow_on_system_allocator() -> bool:
         import pyarrow  # noqa: F401
     finally:
         del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
+    return True
+
+
+def numpy_without_huge_pages() -> bool:
+    """NumPy's arrays on the ordinary pages; whether it was set. NumPy reads
+    ``NUMPY_MADVISE_HUGEPAGE`` once, when imported: the variable is set around
+    its import and taken out again, so that no process started later inherits
+    it. Where NumPy was imported already, nothing is changed."""
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ or "numpy" in sys.modules:
+        return False
+    os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["NUMPY_MADVISE_HUGEPAGE"]
     return True
 
 
