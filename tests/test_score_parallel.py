@@ -84,6 +84,24 @@ def test_many_processes_give_one_process_bytes(split, tmp_path):
         assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "3" / name).read_bytes(), name
 
 
+def test_a_callers_process_keeps_its_own_settings(split, tmp_path):
+    """Only the command line's own process ends after a run: a caller of
+    main(argv) keeps its collector and NumPy's huge pages as they were."""
+    import gc
+
+    import numpy
+
+    data, predictions = split
+    frozen, huge = gc.get_freeze_count(), numpy._core.multiarray._set_madvise_hugepage(True)
+    try:
+        argv = ["score", "--data", str(data), "--predictions", str(predictions), "--out", str(tmp_path / "o")]
+        assert cli_main(argv) == 0
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+        assert numpy._core.multiarray._set_madvise_hugepage(huge) is True
+    finally:
+        numpy._core.multiarray._set_madvise_hugepage(huge)
+
+
 def _broken_copy(data: Path, out: Path, line: int, change) -> Path:
     out.mkdir()
     lines = (data / "metadata_test.jsonl").read_text().splitlines()

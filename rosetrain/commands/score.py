@@ -82,13 +82,22 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import gc
+
     from rosetrain.core.allocator import numpy_without_huge_pages
 
-    numpy_without_huge_pages()  # before anything imports NumPy
+    owns_process = getattr(args, "owns_process", False)
+    if owns_process:
+        numpy_without_huge_pages()  # before anything imports NumPy
     from rosetrain.scoring.batch import collector_paused
 
     with collector_paused():
-        return _run(args)
+        code = _run(args)
+    if owns_process:
+        # the process ends next, every object with it: its last collection would
+        # walk the run's million objects first (0.04 s at 51,000 items)
+        gc.freeze()
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
