@@ -201,7 +201,8 @@ def group_counts(codes: np.ndarray, groups: int, where: np.ndarray | None = None
 def group_sums(values: np.ndarray, codes: np.ndarray, groups: int) -> tuple[list[float], list[int]]:
     """Per group: the sum of the set values (added in row order) and how many were set."""
     kept = is_set(values)
-    codes, values = codes[kept], values[kept]
+    if not kept.all():  # most fields are set on every row: no copy of them then
+        codes, values = codes[kept], values[kept]
     return (
         np.bincount(codes, weights=values, minlength=groups).tolist(),
         np.bincount(codes, minlength=groups).tolist(),
