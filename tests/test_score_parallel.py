@@ -84,6 +84,34 @@ def test_many_processes_give_one_process_bytes(split, tmp_path):
         assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "3" / name).read_bytes(), name
 
 
+def test_the_workers_fingerprint_is_the_splits_with_any_of_its_images_on_disk(split, tmp_path):
+    """The workers hash the files, the main process the images the chunks name:
+    together the fingerprint of the split read whole, whether every image, some
+    or none of them are there."""
+    import shutil
+
+    from rosetrain.data.release import IMAGES_PART, split_fingerprint
+
+    data, predictions = split
+    preds = read_predictions(predictions)
+    bare, some = tmp_path / "bare", tmp_path / "some"
+    for folder in (bare, some):
+        folder.mkdir()
+        shutil.copy(data / "metadata_test.jsonl", folder)
+    shutil.copytree(data / "images", some / "images")
+    images = sorted(path for path in (some / "images").rglob("*") if path.is_file())
+    for image in images[::3]:
+        image.unlink()
+    found = {}
+    for folder in (data, bare, some):
+        whole = split_fingerprint(folder, "test")
+        assert (
+            score_split(folder, "test", None, preds, "m", num_proc=3, chunk_bytes=5000).fingerprint == whole
+        )
+        found[folder] = whole
+    assert IMAGES_PART not in found[bare] and len(set(found.values())) == 3
+
+
 def test_a_callers_process_keeps_its_own_settings(split, tmp_path):
     """Only the command line's own process ends after a run: a caller of
     main(argv) keeps its collector and NumPy's huge pages as they were."""
@@ -204,7 +232,7 @@ def test_an_empty_split_is_an_error(tmp_path, capsys):
     assert "has no items" in capsys.readouterr().err
 
 
-def _killed(chunk):
+def _killed(chunk, *_):
     os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
 
 

@@ -33,7 +33,7 @@ from rosetrain.core.io import iter_jsonl, not_a_file
 from rosetrain.core.jsonio import fields_decoder
 from rosetrain.data.bridges import BRIDGE_FILE_TAGS, bridge_paths
 from rosetrain.data.hub import is_hub_uri, resolve_data
-from rosetrain.data.manifest import image_names_in
+from rosetrain.data.manifest import image_names, image_names_in
 from rosetrain.data.paths import check_confined, check_split_name, confined_path, in_hub_snapshot
 from rosetrain.data.validate import IMAGE_FIELDS, CheckedRecord, check_record
 
@@ -283,11 +283,16 @@ def read_chunk(
     fields: Collection[str],
     build: Callable[[dict[str, Any], CheckedRecord], Any],
     split: str | None = None,
+    images: list[str] | None = None,
 ) -> list[Any]:
     """``load_split(..., fields, build)`` of one chunk's records (of ``split`` only,
-    when given). Any problem is a RosetrainError without a useful line number:
-    ``load_split`` the split in full for the error that names the file, line and field."""
+    when given); ``images`` gets the image fields of all its lines, in order
+    (``ImagesDigest.add``). Any problem is a RosetrainError without a useful line
+    number: ``load_split`` the split in full for the error that names the file,
+    line and field."""
     records = _read_fields(chunk.path, fields, chunk.start, chunk.end)
+    if images is not None:
+        images += image_names(records)
     return _checked_records([(chunk.path, enumerate(records, start=1))], build, split)
 
 
@@ -305,25 +310,50 @@ def split_fingerprint(root: str | os.PathLike, split: str = "test", bridges: boo
     alone, as ``score`` needs it) are left out: :func:`same_fingerprint`
     compares the image part only when both fingerprints have one.
     """
-    digest, images = hashlib.sha256(), hashlib.sha256()
-    seen: set[str] = set()
-    folders: dict[str, bool] = {}  # an image folder that is not there: no open() per image in it
-    for path in split_files(root, split, bridges):
+    images = ImagesDigest()
+    files = files_fingerprint(split_files(root, split, bridges), images)
+    return images.joined(files)
+
+
+def files_fingerprint(paths: Iterable[Path], images: ImagesDigest | None = None) -> str:
+    """The metadata part of ``split_fingerprint``: ``sha256:<hex>`` over the files'
+    bytes; ``images`` gets the image names of their lines, where given (else
+    the caller reads them, as ``rosetrain score``'s workers do)."""
+    digest = hashlib.sha256()
+    for path in paths:
         with _file_bytes(path) as data:
             digest.update(hashlib.sha256(data).digest())  # file boundaries count: a+b != ab
-            names = _image_names(data)
+            if images is not None:
+                images.add(path.parent, _image_names(data))
+    return f"sha256:{digest.hexdigest()}"
+
+
+class ImagesDigest:
+    """The image part of ``split_fingerprint``: each image named, once, in first
+    use order, that is on disk, by its name, size and bytes."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self._seen: set[str] = set()
+        self._folders: dict[str, bool] = {}  # an image folder that is not there: no open() per image in it
+
+    def add(self, folder: Path, names: Iterable[str]) -> None:
+        """The images a metadata file in ``folder`` names (its lines' image fields, in order)."""
         for name in names:
-            if name in seen:
+            if name in self._seen:
                 continue
-            seen.add(name)
-            folder = os.path.join(path.parent, os.path.dirname(name))
-            there = folders.get(folder)
+            self._seen.add(name)
+            where = os.path.join(folder, os.path.dirname(name))
+            there = self._folders.get(where)
             if there is None:  # one stat a folder (setdefault would stat every image)
-                there = folders[folder] = os.path.isdir(folder)
+                there = self._folders[where] = os.path.isdir(where)
             if there:
-                _hash_image(images, path.parent, name)
-    found = f"sha256:{digest.hexdigest()}"
-    return f"{found}{IMAGES_PART}{images.hexdigest()}" if images.digest() != _NO_IMAGES else found
+                _hash_image(self._digest, folder, name)
+
+    def joined(self, files: str) -> str:
+        """The whole fingerprint of ``files`` (``files_fingerprint``'s) and these images."""
+        found = self._digest.digest() != _NO_IMAGES
+        return f"{files}{IMAGES_PART}{self._digest.hexdigest()}" if found else files
 
 
 IMAGES_PART = ";images:"

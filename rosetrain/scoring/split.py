@@ -31,6 +31,8 @@ from rosetrain.core.memo import clear_memos
 from rosetrain.data.release import (
     CHUNK_BYTES,
     Chunk,
+    ImagesDigest,
+    files_fingerprint,
     line_chunks,
     load_split,
     read_chunk,
@@ -135,23 +137,27 @@ def _in_workers(
     chunks: Sequence[Chunk], processes: int, split: tuple[str | os.PathLike, str, bool | None]
 ) -> tuple[list[ScoredSplit], MappedLines, str]:
     """The chunks scored by ``processes`` forked workers, in order (without
-    their lines), the lines, and the split's fingerprint. A worker that dies
+    their lines), the lines, and the split's fingerprint: one worker hashes the
+    files meanwhile, and this process the images their lines name, as the
+    chunks come (the workers read the names anyway: read again for the
+    fingerprint, they cost a quarter of a core's work here). A worker that dies
     (killed, out of memory) fails the run at once, and an interrupt cancels the
     chunks not yet begun."""
     global _RESULTS
     results = _RESULTS = ResultMemory()
     workers, broken = forked_pool(processes), False
     try:
-        hashed = workers.submit(split_fingerprint, *split)
-        parts, starts, ends = [], [], []
+        hashed = workers.submit(files_fingerprint, split_files(*split))
+        parts, starts, ends, images = [], [], [], ImagesDigest()
         # read as each is scored, in order (the pipe carries only their places)
-        for place, (text_start, _) in workers.map(_scored_chunk_places, chunks):
-            part, lengths = results.take(place)
+        for chunk, (place, (text_start, _)) in zip(chunks, workers.map(_scored_chunk_places, chunks)):
+            part, lengths, names = results.take(place)
             parts.append(part)
             ends.append(text_start + np.cumsum(lengths))
             starts.append(ends[-1] - lengths)
+            images.add(chunk.path.parent, names)
         lines = MappedLines(results.mapped(), np.concatenate(starts), np.concatenate(ends))
-        return parts, lines, hashed.result()
+        return parts, lines, images.joined(hashed.result())
     except BrokenProcessPool:
         broken = True
         raise
@@ -164,20 +170,22 @@ def _in_workers(
 
 
 def _scored_chunk_places(chunk: Chunk) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Score the chunk; the places of what came of it (without its lines, and
-    the lengths of its lines) and of its lines' text."""
+    """Score the chunk; the places of what came of it (without its lines, the
+    lengths of its lines, its image names) and of its lines' text."""
     assert _RESULTS is not None
-    part = _score_chunk(chunk)
+    names: list[str] = []
+    part = _score_chunk(chunk, names)
     text = _RESULTS.put_bytes(b"".join(part.lines))
     lengths = np.fromiter(map(len, part.lines), dtype=np.int64, count=len(part.lines))
     part.lines = []
-    return _RESULTS.put((part, lengths)), text
+    return _RESULTS.put((part, lengths, names)), text
 
 
-def _score_chunk(chunk: Chunk) -> ScoredSplit:
+def _score_chunk(chunk: Chunk, images: list[str] | None = None) -> ScoredSplit:
     assert _JOB is not None
     predictions, model, split = _JOB
-    return _score_golds(read_chunk(chunk, GOLD_FIELDS, build=Gold, split=split), predictions, model)
+    golds = read_chunk(chunk, GOLD_FIELDS, build=Gold, split=split, images=images)
+    return _score_golds(golds, predictions, model)
 
 
 def _score_golds(golds: Sequence[Gold], predictions: Mapping[str, Mapping], model: str | None) -> ScoredSplit:
