@@ -76,7 +76,7 @@ def test_a_users_own_malloc_settings_are_kept(monkeypatch, name, value):
 
 
 def test_elsewhere_nothing_is_set(monkeypatch):
-    monkeypatch.setattr(allocator.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
     assert allocator.keep_freed_memory() is False
 
 

@@ -45,9 +45,7 @@ zeroing huge pages, in runs that were otherwise alike
 
 from __future__ import annotations
 
-import ctypes
 import os
-import platform
 import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
@@ -57,6 +55,9 @@ NO_TRIM = 2**31 - 1  # mallopt takes an int
 
 def keep_freed_memory() -> bool:
     """Set glibc's thresholds for a long CPU job; whether they were set."""
+    import ctypes  # here: score imports this module for NumPy's setting, and starts sooner without them
+    import platform
+
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc" or _user_chose():
         return False
     try:
