@@ -151,8 +151,8 @@ def meanwhile(task: Callable[[], _T], fork: bool, what: str) -> Iterator[Callabl
         yield task
         return
     global _TASK
-    # a large result (the bridge analyses': 35 MB at 51,000 items) crossed the
-    # pipe in 0.11-0.44 s, and crosses memory in 0.07-0.10 s
+    # a large result (the bridge analyses' lines, 35 MB at 51,000 items when both
+    # were forked) crossed the pipe in 0.11-0.44 s, and crosses memory in 0.07-0.10 s
     memory = ResultMemory()
     _TASK = (task, memory)
     workers = forked_pool(1)

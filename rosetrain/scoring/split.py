@@ -140,7 +140,7 @@ def _in_workers(
     their lines), the lines, and the split's fingerprint: one worker hashes the
     files meanwhile, and this process the images their lines name, as the
     chunks come (the workers read the names anyway: read again for the
-    fingerprint, they cost a quarter of a core's work here). A worker that dies
+    fingerprint, they cost 0.14 CPU s at 51,000 items). A worker that dies
     (killed, out of memory) fails the run at once, and an interrupt cancels the
     chunks not yet begun."""
     global _RESULTS
