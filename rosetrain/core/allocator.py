@@ -45,6 +45,7 @@ zeroing huge pages, in runs that were otherwise alike
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -84,11 +85,7 @@ def arrow_on_system_allocator() -> bool:
 
         pa.set_memory_pool(pa.system_memory_pool())
         return True
-    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # both sides' default, Python's and C++'s
-    try:
-        import pyarrow  # noqa: F401
-    finally:
-        del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
+    _import_under("pyarrow", "ARROW_DEFAULT_MEMORY_POOL", "system")  # both sides' default, Python's and C++'s
     return True
 
 
@@ -99,12 +96,19 @@ def numpy_without_huge_pages() -> bool:
     it. Where NumPy was imported already, nothing is changed."""
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ or "numpy" in sys.modules:
         return False
-    os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ["NUMPY_MADVISE_HUGEPAGE"]
+    _import_under("numpy", "NUMPY_MADVISE_HUGEPAGE", "0")
     return True
+
+
+def _import_under(module: str, variable: str, value: str) -> None:
+    """Import ``module`` with the environment variable that it reads once, at
+    its import, set; then take the variable out again, so that no process
+    started later inherits it."""
+    os.environ[variable] = value
+    try:
+        importlib.import_module(module)
+    finally:
+        del os.environ[variable]
 
 
 def _user_chose() -> bool:
