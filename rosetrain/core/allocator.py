@@ -45,9 +45,10 @@ zeroing huge pages, in runs that were otherwise alike
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 MMAP_THRESHOLD = 32 << 20  # glibc's own upper limit for the adaptive threshold
@@ -85,7 +86,8 @@ def arrow_on_system_allocator() -> bool:
 
         pa.set_memory_pool(pa.system_memory_pool())
         return True
-    _import_under("pyarrow", "ARROW_DEFAULT_MEMORY_POOL", "system")  # both sides' default, Python's and C++'s
+    with _set_for_import("ARROW_DEFAULT_MEMORY_POOL", "system"):  # both sides' default, Python's and C++'s
+        import pyarrow  # noqa: F401
     return True
 
 
@@ -96,17 +98,18 @@ def numpy_without_huge_pages() -> bool:
     it. Where NumPy was imported already, nothing is changed."""
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ or "numpy" in sys.modules:
         return False
-    _import_under("numpy", "NUMPY_MADVISE_HUGEPAGE", "0")
+    with _set_for_import("NUMPY_MADVISE_HUGEPAGE", "0"):
+        import numpy  # noqa: F401
     return True
 
 
-def _import_under(module: str, variable: str, value: str) -> None:
-    """Import ``module`` with the environment variable that it reads once, at
-    its import, set; then take the variable out again, so that no process
-    started later inherits it."""
+@contextlib.contextmanager
+def _set_for_import(variable: str, value: str) -> Iterator[None]:
+    """An environment variable that a module reads once, when imported, set for
+    its import; then taken out again, so that no process started later inherits it."""
     os.environ[variable] = value
     try:
-        importlib.import_module(module)
+        yield
     finally:
         del os.environ[variable]
 
