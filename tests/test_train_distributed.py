@@ -53,6 +53,7 @@ wrapped = recording_build.trainer.model_wrapped  # DDP's module: its gradients a
 Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(
     json.dumps({"world_size": args.world_size, "rows": seen, "summary": summary,
                 "bucket_view": getattr(wrapped, "gradient_as_bucket_view", None),
+                "hooks": [hook.__name__ for hook, _ in getattr(wrapped, "_comm_hooks", [])],
                 "cores": sorted(__import__("os").sched_getaffinity(0))}))
 """
 
@@ -127,6 +128,8 @@ def test_two_processes_without_a_gpu_train_as_one_job_on_disjoint_data(recipe, t
     assert (tmp_path / "run" / "checkpoint-final" / "model.safetensors").is_file()
     # the gradients are views of DDP's all-reduce buckets (no copy in and out each step)
     assert [r["bucket_view"] for r in ranks] == [True, True]
+    if sys.platform == "linux":  # and averaged through shared memory, not gloo's TCP
+        assert [r["hooks"] for r in ranks] == [["average"], ["average"]]
     if len(os.sched_getaffinity(0)) >= 2 and len(os.sched_getaffinity(0)) % 2 == 0:
         assert not set(ranks[0]["cores"]) & set(ranks[1]["cores"])  # each rank on its own cores
 

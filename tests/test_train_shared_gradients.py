@@ -1,0 +1,135 @@
+"""DDP on a CPU group averages the gradients through shared memory: the same
+gradients as gloo's all-reduce (bit for bit on two processes), the same on
+every process, and gloo's own path on every process when one of them cannot
+map the memory."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rosetrain.train.shared_gradients import all_processes_here
+
+ROOT = Path(__file__).resolve().parent.parent
+torch = pytest.importorskip("torch")
+
+# Each process trains one small model three steps (several buckets a step, so
+# the calls alternate between the two regions) three ways: gloo's all-reduce,
+# the shared memory, and the shared memory refused by process 1.
+RANK_SCRIPT = """
+import sys
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from rosetrain.train import shared_gradients
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+
+def gradients(way):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(300, 200), torch.nn.Tanh(), torch.nn.Linear(200, 3))
+    ddp = DistributedDataParallel(model, gradient_as_bucket_view=True, bucket_cap_mb=0.1)
+    shared = None
+    if way != "gloo":
+        shared = shared_gradients.SharedGradients.create(sum(p.numel() * 4 for p in model.parameters()))
+        if shared is not None:
+            ddp.register_comm_hook(shared, shared_gradients.average)
+    data = torch.Generator().manual_seed(rank + 1)
+    steps = []
+    for _ in range(3):
+        ddp.zero_grad()
+        ddp(torch.randn(8, 300, generator=data)).square().sum().backward()
+        steps.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    return {"shared": shared is not None, "gradients": torch.stack(steps)}
+
+results = {"gloo": gradients("gloo"), "shared": gradients("shared")}
+if rank == 1:
+    def refuse(path, size):
+        raise PermissionError(f"{path}: /proc hidden")
+    shared_gradients._map = refuse
+results["refused"] = gradients("refused")
+torch.save(results, f"{sys.argv[1]}/rank-{rank}.pt")
+dist.destroy_process_group()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_group(world: int, out: Path) -> list[dict]:
+    port = free_port()
+    procs = []
+    for rank in range(world):
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "WORLD_SIZE": str(world),
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_SCRIPT, str(out)],
+                env=env,
+                text=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-3000:]
+    return [torch.load(out / f"rank-{rank}.pt") for rank in range(world)]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the shared memory is a Linux memfd")
+def test_two_processes_get_gloos_gradients_bit_for_bit(tmp_path):
+    ranks = run_group(2, tmp_path)
+    for rank in ranks:
+        assert rank["shared"]["shared"] and not rank["refused"]["shared"]
+        assert torch.equal(rank["shared"]["gradients"], rank["gloo"]["gradients"])
+        assert torch.equal(rank["refused"]["gradients"], rank["gloo"]["gradients"])
+    assert torch.equal(ranks[0]["shared"]["gradients"], ranks[1]["shared"]["gradients"])
+    assert ranks[0]["gloo"]["gradients"].abs().sum() > 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the shared memory is a Linux memfd")
+def test_three_processes_get_the_same_gradients_each(tmp_path):
+    ranks = run_group(3, tmp_path)
+    for rank in ranks:
+        assert rank["shared"]["shared"] and not rank["refused"]["shared"]
+        # summed in another order than gloo's ring: equal to its rounding
+        torch.testing.assert_close(rank["shared"]["gradients"], rank["gloo"]["gradients"])
+        assert torch.equal(rank["shared"]["gradients"], ranks[0]["shared"]["gradients"])
+        assert torch.equal(rank["refused"]["gradients"], rank["gloo"]["gradients"])
+
+
+@pytest.mark.parametrize(
+    ("env", "here"),
+    [
+        ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}, True),
+        ({"WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}, False),  # two machines
+        ({"WORLD_SIZE": "2"}, False),  # a launcher that does not say
+        ({"WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}, False),
+        ({}, False),
+    ],
+)
+def test_only_a_group_all_on_this_machine_shares_memory(monkeypatch, env, here):
+    for name in ("WORLD_SIZE", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert all_processes_here() is here
