@@ -18,9 +18,11 @@ from rosetrain.train.shared_gradients import all_processes_here
 ROOT = Path(__file__).resolve().parent.parent
 torch = pytest.importorskip("torch")
 
-# Each process trains one small model three steps (several buckets a step, so
-# the calls alternate between the two regions) three ways: gloo's all-reduce,
-# the shared memory, and the shared memory refused by process 1.
+# Each process trains one small model three steps four ways: gloo's all-reduce,
+# the shared memory, slots too small for some buckets (those go through gloo),
+# and the shared memory refused by process 1. DDP's first step has one bucket
+# of every gradient (larger than the slots: through gloo), the later steps four
+# (the calls alternate between the two regions).
 RANK_SCRIPT = """
 import sys
 import torch
@@ -30,30 +32,39 @@ from rosetrain.train import shared_gradients
 
 dist.init_process_group("gloo")
 rank = dist.get_rank()
+buckets = []
+
+def recording(state, bucket):
+    buckets.append(bucket.buffer().numel() * 4)
+    return shared_gradients.average(state, bucket)
 
 def gradients(way):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(300, 200), torch.nn.Tanh(), torch.nn.Linear(200, 3))
-    ddp = DistributedDataParallel(model, gradient_as_bucket_view=True, bucket_cap_mb=0.1)
+    layers = [torch.nn.Linear(120, 120) for _ in range(4)] + [torch.nn.Linear(120, 3)]
+    model = torch.nn.Sequential(*layers)
+    ddp = DistributedDataParallel(model, gradient_as_bucket_view=True, bucket_cap_mb=0.03)
     shared = None
     if way != "gloo":
-        shared = shared_gradients.SharedGradients.create(sum(p.numel() * 4 for p in model.parameters()))
+        slot = 59_000 if way == "small" else shared_gradients.largest_bucket(ddp)
+        shared = shared_gradients.SharedGradients.create(slot)
         if shared is not None:
-            ddp.register_comm_hook(shared, shared_gradients.average)
+            ddp.register_comm_hook(shared, recording)
     data = torch.Generator().manual_seed(rank + 1)
     steps = []
     for _ in range(3):
         ddp.zero_grad()
-        ddp(torch.randn(8, 300, generator=data)).square().sum().backward()
+        ddp(torch.randn(8, 120, generator=data)).square().sum().backward()
         steps.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
-    return {"shared": shared is not None, "gradients": torch.stack(steps)}
+    return {"shared": shared is not None, "gradients": torch.stack(steps),
+            "largest": shared_gradients.largest_bucket(ddp)}
 
-results = {"gloo": gradients("gloo"), "shared": gradients("shared")}
+results = {way: gradients(way) for way in ("gloo", "shared", "small")}
 if rank == 1:
     def refuse(path, size):
         raise PermissionError(f"{path}: /proc hidden")
     shared_gradients._map = refuse
 results["refused"] = gradients("refused")
+results["buckets"] = buckets
 torch.save(results, f"{sys.argv[1]}/rank-{rank}.pt")
 dist.destroy_process_group()
 """
@@ -99,9 +110,13 @@ def run_group(world: int, out: Path) -> list[dict]:
 def test_two_processes_get_gloos_gradients_bit_for_bit(tmp_path):
     ranks = run_group(2, tmp_path)
     for rank in ranks:
-        assert rank["shared"]["shared"] and not rank["refused"]["shared"]
-        assert torch.equal(rank["shared"]["gradients"], rank["gloo"]["gradients"])
-        assert torch.equal(rank["refused"]["gradients"], rank["gloo"]["gradients"])
+        assert rank["shared"]["shared"] and rank["small"]["shared"] and not rank["refused"]["shared"]
+        for way in ("shared", "small", "refused"):
+            assert torch.equal(rank[way]["gradients"], rank["gloo"]["gradients"]), way
+        first, later = rank["buckets"][0], rank["buckets"][1:9]  # the shared way's
+        assert len(rank["buckets"]) == 2 * (1 + 2 * 4)
+        assert first == sum(later[:4]) > rank["shared"]["largest"] >= max(later)
+        assert min(later) <= 59_000 < max(later)  # the small slots took some buckets, not all
     assert torch.equal(ranks[0]["shared"]["gradients"], ranks[1]["shared"]["gradients"])
     assert ranks[0]["gloo"]["gradients"].abs().sum() > 0
 
@@ -111,9 +126,9 @@ def test_three_processes_get_the_same_gradients_each(tmp_path):
     ranks = run_group(3, tmp_path)
     for rank in ranks:
         assert rank["shared"]["shared"] and not rank["refused"]["shared"]
-        # summed in another order than gloo's ring: equal to its rounding
-        torch.testing.assert_close(rank["shared"]["gradients"], rank["gloo"]["gradients"])
-        assert torch.equal(rank["shared"]["gradients"], ranks[0]["shared"]["gradients"])
+        for way in ("shared", "small"):  # summed in another order than gloo's ring: equal to its rounding
+            torch.testing.assert_close(rank[way]["gradients"], rank["gloo"]["gradients"])
+            assert torch.equal(rank[way]["gradients"], ranks[0][way]["gradients"])
         assert torch.equal(rank["refused"]["gradients"], rank["gloo"]["gradients"])
 
 

@@ -40,7 +40,7 @@ _ALIGN = 64  # every slot starts on a cache line
 def all_processes_here() -> bool:
     """Whether the launcher started every process of the job on this machine."""
     world, local = os.environ.get("WORLD_SIZE"), os.environ.get("LOCAL_WORLD_SIZE")
-    return world is not None and world == local and int(world) > 1
+    return world is not None and world == local and world.strip().isdigit() and int(world) > 1
 
 
 def _new_memory(size: int) -> tuple[mmap.mmap, int]:
@@ -61,10 +61,17 @@ def _map(path: str, size: int) -> mmap.mmap:
         return mmap.mmap(file.fileno(), size)
 
 
+def largest_bucket(model: Any) -> int:
+    """The most bytes one of DDP's buckets of ``model`` can hold: DDP closes a
+    bucket once it reaches its cap, so a bucket passes the cap by less than one
+    gradient; never more than all the gradients together."""
+    sizes = [p.numel() * p.element_size() for p in model.parameters() if p.requires_grad]
+    return min(sum(sizes), model.bucket_bytes_cap + max(sizes, default=0))
+
+
 class SharedGradients:
     """The file every process maps: the token, then two regions of one slot a
-    process, each slot the size of all the trainable gradients (the largest
-    bucket fits)."""
+    process, each slot the size of the largest bucket."""
 
     def __init__(self, memory: mmap.mmap, slot_bytes: int, rank: int, world: int) -> None:
         import torch
@@ -74,7 +81,7 @@ class SharedGradients:
         self._calls = 0
 
     @classmethod
-    def create(cls, trainable_bytes: int) -> SharedGradients | None:
+    def create(cls, bucket_bytes: int) -> SharedGradients | None:
         """Called by every process of the group at once (it holds collectives):
         the shared file on every process, or None on every process when one
         of them could not map it."""
@@ -82,7 +89,7 @@ class SharedGradients:
         import torch.distributed as dist
 
         rank, world = dist.get_rank(), dist.get_world_size()
-        slot_bytes = -(-trainable_bytes // _ALIGN) * _ALIGN
+        slot_bytes = -(-bucket_bytes // _ALIGN) * _ALIGN
         size = _ALIGN + 2 * world * slot_bytes
         where: list[Any] = [None]
         memory = None
@@ -130,6 +137,14 @@ def average(state: SharedGradients, bucket):
     import torch.distributed as dist
 
     gradients = bucket.buffer()
+    if (
+        gradients.numel() * gradients.element_size() > state.slot_bytes
+    ):  # not expected; alike on every process
+        return (
+            dist.all_reduce(gradients.div_(state.world), async_op=True)
+            .get_future()
+            .then(lambda f: f.value()[0])
+        )
     slots = state.slots(gradients)
     torch.div(gradients, state.world, out=slots[state.rank])
     dist.barrier()  # every slot written
@@ -156,8 +171,7 @@ class RegisterAtTrainBegin(TrainerCallback):
         # a hook set in accelerate's settings (fp16 compression, PowerSGD) is kept
         if not isinstance(model, DistributedDataParallel) or getattr(model, "_comm_hooks", None):
             return
-        trainable = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
-        shared = SharedGradients.create(trainable)
+        shared = SharedGradients.create(largest_bucket(model))
         if shared is not None:
             model.register_comm_hook(shared, average)
 
