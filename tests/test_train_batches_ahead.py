@@ -81,6 +81,8 @@ def test_the_thread_runs_at_idle_priority_and_ends_on_close():
     ahead.close()
     assert not thread.is_alive()
     assert not ahead_threads()
+    with pytest.raises(StopIteration):  # a closed iterator has ended
+        next(ahead)
 
 
 def test_a_loader_hands_out_its_batches_ahead_with_its_own_collator():

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 AHEAD = 2  # batches made before the step asks for them
+_JOIN_TIMEOUT_S = 30.0
 
 # Every thread still making batches, with the event that stops it. The trainer
 # drops a loader's iterator when the training ends, which only asks its thread
@@ -37,11 +38,12 @@ _MAKING: set[tuple[threading.Event, threading.Thread]] = set()
 
 
 def stop_making_batches() -> None:
-    """Stop every thread making batches ahead, and wait for the batch each is making."""
+    """Stop every thread making batches ahead, and wait for the batch each is
+    making (not for ever: a loader stuck on its input must not hang the exit)."""
     for stop, thread in list(_MAKING):
         stop.set()
         if thread is not threading.current_thread():
-            thread.join()
+            thread.join(timeout=_JOIN_TIMEOUT_S)
 
 
 atexit.register(stop_making_batches)
@@ -112,10 +114,12 @@ class BatchesAhead:
         raise self._ended
 
     def close(self) -> None:
-        """End the thread, and wait for the batch it is making."""
+        """End the thread, and wait for the batch it is making; the iterator ends."""
         self._stop.set()
+        if self._ended is None:
+            self._ended = StopIteration()
         if self._thread is not threading.current_thread():
-            self._thread.join()
+            self._thread.join(timeout=_JOIN_TIMEOUT_S)
 
     def __del__(self) -> None:
         self._stop.set()
