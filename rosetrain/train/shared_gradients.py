@@ -8,7 +8,7 @@ spare thread to hide it behind the backward pass. Here each process writes its
 bucket, divided by the number of processes as DDP's own hook divides it, into
 its slot of one anonymous memory file (``memfd``) that every process maps,
 waits at a gloo barrier (no payload), and sums the slots in rank order into
-its bucket: 2.5 ms. Every process sums the same slots with the same operation,
+its bucket: about 2 ms. Every process sums the same slots with the same operation,
 so their gradients stay identical bit for bit; with two processes they are
 gloo's own (``a + b``): the same losses to the last digit (docs/benchmarks.md,
 "The training step").
@@ -16,7 +16,9 @@ gloo's own (``a + b``): the same losses to the last digit (docs/benchmarks.md,
 Calls alternate between two regions of the file, so one barrier a bucket is
 enough: a process writes a region again two calls later, after the barrier of
 the call between, which every process reaches only once it has read the
-region. Where the file cannot be shared (a process of the group on another
+region. Each slot holds DDP's largest rebuilt bucket; a larger one (DDP's
+first step puts every gradient in one bucket) goes through gloo, on every
+process alike. Where the file cannot be shared (a process of the group on another
 machine, ``/proc`` hidden), every process keeps gloo's all-reduce.
 """
 
