@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -148,3 +149,57 @@ def test_only_a_group_all_on_this_machine_shares_memory(monkeypatch, env, here):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert all_processes_here() is here
+
+
+@pytest.fixture
+def group_of_one(monkeypatch):
+    """A gloo group of this process alone, ended after the test."""
+    import torch.distributed as dist
+
+    for name, value in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def one_step(model, shared=None, register=False):
+    """The gradients of one step of ``model`` under DDP (``register``: through
+    ``RegisterAtTrainBegin``; ``shared``: that hook state registered by hand)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    from rosetrain.train.shared_gradients import RegisterAtTrainBegin, average
+
+    ddp = DistributedDataParallel(model, gradient_as_bucket_view=True)
+    if register:
+        RegisterAtTrainBegin(SimpleNamespace(model_wrapped=ddp)).on_train_begin(None, None, None)
+    if shared is not None:
+        ddp.register_comm_hook(shared, average)
+    ddp(torch.linspace(-1, 1, 120).view(3, 40)).square().sum().backward()
+    return ddp, [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the shared memory is a Linux memfd")
+def test_the_hook_registered_at_train_begin_averages_in_this_process(group_of_one):
+    import copy
+
+    from rosetrain.train.shared_gradients import RegisterAtTrainBegin, SharedGradients, largest_bucket
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(40, 40), torch.nn.Linear(40, 2))
+    plain = copy.deepcopy(model)
+    plain(torch.linspace(-1, 1, 120).view(3, 40)).square().sum().backward()
+    expected = [p.grad for p in plain.parameters()]
+
+    ddp, got = one_step(copy.deepcopy(model), register=True)
+    (hook, shared), *others = ddp._comm_hooks
+    assert hook.__name__ == "average" and not others
+    assert shared.slot_bytes >= largest_bucket(ddp) == sum(p.numel() * 4 for p in model.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
+    # a model that already has a hook (accelerate's own) keeps it
+    RegisterAtTrainBegin(SimpleNamespace(model_wrapped=ddp)).on_train_begin(None, None, None)
+    assert len(ddp._comm_hooks) == 1
+    # a bucket larger than the slots goes through gloo, to the same gradients
+    _, through_gloo = one_step(copy.deepcopy(model), shared=SharedGradients.create(64))
+    assert all(torch.equal(a, b) for a, b in zip(through_gloo, expected, strict=True))
