@@ -58,6 +58,11 @@ def leave_process_group() -> None:
         dist.destroy_process_group()
 
 
+def cpu_group() -> bool:
+    """Several launched processes without a GPU: one job on the CPU process group."""
+    return launched_world_size() > 1 and not has_gpu()
+
+
 def cpu_group_settings(gpu: bool) -> dict[str, Any]:
     """TrainingArguments that put a CPU-only launch on the gloo process group."""
     if gpu or launched_world_size() == 1:
@@ -76,7 +81,7 @@ def gradients_in_buckets(trainer: Any) -> bool:
     processes of the demo's SFT: 6.10-6.16 steps/s against 5.87-6.06, the
     same losses to the last digit (docs/benchmarks.md, "The training step")."""
     handler = getattr(getattr(trainer, "accelerator", None), "ddp_handler", None)
-    if handler is None or has_gpu() or launched_world_size() == 1:
+    if handler is None or not cpu_group():
         return False
     handler.gradient_as_bucket_view = True  # read when the trainer wraps the model, at train()
     return True

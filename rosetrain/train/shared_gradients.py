@@ -31,7 +31,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from rosetrain.train.distributed import has_gpu
+from rosetrain.train.distributed import cpu_group, launched_world_size
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +40,9 @@ _ALIGN = 64  # every slot starts on a cache line
 
 
 def all_processes_here() -> bool:
-    """Whether the launcher started every process of the job on this machine."""
-    world, local = os.environ.get("WORLD_SIZE"), os.environ.get("LOCAL_WORLD_SIZE")
-    return world is not None and world == local and world.strip().isdigit() and int(world) > 1
+    """Whether the launcher started every process of a job of several on this machine."""
+    world = launched_world_size()
+    return world > 1 and os.environ.get("LOCAL_WORLD_SIZE") == str(world)
 
 
 def _new_memory(size: int) -> tuple[mmap.mmap, int]:
@@ -183,7 +183,7 @@ def average_in_shared_memory(trainer: Any) -> bool:
     the gradients through shared memory once it has wrapped the model; whether
     it will. A hook asked for in accelerate's settings (fp16 compression,
     PowerSGD) is kept."""
-    if has_gpu() or not all_processes_here():
+    if not cpu_group() or not all_processes_here():
         return False
     trainer.add_callback(RegisterAtTrainBegin(trainer))
     return True
