@@ -27,7 +27,7 @@ from rosetrain.train import build as build_phase
 from rosetrain.train import train
 from rosetrain.train.recipe import load_recipe
 
-seen, threads = [], set()
+seen = []
 build = build_phase.build
 
 def fingerprint(row):
@@ -41,7 +41,6 @@ def recording_build(checked):
     collate = built.trainer.data_collator
     def recording(rows):
         seen.extend(fingerprint(row) for row in rows)
-        threads.add(__import__("threading").current_thread().name)
         return collate(rows)
     built.trainer.data_collator = recording
     recording_build.trainer = built.trainer
@@ -55,7 +54,6 @@ Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(
     json.dumps({"world_size": args.world_size, "rows": seen, "summary": summary,
                 "bucket_view": getattr(wrapped, "gradient_as_bucket_view", None),
                 "hooks": [hook.__name__ for hook, _ in getattr(wrapped, "_comm_hooks", [])],
-                "collated_in": sorted(threads),
                 "cores": sorted(__import__("os").sched_getaffinity(0))}))
 """
 
@@ -132,8 +130,6 @@ def test_two_processes_without_a_gpu_train_as_one_job_on_disjoint_data(recipe, t
     assert [r["bucket_view"] for r in ranks] == [True, True]
     if sys.platform == "linux":  # and averaged through shared memory, not gloo's TCP
         assert [r["hooks"] for r in ranks] == [["average"], ["average"]]
-    # each rank's batches made ahead by its idle-priority thread
-    assert [r["collated_in"] for r in ranks] == [["rosetrain-batches-ahead"]] * 2
     if len(os.sched_getaffinity(0)) >= 2 and len(os.sched_getaffinity(0)) % 2 == 0:
         assert not set(ranks[0]["cores"]) & set(ranks[1]["cores"])  # each rank on its own cores
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from rosetrain.core.verbosity import verbose
-from rosetrain.train.batches_ahead import batches_ahead_of_the_step
 from rosetrain.train.check import Checked
 from rosetrain.train.data import train_dataset
 from rosetrain.train.distributed import bf16_supported, gradients_in_buckets, has_gpu, is_main_process
@@ -91,7 +90,6 @@ def build(checked: Checked) -> Built:
     use_log_lines(trainer)
     gradients_in_buckets(trainer)
     average_in_shared_memory(trainer)
-    batches_ahead_of_the_step(trainer)
     if recipe.vision_lr_scale != 1.0:
         scale_vision_lr(trainer, recipe.vision_lr_scale)
     return Built(checked=checked, trainer=trainer, processor=processor)
