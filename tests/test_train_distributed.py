@@ -54,6 +54,8 @@ Path(sys.argv[2], f"rank-{args.process_index}.json").write_text(
     json.dumps({"world_size": args.world_size, "rows": seen, "summary": summary,
                 "bucket_view": getattr(wrapped, "gradient_as_bucket_view", None),
                 "hooks": [hook.__name__ for hook, _ in getattr(wrapped, "_comm_hooks", [])],
+                "gather": recording_build.trainer.accelerator.gather.__qualname__,
+                "tokens": recording_build.trainer._total_train_tokens,
                 "cores": sorted(__import__("os").sched_getaffinity(0))}))
 """
 
@@ -130,6 +132,9 @@ def test_two_processes_without_a_gpu_train_as_one_job_on_disjoint_data(recipe, t
     assert [r["bucket_view"] for r in ranks] == [True, True]
     if sys.platform == "linux":  # and averaged through shared memory, not gloo's TCP
         assert [r["hooks"] for r in ranks] == [["average"], ["average"]]
+        # and the step's single numbers gathered there too: TRL's token count, summed over both ranks
+        assert all(r["gather"].startswith("SharedMemory.serve_gathers") for r in ranks)
+    assert ranks[0]["tokens"] == ranks[1]["tokens"] > 0
     if len(os.sched_getaffinity(0)) >= 2 and len(os.sched_getaffinity(0)) % 2 == 0:
         assert not set(ranks[0]["cores"]) & set(ranks[1]["cores"])  # each rank on its own cores
 

@@ -21,7 +21,7 @@ from rosetrain.train.data import train_dataset
 from rosetrain.train.distributed import bf16_supported, gradients_in_buckets, has_gpu, is_main_process
 from rosetrain.train.log_lines import use_log_lines
 from rosetrain.train.recipe import Recipe, RecipeError, method_module, peft_config
-from rosetrain.train.shared_gradients import average_in_shared_memory
+from rosetrain.train.shared_memory import share_memory
 
 logger = logging.getLogger("rosetrain.train")
 
@@ -89,7 +89,7 @@ def build(checked: Checked) -> Built:
     attach(trainer, callbacks + prepared.needs_trainer)
     use_log_lines(trainer)
     gradients_in_buckets(trainer)
-    average_in_shared_memory(trainer)
+    share_memory(trainer)
     if recipe.vision_lr_scale != 1.0:
         scale_vision_lr(trainer, recipe.vision_lr_scale)
     return Built(checked=checked, trainer=trainer, processor=processor)
