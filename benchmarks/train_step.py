@@ -19,10 +19,12 @@ side measured alone: rows generated and rendered, the PNG round trip a typed
 ``rosetrain train sft`` runs of ``--run-steps`` steps at the same global batch,
 on 1 process and on N processes (torchrun, gloo; each process one thread,
 pinned to its own core), steps/s from the trainer's own ``train_runtime``
-(target: 2 cores at least 1.7x one).
+(target: 2 cores at least 1.7x one). ``--repeat`` alternates the counts
+round by round and prints each round's ratio and their median.
 
     python benchmarks/train_step.py                       # one pinned core (or CUDA if seen)
     python benchmarks/train_step.py --cores 1 2           # and steps/s on 1 and 2 cores
+    python benchmarks/train_step.py --cores 1 2 --repeat 5  # five rounds, 1 and 2 alternating
     python benchmarks/train_step.py --device cuda --workers 4
 
 Runs on CUDA when it is there (``--device auto``).
@@ -231,6 +233,9 @@ def main() -> None:
     )
     parser.add_argument("--run-steps", type=int, default=150)
     parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of the --cores runs, the counts alternating in each"
+    )
+    parser.add_argument(
         "--compile", action="store_true", help="torch.compile the model of the interleaved steps"
     )
     parser.add_argument(
@@ -269,16 +274,27 @@ def main() -> None:
         f"  real/floor {steps['ratio']:.3f}  (blocks: {', '.join(f'{r:.3f}' for r in steps['block_ratios'])})"
     )
     result = {"data_side": data, "steps": steps, "load": load}
-    runs = []
+    runs, ratios = [], []
     with tempfile.TemporaryDirectory(prefix="train_step-cores-") as tmp:
-        for procs in args.cores:
-            runs.append(cores_run(args, procs, Path(tmp) / f"procs{procs}"))
-            print(f"  {procs} process(es), global batch {args.batch}: {runs[-1]['steps_per_s']:.2f} steps/s")
-    if len(runs) > 1:
+        for round_ in range(args.repeat if args.cores else 0):
+            # the counts alternate, so a round's ratio compares runs minutes apart on a machine whose speed drifts
+            first = len(runs)
+            for procs in args.cores:
+                runs.append(
+                    {**cores_run(args, procs, Path(tmp) / f"r{round_}-procs{procs}"), "round": round_}
+                )
+                print(
+                    f"  {procs} process(es), global batch {args.batch}: {runs[-1]['steps_per_s']:.2f} steps/s"
+                )
+            if len(args.cores) > 1:
+                ratios.append(runs[-1]["steps_per_s"] / runs[first]["steps_per_s"])
+                print(f"  {args.cores[-1]} cores / {args.cores[0]}: {ratios[-1]:.2f}x")
+    if len(ratios) > 1:
         print(
-            f"  {runs[-1]['procs']} cores / {runs[0]['procs']}: {runs[-1]['steps_per_s'] / runs[0]['steps_per_s']:.2f}x"
+            f"  {args.cores[-1]} cores / {args.cores[0]}, {len(ratios)} rounds: median {statistics.median(ratios):.2f}x, "
+            f"mean {statistics.mean(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f})"
         )
-    result["cores"] = runs
+    result["cores"], result["core_ratios"] = runs, ratios
     print(json.dumps(result))
 
 
