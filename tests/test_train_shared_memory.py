@@ -130,7 +130,7 @@ def run_group(world: int, out: Path) -> list[dict]:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the shared memory is a Linux memfd")
-def test_two_processes_get_gloos_gradients_bit_for_bit(tmp_path):
+def test_two_processes_get_gloos_gradients_and_numbers_bit_for_bit(tmp_path):
     ranks = run_group(2, tmp_path)
     for rank in ranks:
         assert rank["shared"]["shared"] and rank["small"]["shared"] and not rank["refused"]["shared"]
