@@ -6,7 +6,7 @@ On the CPU the group's backend is gloo, which sends everything over TCP
 through the loopback. DDP's average of the demo model's 10 MB took 6.4 ms
 alone, 8.8 ms inside a step, on a core that has no spare thread to hide it
 behind the backward pass. Every step also gathers five numbers (the tokens of
-the batch, which scale the loss, and TRL's four metric sums) at about 0.4 ms
+the batch, which scale the loss, and TRL's four metric sums) at 0.4-0.5 ms
 each, and a gloo barrier costs 0.2 ms. Here the processes map one anonymous
 memory file (``memfd``):
 
@@ -19,8 +19,9 @@ memory file (``memfd``):
   the same tensor as gloo's gather, in a microsecond or two;
 - **the barrier**: each process writes how many barriers it has reached into
   its own counter and waits until every counter has reached it. One writer a
-  counter needs no atomic operation; x86's stores are seen in the order they
-  were made, so a counter seen is a slot written. Elsewhere the barrier is
+  counter needs no atomic operation; x86 shows stores in the order they were
+  made and makes loads in program order, so a counter seen is a slot
+  written. Elsewhere the barrier is
   gloo's (another processor may show the counter before the slot).
 
 Each kind of call alternates between two regions of the file, so one barrier a
