@@ -21,8 +21,8 @@ memory file (``memfd``):
   its own counter and waits until every counter has reached it. One writer a
   counter needs no atomic operation; x86 shows stores in the order they were
   made and makes loads in program order, so a counter seen is a slot
-  written. Elsewhere the barrier is
-  gloo's (another processor may show the counter before the slot).
+  written. Elsewhere the barrier is gloo's (another processor may show the
+  counter before the slot).
 
 Each kind of call alternates between two regions of the file, so one barrier a
 call is enough: a process writes a region again two calls later, after the
