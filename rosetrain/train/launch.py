@@ -3,10 +3,12 @@
 One training process of the tiny demo models leaves a second core idle. N
 processes with the batch split (a gloo process group, one torch thread each;
 ``distributed.py`` checks that they form one job) run the same global batch
-faster: 1.64-1.71x one core with two (each operator's fixed cost and the
-optimizer do not split; the gradients are averaged, and single numbers gathered,
-through shared memory: ``shared_memory.py``), where one process with two threads gave 1.40x (``benchmarks/train_step.py --cores 1 2``; docs/benchmarks.md). Each process
-generates its own rows: the stream's 64 shards are split among them.
+faster: 1.63-1.82x one core with two, median 1.74x (each operator's fixed
+cost and the optimizer do not split; the gradients are averaged, and single
+numbers gathered, through shared memory: ``shared_memory.py``), where one
+process with two threads gave 1.40x (``benchmarks/train_step.py --cores 1 2``;
+docs/benchmarks.md). Each process generates its own rows: the stream's 64
+shards are split among them.
 
 The launch is a child ``torch.distributed.run --standalone`` (its own free
 port, so two runs side by side do not meet), which forwards Ctrl-C to the

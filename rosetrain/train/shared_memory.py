@@ -87,6 +87,14 @@ def largest_bucket(model: Any) -> int:
     return min(sum(sizes), model.bucket_bytes_cap + max(sizes, default=0))
 
 
+def _regions_at(world: int) -> tuple[int, int]:
+    """Where the number slots and the gradient slots start: after the token's
+    line and one counter line a process; the number slots take two regions of
+    one line a process."""
+    numbers_at = _LINE * (1 + world)
+    return numbers_at, numbers_at + 2 * world * _LINE
+
+
 class SharedMemory:
     """The file every process maps: the token; one counter a process; two
     regions of one number slot a process; two regions of one gradient slot a
@@ -103,13 +111,12 @@ class SharedMemory:
         self._bytes = torch.frombuffer(memory, dtype=torch.uint8)
         lines = np.frombuffer(memory, dtype=np.int64, count=world * _LINE // 8, offset=_LINE)
         self._counters = lines.reshape(world, _LINE // 8)[:, 0]
-        self._numbers_at = _LINE * (1 + world)
-        self._gradients_at = self._numbers_at + 2 * world * _LINE
+        self._numbers_at, self._gradients_at = _regions_at(world)
         self._barriers = self._gradient_calls = self._number_calls = 0
 
     @staticmethod
     def size(slot_bytes: int, world: int) -> int:
-        return _LINE * (1 + world) + 2 * world * _LINE + 2 * world * slot_bytes
+        return _regions_at(world)[1] + 2 * world * slot_bytes
 
     @classmethod
     def create(cls, bucket_bytes: int, timeout: float = 1800.0) -> SharedMemory | None:
